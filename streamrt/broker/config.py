@@ -1,0 +1,291 @@
+"""Broker and topic configuration, with Apache Kafka's names and defaults.
+
+One table (:data:`BROKER_CONFIGS`) defines every broker key: its type, default and, where the
+key has a per-topic override, the topic-level name (``log.segment.bytes`` → ``segment.bytes``).
+Values come from a Java-style ``.properties`` file and ``--override key=value`` flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from streamrt.errors import ConfigError
+
+__all__ = (
+    "BROKER_CONFIGS",
+    "TOPIC_CONFIGS",
+    "BrokerConfig",
+    "ConfigDef",
+    "load_properties",
+    "validate_topic_configs",
+)
+
+_MAX_LONG = 2**63 - 1
+_MAX_INT = 2**31 - 1
+
+
+def _bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "false"):
+        return v == "true"
+    raise ValueError("expected true or false")
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        v = value.strip()
+        if v not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return v
+
+    return parse
+
+
+def _cleanup_policy(value: str) -> str:
+    parts = sorted({p.strip() for p in value.split(",") if p.strip()})
+    if not parts or any(p not in ("compact", "delete") for p in parts):
+        raise ValueError("expected delete, compact or compact,delete")
+    return ",".join(parts)
+
+
+def _int_range(lo: int, hi: int = _MAX_LONG) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        n = int(value.strip())
+        if not lo <= n <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return n
+
+    return parse
+
+
+def _ratio(value: str) -> float:
+    f = float(value)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return f
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One config key: parser (str → typed value, raising ValueError), default, topic name."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: str
+    doc: str
+    topic_name: str | None = None
+
+
+_DEFS: tuple[ConfigDef, ...] = (
+    ConfigDef("node.id", _int_range(0, _MAX_INT), "0", "This broker's node id."),
+    ConfigDef("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Address to bind."),
+    ConfigDef("num.partitions", _int_range(1, 100_000), "1", "Partitions of auto-created topics."),
+    ConfigDef("auto.create.topics.enable", _bool, "true", "Create unknown topics on Metadata."),
+    ConfigDef("default.replication.factor", _int_range(1, 1), "1", "Single node: always 1."),
+    ConfigDef(
+        "message.max.bytes",
+        _int_range(0, _MAX_INT),
+        "1048588",
+        "Largest record batch accepted.",
+        "max.message.bytes",
+    ),
+    ConfigDef(
+        "log.segment.bytes",
+        _int_range(14, _MAX_INT),
+        "1073741824",
+        "Segment size before a roll.",
+        "segment.bytes",
+    ),
+    ConfigDef(
+        "log.roll.ms", _int_range(1), "604800000", "Segment age before a roll.", "segment.ms"
+    ),
+    ConfigDef(
+        "log.retention.ms",
+        _int_range(-1),
+        "604800000",
+        "Delete segments older than this (-1: forever).",
+        "retention.ms",
+    ),
+    ConfigDef(
+        "log.retention.bytes",
+        _int_range(-1),
+        "-1",
+        "Delete old segments beyond this size per partition (-1: no limit).",
+        "retention.bytes",
+    ),
+    ConfigDef(
+        "log.cleanup.policy",
+        _cleanup_policy,
+        "delete",
+        "delete, compact, or compact,delete.",
+        "cleanup.policy",
+    ),
+    ConfigDef(
+        "log.cleaner.delete.retention.ms",
+        _int_range(0),
+        "86400000",
+        "How long tombstones survive compaction.",
+        "delete.retention.ms",
+    ),
+    ConfigDef(
+        "log.cleaner.min.cleanable.ratio",
+        _ratio,
+        "0.5",
+        "Dirty ratio that triggers compaction.",
+        "min.cleanable.dirty.ratio",
+    ),
+    ConfigDef(
+        "log.cleaner.min.compaction.lag.ms",
+        _int_range(0),
+        "0",
+        "Minimum age of a record before it may be compacted away.",
+        "min.compaction.lag.ms",
+    ),
+    ConfigDef(
+        "log.index.interval.bytes",
+        _int_range(0, _MAX_INT),
+        "4096",
+        "Bytes between sparse index entries.",
+        "index.interval.bytes",
+    ),
+    ConfigDef(
+        "log.message.timestamp.type",
+        _choice("CreateTime", "LogAppendTime"),
+        "CreateTime",
+        "Which timestamp the log keeps.",
+        "message.timestamp.type",
+    ),
+    ConfigDef(
+        "log.retention.check.interval.ms",
+        _int_range(1),
+        "300000",
+        "How often retention and compaction run.",
+    ),
+    ConfigDef(
+        "log.flush.interval.ms",
+        _int_range(1),
+        "1000",
+        "With fsync=interval: how often dirty logs are fsynced.",
+        "flush.ms",
+    ),
+    ConfigDef(
+        "streamrt.log.fsync",
+        _choice("always", "interval", "never"),
+        "interval",
+        "always: fsync before acks=all is answered; interval: every log.flush.interval.ms.",
+    ),
+    ConfigDef(
+        "min.insync.replicas", _int_range(1, 1), "1", "Single node: always 1.", "min.insync.replicas"
+    ),
+    ConfigDef(
+        "producer.id.expiration.ms",
+        _int_range(1),
+        "86400000",
+        "Idle time after which producer-id sequence state is dropped.",
+    ),
+    ConfigDef("offsets.topic.num.partitions", _int_range(1, 1000), "50", "__consumer_offsets size."),
+    ConfigDef("offsets.retention.minutes", _int_range(1), "10080", "Offsets of empty groups expire."),
+    ConfigDef(
+        "offsets.retention.check.interval.ms", _int_range(1), "600000", "Offset expiry interval."
+    ),
+    ConfigDef("group.min.session.timeout.ms", _int_range(0, _MAX_INT), "6000", "JoinGroup minimum."),
+    ConfigDef(
+        "group.max.session.timeout.ms", _int_range(0, _MAX_INT), "1800000", "JoinGroup maximum."
+    ),
+    ConfigDef(
+        "group.initial.rebalance.delay.ms",
+        _int_range(0, _MAX_INT),
+        "3000",
+        "Delay before the first rebalance of an empty group completes.",
+    ),
+    ConfigDef("group.max.size", _int_range(1, _MAX_INT), str(_MAX_INT), "Members per group."),
+    ConfigDef(
+        "socket.request.max.bytes",
+        _int_range(1, _MAX_INT),
+        "104857600",
+        "Largest request frame; a bigger one closes the connection.",
+    ),
+)
+
+BROKER_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _DEFS}
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.topic_name: d for d in _DEFS if d.topic_name}
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Read a Java ``.properties`` file (``key=value``, ``#`` comments)."""
+    out: dict[str, str] = {}
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{path}:{lineno}: expected key=value, got {raw!r}")
+        out[line[:sep].strip()] = line[sep + 1 :].strip()
+    return out
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Check topic-level overrides; raise ConfigError naming the bad key."""
+    out: dict[str, str] = {}
+    for key, value in configs.items():
+        d = TOPIC_CONFIGS.get(key)
+        if d is None:
+            raise ConfigError(f"unknown topic config {key!r}")
+        if value is None:
+            raise ConfigError(f"topic config {key!r} needs a value")
+        try:
+            d.parse(value)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {value!r} for {key!r}: {exc}") from None
+        out[key] = value.strip()
+    return out
+
+
+class BrokerConfig:
+    """Typed view over broker config strings. ``cfg["log.segment.bytes"]`` is an int."""
+
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self._raw: dict[str, str] = {}
+        self._typed: dict[str, Any] = {}
+        for d in _DEFS:
+            self._set(d, d.default)
+        for key, value in (overrides or {}).items():
+            d = BROKER_CONFIGS.get(key)
+            if d is None:
+                raise ConfigError(f"unknown broker config {key!r}")
+            self._set(d, str(value))
+
+    def _set(self, d: ConfigDef, value: str) -> None:
+        try:
+            self._typed[d.name] = d.parse(value)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {value!r} for {d.name!r}: {exc}") from None
+        self._raw[d.name] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._typed[key]
+
+    def raw(self, key: str) -> str:
+        return self._raw[key]
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
+        return BrokerConfig({**self._raw, **overrides})
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Broker-level defaults for every topic-level key."""
+        return {name: self._raw[d.name] for name, d in TOPIC_CONFIGS.items()}
+
+    def effective_topic_config(self, overrides: Mapping[str, str]) -> dict[str, Any]:
+        """Typed topic config: the topic's overrides over the broker defaults."""
+        out: dict[str, Any] = {}
+        for name, d in TOPIC_CONFIGS.items():
+            raw = overrides.get(name, self._raw[d.name])
+            out[name] = d.parse(raw)
+        return out
+
+    def items(self) -> Iterable[tuple[str, str]]:
+        return self._raw.items()

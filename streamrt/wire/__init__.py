@@ -1,0 +1,1 @@
+"""Kafka wire protocol: framing, kio codec dispatch and RecordBatch v2 headers."""
