@@ -1,0 +1,76 @@
+"""The one ``streamrt`` command. Each layer registers its own subcommands.
+
+A subcommand module exposes ``register(subparsers)``, which adds parsers whose ``func``
+default is ``func(args) -> int`` (the exit code). Exit codes: 0 ok, 1 failure, 2 bad usage,
+3 partial failure (e.g. some members of a batch removal were unknown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ("main",)
+
+# Modules that contribute subcommands, in the order --help lists them.
+_SUBCOMMAND_MODULES = (
+    "streamrt.demo",
+    "streamrt.broker.cli",
+    "streamrt.admin.cli",
+    "streamrt.runtime.cli",
+    "streamrt.rest.cli",
+    "streamrt.deploy.cli",
+    "streamrt.spark.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamrt",
+        description=(
+            "streamrt: a Kafka Streams-style runtime for Python with zero-shuffle rolling "
+            "deploys (static membership, KIP-345), and an embedded Kafka-protocol broker."
+        ),
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
+    )
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="log line format"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):  # that layer is not built yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    from streamrt.logs import configure_logging
+
+    configure_logging(args.log_level, args.log_format)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clean message for scripts, the traceback at DEBUG
+        logging.getLogger("streamrt").debug("command failed", exc_info=True)
+        print(f"streamrt: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
