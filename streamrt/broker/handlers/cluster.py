@@ -1,0 +1,154 @@
+"""ApiVersions, Metadata, FindCoordinator and DescribeCluster: how clients find this node."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.context import RequestContext
+
+__all__ = ("register",)
+
+logger = logging.getLogger(__name__)
+
+API_VERSIONS, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 18, 3, 10, 60
+
+
+def register(table: ApiTable) -> None:
+    table.register(API_VERSIONS, 0, 4, _api_versions(table))
+    table.register(METADATA, 0, 12, metadata)
+    table.register(FIND_COORDINATOR, 0, 6, find_coordinator)
+    table.register(DESCRIBE_CLUSTER, 0, 1, describe_cluster)
+
+
+def _api_versions(table: ApiTable) -> Any:
+    async def api_versions(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+        keys = [
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in table.ranges()
+        ]
+        return respond(ctx, error_code=0, api_keys=keys, throttle_time=0)
+
+    return api_versions
+
+
+def _partitions(n: int, node_id: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "error_code": 0,
+            "partition_index": p,
+            "leader_id": node_id,
+            "leader_epoch": 0,
+            "replica_nodes": (node_id,),
+            "isr_nodes": (node_id,),
+            "offline_replicas": (),
+        }
+        for p in range(n)
+    ]
+
+
+async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    topics = core.logs.topics()
+    requested: list[str] | None
+    if req.topics is None or (ctx.api_version == 0 and not req.topics):
+        requested = None  # all topics
+    else:
+        requested = [t.name for t in req.topics if t.name is not None]
+    allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and bool(
+        core.config["auto.create.topics.enable"]
+    )
+    out = []
+    for name in sorted(topics) if requested is None else requested:
+        info = topics.get(name)
+        if info is None and allow_create:
+            try:
+                info = core.logs.create_topic(name, int(core.config["num.partitions"]))
+                logger.info("auto-created topic %s", name)
+            except KafkaError as exc:
+                out.append(_topic_error(name, exc.code))
+                continue
+        if info is None:
+            out.append(_topic_error(name, ErrorCode.unknown_topic_or_partition))
+            continue
+        out.append(
+            {
+                "error_code": 0,
+                "name": info.name,
+                "topic_id": info.topic_id,
+                "is_internal": info.internal,
+                "partitions": _partitions(info.num_partitions, core.node_id),
+            }
+        )
+    return respond(
+        ctx,
+        throttle_time=0,
+        brokers=[{"node_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        cluster_id=core.cluster_id,
+        controller_id=core.node_id,
+        topics=out,
+        cluster_authorized_operations=-(2**31),
+    )
+
+
+def _topic_error(name: str, code: ErrorCode) -> dict[str, Any]:
+    import uuid
+
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "is_internal": False,
+        "partitions": [],
+    }
+
+
+def _coordinator_for(core: BrokerCore, key_type: int) -> tuple[ErrorCode, str | None]:
+    if key_type != 0:  # transactions (1) and share groups are not implemented
+        return ErrorCode.coordinator_not_available, "this broker has no transaction coordinator"
+    if core.coordinator is None:
+        return ErrorCode.coordinator_not_available, "group coordinator not running"
+    return ErrorCode.none, None
+
+
+async def find_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    key_type = int(getattr(req, "key_type", 0))
+    code, message = _coordinator_for(core, key_type)
+    node = core.node_id if code == ErrorCode.none else -1
+    host, port = (core.host, core.port) if code == ErrorCode.none else ("", -1)
+    if ctx.api_version >= 4:
+        coords = [
+            {
+                "key": key,
+                "node_id": node,
+                "host": host,
+                "port": port,
+                "error_code": code,
+                "error_message": message,
+            }
+            for key in req.coordinator_keys
+        ]
+        return respond(ctx, throttle_time=0, coordinators=coords)
+    return respond(
+        ctx,
+        throttle_time=0,
+        error_code=code,
+        error_message=message,
+        node_id=node,
+        host=host,
+        port=port,
+    )
+
+
+async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    return respond(
+        ctx,
+        throttle_time=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=core.cluster_id,
+        controller_id=core.node_id,
+        brokers=[{"broker_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        cluster_authorized_operations=-(2**31),
+    )

@@ -1,0 +1,79 @@
+"""Fetch with long polling (max wait, min bytes, per-partition and response max bytes).
+
+There are no fetch sessions (KIP-227): every response has session id 0, which tells clients
+to keep sending full fetch requests. With no transactions, read_committed equals
+read_uncommitted and the last stable offset is the high watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.codec import ms
+from streamrt.wire.context import RequestContext
+
+__all__ = ("register",)
+
+FETCH = 1
+
+
+def register(table: ApiTable) -> None:
+    table.register(FETCH, 4, 12, fetch)
+
+
+def _gather(core: BrokerCore, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the requested partitions: (responses, bytes, any error)."""
+    budget = max(int(req.max_bytes), 0)
+    total = 0
+    errors = False
+    responses = []
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            entry: dict[str, Any] = {
+                "partition_index": p.partition,
+                "error_code": 0,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            try:
+                log = core.logs.log(topic.topic, p.partition)
+                limit = min(int(p.partition_max_bytes), budget - total)
+                sl = log.read(p.fetch_offset, max(limit, 0), min_one=total == 0)
+                entry.update(
+                    high_watermark=sl.high_watermark,
+                    last_stable_offset=sl.high_watermark,
+                    log_start_offset=sl.log_start_offset,
+                    records=sl.records,
+                )
+                total += len(sl.records)
+            except KafkaError as exc:
+                errors = True
+                entry["error_code"] = exc.code
+                if exc.code == ErrorCode.offset_out_of_range:
+                    log = core.logs.log(topic.topic, p.partition)
+                    entry.update(
+                        high_watermark=log.log_end_offset,
+                        last_stable_offset=log.log_end_offset,
+                        log_start_offset=log.log_start_offset,
+                    )
+            parts.append(entry)
+        responses.append({"topic": topic.topic, "partitions": parts})
+    return responses, total, errors
+
+
+async def fetch(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    deadline = core.clock.now_ms() + max(ms(req.max_wait), 0)
+    while True:
+        responses, total, errors = _gather(core, req)
+        remaining = deadline - core.clock.now_ms()
+        if errors or total >= req.min_bytes or total > 0 and req.min_bytes <= 1 or remaining <= 0:
+            break
+        await core.data_arrived.wait(remaining / 1000)
+    return respond(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)

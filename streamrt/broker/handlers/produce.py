@@ -1,0 +1,112 @@
+"""Produce and InitProducerId: appending client batches to partition logs."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from typing import Any
+
+from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.context import RequestContext
+
+__all__ = ("register",)
+
+logger = logging.getLogger(__name__)
+
+PRODUCE, INIT_PRODUCER_ID = 0, 22
+_MAX_EPOCH = 32767
+
+
+def register(table: ApiTable) -> None:
+    table.register(PRODUCE, 3, 12, produce)
+    table.register(INIT_PRODUCER_ID, 0, 5, init_producer_id)
+
+
+def _partition_error(index: int, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+async def _append(core: BrokerCore, topic: str, index: int, records: bytes | None) -> dict:
+    try:
+        if not records:
+            raise KafkaError(ErrorCode.corrupt_message, "empty records")
+        log = core.logs.log(topic, index)
+        now = core.clock.now_ms()
+        if core.config["streamrt.log.fsync"] == "always":
+            # fsync happens inside append: keep it off the event loop.
+            info = await asyncio.to_thread(log.append, bytes(records), now)
+        else:
+            info = log.append(bytes(records), now)
+    except KafkaError as exc:
+        if exc.code not in (ErrorCode.unknown_topic_or_partition,):
+            logger.info("produce to %s-%d rejected: %s (%s)", topic, index, exc.code.name, exc)
+        return _partition_error(index, exc.code, str(exc))
+    append_time = (
+        datetime.datetime.fromtimestamp(info.log_append_time_ms / 1000, tz=datetime.UTC)
+        if info.log_append_time_ms >= 0
+        else None
+    )
+    return {
+        "index": index,
+        "error_code": 0,
+        "base_offset": info.base_offset,
+        "log_append_time": append_time,
+        "log_start_offset": info.log_start_offset,
+        "record_errors": [],
+        "error_message": None,
+    }
+
+
+async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    global_error: tuple[ErrorCode, str] | None = None
+    if req.acks not in (0, 1, -1):
+        global_error = (ErrorCode.invalid_required_acks, f"acks={req.acks}")
+    elif req.transactional_id is not None:
+        global_error = (
+            ErrorCode.transactional_id_authorization_failed,
+            "this broker does not implement transactions",
+        )
+    responses = []
+    for topic in req.topic_data:
+        parts = []
+        for p in topic.partition_data:
+            if global_error is not None:
+                parts.append(_partition_error(p.index, *global_error))
+            else:
+                parts.append(await _append(core, topic.name, p.index, p.records))
+        responses.append({"name": topic.name, "partition_responses": parts})
+    core.data_arrived.notify()
+    if req.acks == 0:
+        return None
+    return respond(ctx, responses=responses, throttle_time=0)
+
+
+async def init_producer_id(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    if req.transactional_id is not None:
+        logger.warning("InitProducerId with transactional.id %r refused", req.transactional_id)
+        return respond(
+            ctx,
+            throttle_time=0,
+            error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    pid = int(getattr(req, "producer_id", -1))
+    epoch = int(getattr(req, "producer_epoch", -1))
+    if pid >= 0 and 0 <= epoch < _MAX_EPOCH:
+        # KIP-360: an idempotent producer bumps its epoch to reset sequences after an error.
+        return respond(
+            ctx, throttle_time=0, error_code=0, producer_id=pid, producer_epoch=epoch + 1
+        )
+    new_pid = core.logs.allocate_producer_id()
+    return respond(ctx, throttle_time=0, error_code=0, producer_id=new_pid, producer_epoch=0)

@@ -1,0 +1,130 @@
+"""CreateTopics, DeleteTopics and CreatePartitions: topic lifecycle on the LogManager."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.errors import ConfigError, ErrorCode, KafkaError
+from streamrt.wire.context import RequestContext
+
+__all__ = ("register",)
+
+logger = logging.getLogger(__name__)
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+_NO_ID = uuid.UUID(int=0)
+
+
+def register(table: ApiTable) -> None:
+    table.register(CREATE_TOPICS, 2, 7, create_topics)
+    table.register(DELETE_TOPICS, 1, 6, delete_topics)
+    table.register(CREATE_PARTITIONS, 0, 3, create_partitions)
+
+
+def _error_of(exc: Exception) -> tuple[ErrorCode, str]:
+    if isinstance(exc, KafkaError):
+        return exc.code, str(exc)
+    if isinstance(exc, ConfigError):
+        return ErrorCode.invalid_config, str(exc)
+    raise exc
+
+
+async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    results = []
+    seen: set[str] = set()
+    for t in req.topics:
+        result: dict[str, Any] = {
+            "name": t.name,
+            "topic_id": _NO_ID,
+            "error_code": 0,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": [],
+        }
+        try:
+            if t.name in seen:
+                raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} listed twice")
+            seen.add(t.name)
+            if t.assignments:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"
+                )
+            if t.replication_factor not in (-1, 1):
+                raise KafkaError(
+                    ErrorCode.invalid_replication_factor,
+                    f"replication factor {t.replication_factor} > 1 on a single-node broker",
+                )
+            n = int(core.config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
+            configs = {c.name: c.value for c in t.configs}
+            info = core.logs.create_topic(
+                t.name, n, configs, validate_only=bool(req.validate_only)
+            )
+            result.update(topic_id=info.topic_id, num_partitions=n, replication_factor=1)
+            effective = core.logs.effective_config(t.name) if not req.validate_only else {}
+            result["configs"] = [
+                {
+                    "name": k,
+                    "value": str(v),
+                    "read_only": False,
+                    "config_source": 1 if k in configs else 5,
+                    "is_sensitive": False,
+                }
+                for k, v in sorted(effective.items())
+            ]
+            if not req.validate_only:
+                logger.info("created topic %s with %d partitions", t.name, n)
+        except (KafkaError, ConfigError) as exc:
+            code, msg = _error_of(exc)
+            result.update(error_code=code, error_message=msg)
+        results.append(result)
+    return respond(ctx, throttle_time=0, topics=results)
+
+
+async def delete_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, None) for name in req.topic_names]
+    by_id = {info.topic_id: name for name, info in core.logs.topics().items()}
+    responses = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None:
+            name = by_id.get(topic_id)
+        entry: dict[str, Any] = {
+            "name": name,
+            "topic_id": topic_id or _NO_ID,
+            "error_code": 0,
+            "error_message": None,
+        }
+        try:
+            if name is None:
+                raise KafkaError(ErrorCode.unknown_topic_id, f"unknown topic id {topic_id}")
+            info = core.logs.topics().get(name)
+            if info is not None and info.internal:
+                raise KafkaError(ErrorCode.topic_authorization_failed, "internal topic")
+            core.logs.delete_topic(name)
+            logger.info("deleted topic %s", name)
+        except KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=str(exc))
+        responses.append(entry)
+    return respond(ctx, throttle_time=0, responses=responses)
+
+
+async def create_partitions(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    results = []
+    for t in req.topics:
+        entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
+        try:
+            if t.assignments:
+                raise KafkaError(
+                    ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"
+                )
+            core.logs.create_partitions(t.name, t.count, validate_only=bool(req.validate_only))
+        except KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=str(exc))
+        results.append(entry)
+    return respond(ctx, throttle_time=0, results=results)

@@ -1,0 +1,186 @@
+"""The asyncio Kafka-protocol listener: one task per connection, replies in request order.
+
+Clients pipeline requests; Kafka answers them in order and so do we, by handling one request
+per connection at a time (a parked JoinGroup or a long-polling Fetch holds only its own
+connection). A malformed, truncated, oversized or unsupported frame closes that one
+connection with a log line saying why; nothing a client sends can stop the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+import time
+from typing import Any
+
+from streamrt.broker.core import ApiTable, BrokerCore
+from streamrt.broker.metrics import BrokerMetrics
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+from streamrt.wire.codec import build, codec_for, encode_response
+from streamrt.wire.context import RequestContext
+
+__all__ = ("KafkaServer",)
+
+logger = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+PRODUCE = 0
+_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in header v1 and v2
+
+
+class ProtocolViolation(Exception):
+    """A client broke the protocol: close its connection."""
+
+
+class KafkaServer:
+    """Accepts connections and dispatches decoded requests through an :class:`ApiTable`."""
+
+    def __init__(self, core: BrokerCore, table: ApiTable, metrics: BrokerMetrics) -> None:
+        self.core = core
+        self.table = table
+        self.metrics = metrics
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._max_frame = int(core.config["socket.request.max.bytes"])
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._on_connect, host, port, backlog=512)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        client_host = f"/{peer[0]}"
+        try:
+            await self._serve(reader, writer, client_host)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        except ProtocolViolation as exc:
+            logger.warning(
+                "closing connection: %s", exc, extra=fields(peer=f"{peer[0]}:{peer[1]}")
+            )
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            logger.exception("closing connection after an internal error", extra=fields(peer=peer))
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_host: str
+    ) -> None:
+        while True:
+            size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+            if size < _PREFIX.size or size > self._max_frame:
+                raise ProtocolViolation(
+                    f"frame size {size} outside [{_PREFIX.size}, {self._max_frame}] "
+                    "(socket.request.max.bytes)"
+                )
+            frame = await reader.readexactly(size)
+            chunks = await self._handle_frame(frame, client_host)
+            if chunks is not None:
+                size_prefix = sum(map(len, chunks)).to_bytes(4, "big")
+                writer.writelines([size_prefix, *chunks])
+                await writer.drain()
+
+    async def _handle_frame(self, frame: bytes, client_host: str) -> list[bytes] | None:
+        api_key, api_version, correlation_id = _PREFIX.unpack_from(frame)
+        entry = self.table.get(api_key)
+        if entry is None:
+            raise ProtocolViolation(f"unsupported API key {api_key}")
+        if not entry.min_version <= api_version <= entry.max_version:
+            if api_key == API_VERSIONS:
+                return self._api_versions_fallback(correlation_id)
+            raise ProtocolViolation(
+                f"unsupported version {api_version} of API {api_key} "
+                f"(supported {entry.min_version}-{entry.max_version})"
+            )
+        codec = codec_for(api_key, api_version)
+        try:
+            header, offset = codec.read_header(frame, 0)
+            request, _ = codec.read_body(frame, offset)
+        except Exception as exc:  # kio raises several types for bad bytes
+            raise ProtocolViolation(
+                f"malformed request (API {api_key} v{api_version}): {type(exc).__name__}: {exc}"
+            ) from None
+        ctx = RequestContext(
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+            client_id=header.client_id or "",
+            client_host=client_host,
+        )
+        started = time.perf_counter()
+        try:
+            response = await entry.handler(self.core, ctx, request)
+        except KafkaError as exc:
+            response = _error_response(ctx, exc.code)
+            if response is None:
+                raise ProtocolViolation(f"API {api_key} failed: {exc}") from None
+        finally:
+            self.metrics.observe_request(api_key, time.perf_counter() - started)
+        if response is None:
+            return None
+        return encode_response(codec, correlation_id, response)
+
+    def _api_versions_fallback(self, correlation_id: int) -> list[bytes]:
+        """A too-new ApiVersions gets a v0 body with UNSUPPORTED_VERSION and our ranges."""
+        codec = codec_for(API_VERSIONS, 0)
+        keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.table.ranges()]
+        body = build(
+            codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys
+        )
+        return encode_response(codec, correlation_id, body)
+
+
+def _error_response(ctx: RequestContext, code: ErrorCode) -> Any:
+    """A top-level error response for APIs that have a top-level error code."""
+    cls = codec_for(ctx.api_key, ctx.api_version).response_cls
+    names = set(cls.__dataclass_fields__)
+    if "error_code" not in names:
+        return None
+    superset: dict[str, Any] = {
+        "error_code": code,
+        "throttle_time": 0,
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None if ctx.api_version >= 7 else "",
+        "leader": "",
+        "member_id": "",
+        "members": [],
+        "assignment": b"",
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "error_message": None,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+        "groups": [],
+        "topics": [],
+        "responses": [],
+        "session_id": 0,
+    }
+    try:
+        return build(cls, **superset)
+    except TypeError:
+        return None
