@@ -1,0 +1,257 @@
+"""StreamsPartitionAssignor: a state-aware, sticky, co-partitioning assignor (pure logic).
+
+Every thread of every instance is one group member. Its subscription user data says which
+instance and thread it is, where the instance's REST endpoint is, which tasks it ran last and
+which tasks it has state for on disk (with the changelog offsets reached). The leader assigns
+tasks (not partitions) so co-partitioned inputs stay together, keeps tasks where they were,
+then where their state is, then balances; the assignment user data carries the whole
+cluster's metadata so each instance knows every other one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+__all__ = (
+    "ASSIGNOR_NAME",
+    "AssignmentInfo",
+    "ClusterThread",
+    "StreamsPartitionAssignor",
+    "SubscriptionInfo",
+    "assign_tasks",
+)
+
+ASSIGNOR_NAME = "streamrt"
+_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionInfo:
+    """What one thread tells the leader when it joins."""
+
+    instance_id: str
+    thread_instance_id: str
+    application_server: str | None = None
+    previous_tasks: tuple[str, ...] = ()
+    task_offsets: Mapping[str, int] = field(default_factory=dict)  # task id → sum of offsets
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "version": _VERSION,
+                "instance_id": self.instance_id,
+                "thread_instance_id": self.thread_instance_id,
+                "application_server": self.application_server,
+                "previous_tasks": list(self.previous_tasks),
+                "task_offsets": dict(self.task_offsets),
+            }
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, member_id: str) -> SubscriptionInfo:
+        """A member without our user data (another client) is treated as a stateless thread."""
+        try:
+            raw = json.loads(data)
+            return cls(
+                str(raw["instance_id"]),
+                str(raw["thread_instance_id"]),
+                raw.get("application_server"),
+                tuple(raw.get("previous_tasks", ())),
+                {str(k): int(v) for k, v in raw.get("task_offsets", {}).items()},
+            )
+        except (ValueError, KeyError, TypeError):
+            return cls(member_id, member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterThread:
+    """One thread of the cluster as the assignment describes it."""
+
+    instance_id: str
+    thread_instance_id: str
+    application_server: str | None
+    tasks: tuple[str, ...]
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentInfo:
+    """What a thread receives: its tasks, and the whole cluster's metadata."""
+
+    tasks: tuple[str, ...]
+    cluster: tuple[ClusterThread, ...]
+    stores: Mapping[str, tuple[str, ...]]  # subtopology id → store names
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "version": _VERSION,
+                "tasks": list(self.tasks),
+                "cluster": [
+                    {
+                        "instance_id": t.instance_id,
+                        "thread_instance_id": t.thread_instance_id,
+                        "application_server": t.application_server,
+                        "tasks": list(t.tasks),
+                        "partitions": [list(p) for p in t.partitions],
+                    }
+                    for t in self.cluster
+                ],
+                "stores": {k: list(v) for k, v in self.stores.items()},
+            }
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> AssignmentInfo:
+        raw = json.loads(data)
+        return cls(
+            tuple(raw["tasks"]),
+            tuple(
+                ClusterThread(
+                    c["instance_id"],
+                    c["thread_instance_id"],
+                    c.get("application_server"),
+                    tuple(c["tasks"]),
+                    tuple((str(t), int(p)) for t, p in c["partitions"]),
+                )
+                for c in raw["cluster"]
+            ),
+            {str(k): tuple(v) for k, v in raw.get("stores", {}).items()},
+        )
+
+
+def assign_tasks(
+    tasks: Iterable[str], members: Mapping[str, SubscriptionInfo]
+) -> dict[str, list[str]]:
+    """Assign task ids to member ids: sticky to previous owners, then to local state, balanced.
+
+    Members are ordered by thread instance id first (then member id), so the result depends
+    only on who the members are, not on member ids generated by the coordinator.
+    """
+    order = sorted(members, key=lambda m: (members[m].thread_instance_id, m))
+    all_tasks = sorted(set(tasks), key=_task_sort_key)
+    result: dict[str, list[str]] = {m: [] for m in order}
+    if not order:
+        return result
+    capacity = math.ceil(len(all_tasks) / len(order))
+    unassigned = list(all_tasks)
+
+    def take(task: str, member: str) -> None:
+        result[member].append(task)
+        unassigned.remove(task)
+
+    for task in list(unassigned):  # 1. previous owner keeps its task
+        for member in order:
+            if task in members[member].previous_tasks and len(result[member]) < capacity:
+                take(task, member)
+                break
+    for task in list(unassigned):  # 2. the member with the most state on disk
+        holders = [
+            m for m in order if task in members[m].task_offsets and len(result[m]) < capacity
+        ]
+        if holders:
+            take(task, max(holders, key=lambda m: members[m].task_offsets[task]))
+    for task in list(unassigned):  # 3. the least loaded member
+        take(task, min(order, key=lambda m: len(result[m])))
+    for member in order:
+        result[member].sort(key=_task_sort_key)
+    return result
+
+
+def _task_sort_key(task: str) -> tuple[int, int]:
+    sub, _, part = task.partition("_")
+    return int(sub), int(part)
+
+
+class StreamsPartitionAssignor(AbstractPartitionAssignor):
+    """The aiokafka face of :func:`assign_tasks`; one instance per stream thread.
+
+    :param subtopologies: sub-topology id → its source topics (co-partitioned).
+    :param stores: sub-topology id → its store names (published in the metadata).
+    :param subscription: called at each join for this thread's current subscription info.
+    :param on_info: receives this thread's decoded :class:`AssignmentInfo`.
+    """
+
+    def __init__(
+        self,
+        subtopologies: Mapping[int, tuple[str, ...]],
+        stores: Mapping[int, tuple[str, ...]],
+        subscription: Callable[[], SubscriptionInfo],
+        on_info: Callable[[AssignmentInfo], None],
+    ) -> None:
+        self.subtopologies = dict(subtopologies)
+        self.stores = {str(k): tuple(v) for k, v in stores.items()}
+        self._subscription = subscription
+        self._on_info = on_info
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return ASSIGNOR_NAME
+
+    def metadata(  # type: ignore[override]
+        self, topics: Iterable[str]
+    ) -> ConsumerProtocolMemberMetadata:
+        return ConsumerProtocolMemberMetadata(
+            _VERSION, sorted(topics), self._subscription().encode()
+        )
+
+    def on_assignment(  # type: ignore[override]
+        self, assignment: ConsumerProtocolMemberAssignment
+    ) -> None:
+        self._on_info(AssignmentInfo.decode(assignment.user_data))
+
+    def task_partitions(self, cluster: ClusterMetadata) -> dict[str, list[tuple[str, int]]]:
+        """Task id → its input partitions (one per source topic of the sub-topology)."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for sub, topics in sorted(self.subtopologies.items()):
+            counts = [len(cluster.partitions_for_topic(t) or ()) for t in topics]
+            for partition in range(max(counts, default=0)):
+                out[f"{sub}_{partition}"] = [
+                    (t, partition) for t, n in zip(topics, counts, strict=True) if partition < n
+                ]
+        return out
+
+    def assign(  # type: ignore[override]
+        self,
+        cluster: ClusterMetadata,
+        members: Mapping[str, ConsumerProtocolMemberMetadata],
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+        infos = {m: SubscriptionInfo.decode(md.user_data, m) for m, md in members.items()}
+        task_parts = self.task_partitions(cluster)
+        by_member = assign_tasks(task_parts, infos)
+        cluster_threads = tuple(
+            ClusterThread(
+                infos[m].instance_id,
+                infos[m].thread_instance_id,
+                infos[m].application_server,
+                tuple(by_member[m]),
+                tuple(p for t in by_member[m] for p in task_parts[t]),
+            )
+            for m in by_member
+        )
+        out: dict[str, ConsumerProtocolMemberAssignment] = {}
+        for member, tasks in by_member.items():
+            topics: dict[str, list[int]] = {}
+            for task in tasks:
+                for topic, partition in task_parts[task]:
+                    topics.setdefault(topic, []).append(partition)
+            info = AssignmentInfo(tuple(tasks), cluster_threads, self.stores)
+            out[member] = ConsumerProtocolMemberAssignment(
+                _VERSION,
+                [
+                    ConsumerProtocolMemberAssignment.Assignment(t, sorted(p))
+                    for t, p in topics.items()
+                ],
+                info.encode(),
+            )
+        return out

@@ -1,0 +1,226 @@
+"""Topology: the processor graph and how it splits into sub-topologies (pure logic).
+
+A sub-topology is a connected part of the graph; repartition topics cut the graph, since
+their sink and their source are different nodes. Each sub-topology gets one task per input
+partition, named ``<subtopology>_<partition>`` as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamrt.errors import ConfigError
+from streamrt.runtime.processor import Processor
+from streamrt.serde import Serde
+
+__all__ = (
+    "ProcessorNode",
+    "SinkNode",
+    "SourceNode",
+    "StoreSpec",
+    "SubTopology",
+    "Topology",
+    "changelog_topic",
+    "internal_topic",
+)
+
+REPARTITION_SUFFIX = "-repartition"
+
+
+def internal_topic(application_id: str, name: str) -> str:
+    """``<application.id>-<name>``: internal topic names are scoped by the application."""
+    return f"{application_id}-{name}"
+
+
+def changelog_topic(application_id: str, store: str) -> str:
+    return f"{application_id}-{store}-changelog"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpec:
+    name: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
+
+
+@dataclass(slots=True)
+class SourceNode:
+    name: str
+    topic: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
+    internal: bool = False  # a repartition topic: named relative to application.id
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProcessorNode:
+    name: str
+    supplier: Callable[[], Processor]
+    parents: list[str]
+    stores: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SinkNode:
+    name: str
+    topic: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
+    parents: list[str]
+    internal: bool = False
+    children: list[str] = field(default_factory=list)
+
+
+Node = SourceNode | ProcessorNode | SinkNode
+
+
+@dataclass(frozen=True, slots=True)
+class SubTopology:
+    id: int
+    nodes: tuple[str, ...]
+    source_topics: tuple[str, ...]  # resolved names
+    stores: tuple[str, ...]
+
+
+class Topology:
+    """The graph built by the DSL or by hand with the processor API."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.stores: dict[str, StoreSpec] = {}
+        self._counter = 0
+
+    def new_name(self, prefix: str) -> str:
+        """Kafka Streams-style generated names: ``KSTREAM-MAP-0000000003``."""
+        name = f"{prefix}-{self._counter:010d}"
+        self._counter += 1
+        return name
+
+    def add_source(
+        self,
+        name: str,
+        topic: str,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
+        *,
+        internal: bool = False,
+    ) -> str:
+        for node in self.nodes.values():
+            if isinstance(node, SourceNode) and node.topic == topic and node.internal == internal:
+                raise ConfigError(f"topic {topic!r} is already a source of this topology")
+        self._add(SourceNode(name, topic, key_serde, value_serde, internal))
+        return name
+
+    def add_processor(
+        self,
+        name: str,
+        supplier: Callable[[], Processor],
+        *parents: str,
+        stores: tuple[str, ...] = (),
+    ) -> str:
+        for store in stores:
+            if store not in self.stores:
+                raise ConfigError(f"processor {name} uses unknown store {store!r}")
+        self._add(ProcessorNode(name, supplier, list(parents), list(stores)))
+        return name
+
+    def add_sink(
+        self,
+        name: str,
+        topic: str,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
+        *parents: str,
+        internal: bool = False,
+    ) -> str:
+        self._add(SinkNode(name, topic, key_serde, value_serde, list(parents), internal))
+        return name
+
+    def add_store(self, spec: StoreSpec) -> None:
+        if spec.name in self.stores:
+            raise ConfigError(f"state store {spec.name!r} is defined twice")
+        self.stores[spec.name] = spec
+
+    def _add(self, node: Node) -> None:
+        if node.name in self.nodes:
+            raise ConfigError(f"topology node {node.name!r} is defined twice")
+        for parent in getattr(node, "parents", ()):
+            if parent not in self.nodes:
+                raise ConfigError(f"node {node.name}: unknown parent {parent!r}")
+            self.nodes[parent].children.append(node.name)
+        self.nodes[node.name] = node
+
+    def topic_of(self, node: SourceNode | SinkNode, application_id: str) -> str:
+        return internal_topic(application_id, node.topic) if node.internal else node.topic
+
+    def subtopologies(self, application_id: str) -> list[SubTopology]:
+        """Connected components, numbered in the order their first node was added."""
+        parent: dict[str, str] = {name: name for name in self.nodes}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            parent[find(a)] = find(b)
+
+        store_owner: dict[str, str] = {}
+        for node in self.nodes.values():
+            for p in getattr(node, "parents", ()):
+                union(node.name, p)
+            if isinstance(node, ProcessorNode):
+                for store in node.stores:
+                    if store in store_owner:
+                        union(node.name, store_owner[store])
+                    store_owner[store] = node.name
+        groups: dict[str, list[str]] = {}
+        for name in self.nodes:  # dict order = insertion order
+            groups.setdefault(find(name), []).append(name)
+        result = []
+        for index, members in enumerate(groups.values()):
+            topics = tuple(
+                self.topic_of(n, application_id)
+                for n in (self.nodes[m] for m in members)
+                if isinstance(n, SourceNode)
+            )
+            stores = tuple(
+                dict.fromkeys(
+                    s
+                    for m in members
+                    if isinstance(self.nodes[m], ProcessorNode)
+                    for s in self.nodes[m].stores  # type: ignore[union-attr]
+                )
+            )
+            result.append(SubTopology(index, tuple(members), topics, stores))
+        return result
+
+    def repartition_topics(self, application_id: str) -> list[str]:
+        return [
+            internal_topic(application_id, n.topic)
+            for n in self.nodes.values()
+            if isinstance(n, SourceNode) and n.internal
+        ]
+
+    def source_topics(self, application_id: str) -> list[str]:
+        return [
+            self.topic_of(n, application_id)
+            for n in self.nodes.values()
+            if isinstance(n, SourceNode)
+        ]
+
+    def describe(self, application_id: str) -> str:
+        """A text picture of the graph, like ``Topology#describe()``."""
+        lines = []
+        for sub in self.subtopologies(application_id):
+            lines.append(f"Sub-topology: {sub.id} (topics {', '.join(sub.source_topics)})")
+            for name in sub.nodes:
+                node = self.nodes[name]
+                kind = type(node).__name__.removesuffix("Node")
+                lines.append(f"  {kind}: {name} --> {', '.join(node.children) or 'none'}")
+        return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""RocksDBStore: one state store of one task, with its changelog position stored atomically.
+
+Writes are staged in memory (read-your-writes) and reach RocksDB only in :meth:`flush`, which
+puts the staged data **and** the changelog offset the store has reached into one
+``WriteBatch``. After a crash the store therefore holds exactly the data up to the offset it
+records, and restoration resumes from that offset; when it equals the changelog end there is
+nothing to restore.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import rocksdict
+
+from streamrt.logs import fields
+
+__all__ = ("RocksDBStore",)
+
+logger = logging.getLogger(__name__)
+
+_METADATA_CF = "__metadata__"
+_CHANGELOG_OFFSET_KEY = b"changelog_offset"
+_OFFSET = struct.Struct(">q")
+_DELETED = object()
+
+
+def _options() -> rocksdict.Options:
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    return options
+
+
+class RocksDBStore:
+    """A byte-keyed key-value store backed by RocksDB.
+
+    Responsibilities: stage writes; write data + changelog offset in one batch; report the
+    changelog offset to restore from; rebuild itself empty when the files are corrupt.
+    """
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+        self._db: rocksdict.Rdict | None = None
+        self._meta: rocksdict.Rdict | None = None
+        self._pending: dict[bytes, bytes | object] = {}
+
+    def open(self) -> None:
+        """Open the store; corrupt files are deleted so the changelog rebuilds the store."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open_db()
+        except Exception as exc:
+            logger.warning(
+                "state store unreadable, deleting it to rebuild from the changelog",
+                extra=fields(store=self.name, path=str(self.path), error=str(exc)),
+            )
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._open_db()
+
+    def _open_db(self) -> None:
+        cfs = {_METADATA_CF: _options()}
+        if not self.path.exists() or _METADATA_CF not in _list_cf(self.path):
+            db = rocksdict.Rdict(str(self.path), _options())
+            meta = db.create_column_family(_METADATA_CF, _options())
+        else:
+            db = rocksdict.Rdict(str(self.path), _options(), column_families=cfs)
+            meta = db.get_column_family(_METADATA_CF)
+        self._db, self._meta = db, meta
+
+    def close(self) -> None:
+        """Close without flushing: unflushed writes are covered by the changelog."""
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._pending.clear()
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def get(self, key: bytes) -> bytes | None:
+        staged = self._pending.get(key)
+        if staged is _DELETED:
+            return None
+        if staged is not None:
+            return staged  # type: ignore[return-value]
+        value = self._require_db().get(key)
+        return None if value is None else bytes(value)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self._pending[key] = value
+
+    def delete(self, key: bytes) -> None:
+        self._pending[key] = _DELETED
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every key/value, staged writes included (ascending key order)."""
+        merged: dict[bytes, bytes | object] = dict(self._require_db().items())
+        merged.update(self._pending)
+        for key in sorted(merged):
+            value = merged[key]
+            if value is not _DELETED:
+                yield key, value  # type: ignore[misc]
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def changelog_offset(self) -> int | None:
+        """The next changelog offset to restore from, or ``None`` if never checkpointed."""
+        assert self._meta is not None, "store is not open"
+        raw = self._meta.get(_CHANGELOG_OFFSET_KEY)
+        return None if raw is None else int(_OFFSET.unpack(bytes(raw))[0])
+
+    def flush(self, changelog_offset: int | None) -> None:
+        """Write staged data and ``changelog_offset`` (if given) in one atomic batch."""
+        db = self._require_db()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, value in self._pending.items():
+            if value is _DELETED:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        if changelog_offset is not None:
+            handle = db.get_column_family_handle(_METADATA_CF)
+            batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(changelog_offset), handle)
+        if not batch.is_empty():
+            db.write(batch)
+        self._pending.clear()
+
+    def restore(self, records: list[tuple[bytes, bytes | None]], next_offset: int) -> None:
+        """Apply changelog records and advance the offset, in one batch."""
+        assert not self._pending, "restore must not interleave with processing"
+        for key, value in records:
+            if value is None:
+                self.delete(key)
+            else:
+                self.put(key, value)
+        self.flush(next_offset)
+
+    def _require_db(self) -> rocksdict.Rdict:
+        if self._db is None:
+            raise RuntimeError(f"state store {self.name} is not open")
+        return self._db
+
+
+def _list_cf(path: Path) -> list[str]:
+    return list(rocksdict.Rdict.list_cf(str(path), _options()))
