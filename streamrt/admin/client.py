@@ -175,7 +175,7 @@ class AdminClient:
             answered: Results = {}
             for m in response.members:
                 code = ErrorCode(int(m.error_code))
-                error = None if code == ErrorCode.none else KafkaError(code, code.name)
+                error = None if code == ErrorCode.none else KafkaError(code, code.name.upper())
                 answered[str(m.group_instance_id)] = error
             return {
                 i: answered[i]
@@ -199,10 +199,10 @@ class AdminClient:
             code = ErrorCode(int(result.error_code))
             if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
                 self._cluster.forget_coordinator(group_id)
-                raise KafkaError(code, f"DeleteGroups {group_id!r}: {code.name}")
+                raise KafkaError(code, f"DeleteGroups {group_id!r}: {code.name.upper()}")
             if code == ErrorCode.coordinator_load_in_progress:
-                raise KafkaError(code, f"DeleteGroups {group_id!r}: {code.name}")
-            return None if code == ErrorCode.none else KafkaError(code, code.name)
+                raise KafkaError(code, f"DeleteGroups {group_id!r}: {code.name.upper()}")
+            return None if code == ErrorCode.none else KafkaError(code, code.name.upper())
 
         return await self._cluster.retrying(f"DeleteGroups {group_id}", attempt)
 
@@ -458,7 +458,7 @@ def _topic_results(entries: Iterable[Any], api: str) -> Results:
     for e in entries:
         code = ErrorCode(int(e.error_code))
         if code == ErrorCode.not_controller:
-            raise KafkaError(code, f"{api}: {code.name}")
+            raise KafkaError(code, f"{api}: {code.name.upper()}")
         message = getattr(e, "error_message", None) or code.name
         out[str(e.name)] = None if code == ErrorCode.none else KafkaError(code, message)
     return out

@@ -59,7 +59,7 @@ def check(code: Any, what: str, message: str | None = None) -> None:
     error = ErrorCode(int(code))
     if error != ErrorCode.none:
         detail = f": {message}" if message else ""
-        raise KafkaError(error, f"{what}: {error.name}{detail}")
+        raise KafkaError(error, f"{what}: {error.name.upper()}{detail}")
 
 
 def parse_bootstrap(bootstrap_servers: str) -> list[tuple[str, int]]:

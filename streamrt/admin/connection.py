@@ -358,9 +358,8 @@ class BrokerConnection:
             codec = client_codec(API_VERSIONS_KEY, 0)
             response = await self.send(codec, build(codec.request_cls), _decode_api_versions(codec))
         if response.error_code != ErrorCode.none:
-            raise AdminConnectionError(
-                f"ApiVersions to {self.address} failed: {ErrorCode(response.error_code).name}"
-            )
+            code = ErrorCode(response.error_code).name.upper()
+            raise AdminConnectionError(f"ApiVersions to {self.address} failed: {code}")
         self.broker_versions = {
             int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
         }
