@@ -1,0 +1,292 @@
+"""Log compaction: keep only the latest record of each key in the non-active segments.
+
+Kafka's cleaner, simplified for one broker:
+
+- Cleanable range: the non-active segments, up to the first one whose newest record is younger
+  than ``min.compaction.lag.ms``. It is cleaned when its dirty part (segments at or after the
+  checkpointed first dirty offset) is at least ``min.cleanable.dirty.ratio`` of it, or when a
+  tombstone kept by an earlier pass has outlived ``delete.retention.ms``.
+- A record is kept if it is the latest of its key in the range (records without a key are
+  always kept). A tombstone (null value) is dropped once its timestamp is older than
+  ``delete.retention.ms``; it is the newest of its key, so no older value can come back.
+- Kept records keep their offset, timestamp, key, value and headers. An untouched batch is copied
+  byte for byte; a thinned one is rebuilt with the same base offset, last offset delta, producer
+  id/epoch/base sequence (so producer state rebuilt from headers is unchanged) and codec
+  (uncompressed if the codec is unavailable). A batch left empty is dropped. Control batches are
+  copied.
+- Consecutive segments are merged up to ``segment.bytes`` and swapped in crash-safely
+  (:mod:`streamrt.broker.log.swap`). Segments are read without the log's lock (they are
+  immutable once rolled); the lock is held only for the swap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import struct
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from streamrt.broker.log.batch import (
+    ATTR_LOG_APPEND_TIME,
+    BatchHeader,
+    parse_header,
+    recompute_crc,
+    set_base_offset,
+    set_log_append_time,
+)
+from streamrt.broker.log.segment import LogSegment
+from streamrt.broker.log.swap import commit_swap, finish_swap, write_atomically
+from streamrt.logs import fields
+
+if TYPE_CHECKING:
+    from streamrt.broker.log.partition_log import PartitionLog
+
+__all__ = ("CleanStats", "CleanerCheckpoint", "clean_log")
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT = "cleaner-offset-checkpoint.json"
+_LAST_OFFSET_DELTA_POS = 23
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+_NO_DEADLINE = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class CleanerCheckpoint:
+    """Where the dirty part starts, and when the earliest kept tombstone may go."""
+
+    first_dirty_offset: int = 0
+    tombstone_deadline_ms: int = _NO_DEADLINE
+
+    @classmethod
+    def read(cls, directory: Path) -> CleanerCheckpoint:
+        try:
+            doc = json.loads((directory / CHECKPOINT).read_text())
+            return cls(int(doc["first_dirty_offset"]), int(doc["tombstone_deadline_ms"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls()
+
+    def write(self, directory: Path) -> None:
+        write_atomically(directory / CHECKPOINT, json.dumps(dataclasses.asdict(self)).encode())
+
+
+@dataclasses.dataclass(frozen=True)
+class CleanStats:
+    segments_before: int
+    segments_after: int
+    bytes_before: int
+    bytes_after: int
+    records_removed: int
+
+
+def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
+    """Compact ``log`` if its policy and dirty ratio call for it; ``None`` if nothing was done."""
+    with log.lock:
+        if log.closed or "compact" not in log.config["cleanup.policy"]:
+            return None
+        config = dict(log.config)
+        cleanable = _cleanable(log.segments, now_ms, config["min.compaction.lag.ms"])
+        if not cleanable:
+            return None
+        checkpoint = CleanerCheckpoint.read(log.directory)
+        end_offset = log.segments[len(cleanable)].base_offset
+        if not _should_clean(cleanable, checkpoint, now_ms, config):
+            return None
+    latest = _latest_offsets(cleanable)
+    horizon_ms = now_ms - config["delete.retention.ms"]
+    removed = 0
+    kept_tombstone_ts: list[int] = []
+    new_segments: list[LogSegment] = []
+    for group in _groups(cleanable, config["segment.bytes"]):
+        cleaned, n = _write_cleaned(
+            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts
+        )
+        removed += n
+        with log.lock:
+            if log.closed or any(all(s is not t for t in log.segments) for s in group):
+                cleaned.delete()
+                return None
+            new_segments.append(_swap_in(log, group, cleaned, config["index.interval.bytes"]))
+    deadline = (
+        min(kept_tombstone_ts) + config["delete.retention.ms"]
+        if kept_tombstone_ts
+        else _NO_DEADLINE
+    )
+    CleanerCheckpoint(end_offset, deadline).write(log.directory)
+    stats = CleanStats(
+        len(cleanable),
+        len(new_segments),
+        sum(s.size for s in cleanable),
+        sum(s.size for s in new_segments),
+        removed,
+    )
+    logger.info(
+        "compacted log",
+        extra=fields(topic=log.topic, partition=log.partition, **dataclasses.asdict(stats)),
+    )
+    return stats
+
+
+def _cleanable(segments: Sequence[LogSegment], now_ms: int, lag_ms: int) -> list[LogSegment]:
+    out: list[LogSegment] = []
+    for seg in segments[:-1]:
+        if seg.max_timestamp >= 0 and now_ms - seg.max_timestamp < lag_ms:
+            break
+        out.append(seg)
+    return out
+
+
+def _should_clean(
+    cleanable: Sequence[LogSegment],
+    checkpoint: CleanerCheckpoint,
+    now_ms: int,
+    config: dict[str, Any],
+) -> bool:
+    if (
+        checkpoint.tombstone_deadline_ms != _NO_DEADLINE
+        and now_ms >= checkpoint.tombstone_deadline_ms
+    ):
+        return True
+    total = sum(s.size for s in cleanable)
+    dirty = sum(s.size for s in cleanable if s.base_offset >= checkpoint.first_dirty_offset)
+    return total > 0 and dirty > 0 and dirty / total >= config["min.cleanable.dirty.ratio"]
+
+
+def _records(data: bytes) -> list[Any] | None:
+    """The records of a batch, or ``None`` if they cannot be decoded (then it is kept whole)."""
+    try:
+        return list(DefaultRecordBatch(data))
+    except Exception:  # unknown codec or malformed records: never drop what we cannot read
+        logger.warning("cannot decode batch during compaction; keeping it", exc_info=True)
+        return None
+
+
+def _latest_offsets(segments: Iterable[LogSegment]) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for seg in segments:
+        for h, data in seg.batches():
+            if h.is_control:
+                continue
+            for r in _records(data) or ():
+                if r.key is not None:
+                    latest[bytes(r.key)] = r.offset
+    return latest
+
+
+def _groups(segments: Sequence[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
+    groups: list[list[LogSegment]] = []
+    for seg in segments:
+        g = groups[-1] if groups else None
+        # An empty segment (everything in it cleaned away earlier) always joins its neighbour.
+        if (
+            g is not None
+            and (seg.size == 0 or sum(s.size for s in g) + seg.size <= max_bytes)
+            and seg.next_offset - g[0].base_offset <= _MAX_RELATIVE_OFFSET
+        ):
+            g.append(seg)
+        else:
+            groups.append([seg])
+    return groups
+
+
+def _write_cleaned(
+    directory: Path,
+    group: Sequence[LogSegment],
+    latest: dict[bytes, int],
+    horizon_ms: int,
+    config: dict[str, Any],
+    kept_tombstone_ts: list[int],
+) -> tuple[LogSegment, int]:
+    """Write the retained batches of ``group`` to ``.cleaned`` files; return them and the
+    number of records removed."""
+    out = LogSegment.create(directory, group[0].base_offset, suffix=".cleaned")
+    removed = 0
+    try:
+        for seg in group:
+            for h, data in seg.batches():
+                records = None if h.is_control else _records(data)
+                if records is None:
+                    out.append(
+                        data, [dataclasses.replace(h, position=0)], config["index.interval.bytes"]
+                    )
+                    continue
+                keep = []
+                for r in records:
+                    key = None if r.key is None else bytes(r.key)
+                    if key is not None and latest.get(key) != r.offset:
+                        continue
+                    if key is not None and r.value is None:
+                        if r.timestamp <= horizon_ms:
+                            continue
+                        kept_tombstone_ts.append(r.timestamp)
+                    keep.append(r)
+                removed += len(records) - len(keep)
+                if not keep:
+                    continue
+                new = data if len(keep) == len(records) else _rebuild_batch(h, keep)
+                out.append(new, [parse_header(new)], config["index.interval.bytes"])
+        out.flush()
+        out.write_index()
+    except BaseException:
+        out.delete()
+        raise
+    return out, removed
+
+
+def _build(h: BatchHeader, records: Sequence[Any], codec: int) -> bytearray:
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=int(h.is_transactional),
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        batch_size=_MAX_RELATIVE_OFFSET,
+    )
+    for r in records:
+        builder.append(
+            r.offset - h.base_offset,
+            timestamp=r.timestamp,
+            key=r.key,
+            value=r.value,
+            headers=list(r.headers),
+        )
+    return builder.build()
+
+
+def _rebuild_batch(h: BatchHeader, records: Sequence[Any]) -> bytearray:
+    """A batch of ``records`` that keeps ``h``'s offsets, producer fields and timestamp type."""
+    try:
+        buf = _build(h, records, h.compression_type)
+    except Exception:  # codec library missing: uncompressed is always readable
+        logger.warning("rewriting compacted batch uncompressed", exc_info=True)
+        buf = _build(h, records, 0)
+    set_base_offset(buf, 0, h.base_offset, h.partition_leader_epoch)
+    struct.pack_into(">i", buf, _LAST_OFFSET_DELTA_POS, h.last_offset_delta)
+    if h.attributes & ATTR_LOG_APPEND_TIME:
+        set_log_append_time(buf, parse_header(buf), h.max_timestamp)
+    else:
+        recompute_crc(buf, 0, len(buf))
+    return buf
+
+
+def _swap_in(
+    log: PartitionLog, group: Sequence[LogSegment], cleaned: LogSegment, index_interval: int
+) -> LogSegment:
+    """Replace ``group`` by ``cleaned`` on disk and in ``log.segments`` (caller holds the lock)."""
+    base = group[0].base_offset
+    old_bases = [s.base_offset for s in group]
+    cleaned.close()
+    commit_swap(log.directory, base, old_bases)
+    for seg in group:
+        seg.close()
+    finish_swap(log.directory, base, old_bases)
+    opened = LogSegment.open(log.directory, base, recover=False, index_interval=index_interval)
+    first = next(i for i, s in enumerate(log.segments) if s is group[0])
+    log.segments[first : first + len(group)] = [opened]
+    return opened

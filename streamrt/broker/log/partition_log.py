@@ -1,0 +1,391 @@
+"""One partition's log: a list of segments, the last one active, plus idempotent-producer state.
+
+Every public method takes the log's lock, because the event-loop thread appends and reads while a
+maintenance thread rolls, deletes and swaps segments. Appends validate every batch of the request
+before any byte is written, then write them in one go.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aiokafka.record.default_records import DefaultRecordBatch
+
+from streamrt.broker.log.batch import (
+    ATTR_LOG_APPEND_TIME,
+    BatchHeader,
+    iter_headers,
+    set_base_offset,
+    set_log_append_time,
+)
+from streamrt.broker.log.producer_state import BatchMetadata, ProducerEntry, ProducerStateManager
+from streamrt.broker.log.segment import LogSegment
+from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+
+__all__ = ("AppendInfo", "FetchSlice", "PartitionLog")
+
+logger = logging.getLogger(__name__)
+
+PRODUCER_SNAPSHOT = "producer-state.json"
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchSlice:
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+class PartitionLog:
+    """Responsibilities: assign offsets and append, serve reads and timestamp lookups, roll
+    segments, apply retention, and hand immutable segments to the cleaner.
+
+    ``config`` is the typed effective topic config (``LogManager.effective_config``).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: Mapping[str, Any],
+        fsync_policy: str,
+        segments: list[LogSegment],
+        producer_state: ProducerStateManager,
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.lock = threading.RLock()
+        self.closed = False
+        self._config = dict(config)
+        self._fsync_policy = fsync_policy
+        self.segments = segments
+        self.producer_state = producer_state
+        self._unflushed = False
+
+    # ------------------------------------------------------------------------------- opening
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: Mapping[str, Any],
+        fsync_policy: str,
+    ) -> PartitionLog:
+        """Open (or create) the log in ``directory``: finish an interrupted compaction swap,
+        recover the last segment's tail, and rebuild producer state."""
+        directory.mkdir(parents=True, exist_ok=True)
+        complete_interrupted_swap(directory)
+        interval = config["index.interval.bytes"]
+        bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+        segments = [
+            LogSegment.open(directory, b, recover=(i == len(bases) - 1), index_interval=interval)
+            for i, b in enumerate(bases)
+        ]
+        if not segments:
+            segments.append(LogSegment.create(directory, 0))
+            fsync_dir(directory)
+        log_end = segments[-1].next_offset
+        state = ProducerStateManager()
+        start = segments[0].base_offset
+        snapshot = ProducerStateManager.read_snapshot(directory / PRODUCER_SNAPSHOT)
+        if snapshot is not None and (snapshot[0] == log_end or snapshot[0] in bases):
+            start, state = snapshot
+        for seg in segments:
+            if seg.base_offset >= start or seg is segments[-1]:
+                for h in seg.headers_from(0):
+                    if h.base_offset >= start:
+                        state.load_batch(h)
+        return cls(directory, topic, partition, config, fsync_policy, segments, state)
+
+    def update_config(self, config: Mapping[str, Any]) -> None:
+        with self.lock:
+            self._config = dict(config)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._config
+
+    # ------------------------------------------------------------------------------- offsets
+    @property
+    def log_start_offset(self) -> int:
+        with self.lock:
+            return self.segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        with self.lock:
+            return self.segments[-1].next_offset
+
+    def size_bytes(self) -> int:
+        with self.lock:
+            return sum(s.size for s in self.segments)
+
+    # ------------------------------------------------------------------------------- append
+    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+        """Validate every batch, assign offsets, write; a retried idempotent batch is not
+        written again but answered with its original offsets (``duplicate=True``)."""
+        with self.lock:
+            self._check_open()
+            headers = list(iter_headers(records))
+            if not headers:
+                raise KafkaError(ErrorCode.invalid_record, "produce request holds no record batch")
+            for h in headers:
+                self._validate_batch(records, h)
+            log_append = self._config["message.timestamp.type"] == "LogAppendTime"
+            buf = bytearray(records)
+            next_offset = self.log_end_offset
+            pending: dict[int, ProducerEntry] = {}
+            duplicates: list[BatchMetadata] = []
+            kept: list[BatchHeader] = []
+            for h in headers:
+                cached = self.producer_state.check(h, next_offset, pending)
+                if cached is not None:
+                    duplicates.append(cached)
+                    continue
+                set_base_offset(buf, h.position, next_offset)
+                if log_append:
+                    set_log_append_time(buf, h, now_ms)
+                kept.append(
+                    dataclasses.replace(
+                        h,
+                        base_offset=next_offset,
+                        max_timestamp=now_ms if log_append else h.max_timestamp,
+                        attributes=h.attributes | (ATTR_LOG_APPEND_TIME if log_append else 0),
+                    )
+                )
+                next_offset += h.last_offset_delta + 1
+            append_time = now_ms if log_append else -1
+            if duplicates:
+                if kept:
+                    raise KafkaError(
+                        ErrorCode.out_of_order_sequence_number,
+                        "a retried (duplicate) batch was sent together with new batches",
+                    )
+                return AppendInfo(
+                    duplicates[0].base_offset,
+                    duplicates[-1].last_offset,
+                    duplicates[0].timestamp if log_append else -1,
+                    self.log_start_offset,
+                    duplicate=True,
+                )
+            self._maybe_roll(len(buf), now_ms, next_offset)
+            self.segments[-1].append(buf, kept, self._config["index.interval.bytes"])
+            self.producer_state.commit(pending)
+            self._unflushed = True
+            if self._fsync_policy == "always":
+                self.flush()
+            return AppendInfo(
+                kept[0].base_offset, next_offset - 1, append_time, self.log_start_offset
+            )
+
+    def _validate_batch(self, records: bytes, h: BatchHeader) -> None:
+        if h.size > self._config["max.message.bytes"]:
+            raise KafkaError(
+                ErrorCode.message_too_large,
+                f"batch of {h.size} bytes exceeds max.message.bytes "
+                f"{self._config['max.message.bytes']}",
+            )
+        if h.size > self._config["segment.bytes"]:
+            raise KafkaError(
+                ErrorCode.record_list_too_large,
+                f"batch of {h.size} bytes exceeds segment.bytes {self._config['segment.bytes']}",
+            )
+        if h.is_control:
+            raise KafkaError(ErrorCode.invalid_record, "clients may not send control batches")
+        if h.record_count != h.last_offset_delta + 1:
+            raise KafkaError(
+                ErrorCode.invalid_record,
+                f"record count {h.record_count} != last offset delta {h.last_offset_delta} + 1",
+            )
+        if "compact" in self._config["cleanup.policy"]:
+            try:
+                keys = [
+                    r.key for r in DefaultRecordBatch(records[h.position : h.position + h.size])
+                ]
+            except Exception as exc:  # a codec error or a malformed record inside the batch
+                raise KafkaError(ErrorCode.corrupt_message, f"cannot read records: {exc}") from None
+            if any(k is None for k in keys):
+                raise KafkaError(
+                    ErrorCode.invalid_record, "compacted topic: every record needs a key"
+                )
+
+    # ------------------------------------------------------------------------------- rolling
+    def _maybe_roll(self, incoming: int, now_ms: int, next_offset: int) -> None:
+        active = self.segments[-1]
+        if active.size == 0:
+            return
+        full = active.size + incoming > self._config["segment.bytes"]
+        overflow = next_offset - active.base_offset > _MAX_RELATIVE_OFFSET
+        if full or overflow or self._roll_due(active, now_ms):
+            self._roll()
+
+    def _roll_due(self, active: LogSegment, now_ms: int) -> bool:
+        base = active.roll_base_ms
+        return base is not None and now_ms - base >= self._config["segment.ms"]
+
+    def _roll(self) -> None:
+        """Seal the active segment (fsync, index, producer snapshot) and start a new one."""
+        old = self.segments[-1]
+        old.flush()
+        old.write_index()
+        self.segments.append(LogSegment.create(self.directory, old.next_offset))
+        fsync_dir(self.directory)
+        self.producer_state.write_snapshot(self.directory / PRODUCER_SNAPSHOT, old.next_offset)
+        logger.debug(
+            "rolled segment",
+            extra=fields(topic=self.topic, partition=self.partition, base=old.next_offset),
+        )
+
+    def roll_if_due(self, now_ms: int) -> None:
+        """Roll a non-empty active segment older than ``segment.ms`` (maintenance)."""
+        with self.lock:
+            if (
+                not self.closed
+                and self.segments[-1].size
+                and self._roll_due(self.segments[-1], now_ms)
+            ):
+                self._roll()
+
+    # ------------------------------------------------------------------------------- reading
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> FetchSlice:
+        """Whole batches from the one containing ``offset`` (or the next one), from one segment."""
+        with self.lock:
+            self._check_open()
+            start, end = self.log_start_offset, self.log_end_offset
+            if offset < start or offset > end:
+                raise KafkaError(
+                    ErrorCode.offset_out_of_range,
+                    f"offset {offset} outside [{start}, {end}] of {self.topic}-{self.partition}",
+                )
+            i = max(bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1, 0)
+            if offset < end:
+                for seg in self.segments[i:]:
+                    h = seg.find_position(offset)
+                    if h is not None:
+                        return FetchSlice(seg.read_batches(h, max_bytes, min_one), end, start)
+            return FetchSlice(b"", end, start)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``, found via
+        the first batch whose max timestamp is >= it (Kafka's ListOffsets); ``None`` if none."""
+        with self.lock:
+            self._check_open()
+            for seg in self.segments:
+                h = seg.find_timestamp(timestamp_ms)
+                if h is None:
+                    continue
+                try:
+                    for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
+                        if r.timestamp >= timestamp_ms:
+                            return r.offset, r.timestamp
+                except Exception:  # undecodable records: answer at batch granularity
+                    logger.warning("cannot decode batch for timestamp lookup", exc_info=True)
+                return h.base_offset, h.max_timestamp
+            return None
+
+    # ------------------------------------------------------------------------------- durability
+    def flush(self) -> None:
+        with self.lock:
+            if self._unflushed and not self.closed:
+                self.segments[-1].flush()
+                self._unflushed = False
+
+    @property
+    def dirty(self) -> bool:
+        return self._unflushed
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.flush()
+            active = self.segments[-1]
+            active.write_index()
+            self.producer_state.write_snapshot(
+                self.directory / PRODUCER_SNAPSHOT, active.next_offset
+            )
+            for seg in self.segments:
+                seg.close()
+            self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"{self.topic}-{self.partition} is closed"
+            )
+
+    # ------------------------------------------------------------------------------- retention
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the oldest non-active segments past ``retention.ms`` or ``retention.bytes``
+        (``cleanup.policy`` with ``delete``); return how many were deleted."""
+        with self.lock:
+            if self.closed or "delete" not in self._config["cleanup.policy"]:
+                return 0
+            candidates = self.segments[:-1]
+            by_time = 0
+            retention_ms = self._config["retention.ms"]
+            if retention_ms >= 0:
+                while (
+                    by_time < len(candidates)
+                    and now_ms - candidates[by_time].max_timestamp > retention_ms
+                ):
+                    by_time += 1
+            by_size = 0
+            retention_bytes = self._config["retention.bytes"]
+            if retention_bytes >= 0:
+                excess = sum(s.size for s in self.segments) - retention_bytes
+                while by_size < len(candidates) and excess - candidates[by_size].size >= 0:
+                    excess -= candidates[by_size].size
+                    by_size += 1
+            doomed = candidates[: max(by_time, by_size)]
+            if doomed:
+                del self.segments[: len(doomed)]
+                for seg in doomed:
+                    seg.delete()
+                fsync_dir(self.directory)
+                logger.info(
+                    "retention deleted segments",
+                    extra=fields(
+                        topic=self.topic,
+                        partition=self.partition,
+                        segments=len(doomed),
+                        log_start_offset=self.segments[0].base_offset,
+                    ),
+                )
+            return len(doomed)
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
+        with self.lock:
+            self.producer_state.expire(now_ms, expiration_ms)
+
+    def delete_files(self) -> None:
+        """Close and remove every file of this log (topic deletion)."""
+        with self.lock:
+            for seg in self.segments:
+                seg.close()
+            self.closed = True
+        for path in self.directory.iterdir():
+            os.unlink(path)
+        os.rmdir(self.directory)

@@ -1,0 +1,99 @@
+"""Crash-safe replacement of segments by a cleaned segment (write, fsync, rename), and its recovery.
+
+Protocol, for old segments ``old_bases`` replaced by one cleaned segment with base ``new_base``
+(which is ``old_bases[0]``, so offsets and file names stay put):
+
+1. The cleaner writes ``<new_base>.{log,index,timeindex}.cleaned`` and fsyncs them.
+2. ``cleaner-swap.json`` (the plan: new base and old bases) is written atomically.
+3. The ``.cleaned`` files are renamed to ``.swap``, the ``.log`` last; the directory is fsynced.
+   A ``.log.swap`` file is the commit point: from here on the swap is redone after a crash.
+4. The old segments are deleted, then each ``.swap`` is renamed over its final name (indices
+   first, ``.log`` last), the directory fsynced and the plan removed.
+
+:func:`complete_interrupted_swap` runs at open: without a ``.log.swap`` it discards leftovers
+(the old segments are intact); with one it finishes steps 4.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from streamrt.broker.log.segment import segment_paths
+
+__all__ = ("commit_swap", "complete_interrupted_swap", "fsync_dir", "write_atomically")
+
+SWAP_PLAN = "cleaner-swap.json"
+_CLEANED = ".cleaned"
+_SWAP = ".swap"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames and new files in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temp file, fsync, rename over ``path``, fsync the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def commit_swap(directory: Path, new_base: int, old_bases: Sequence[int]) -> None:
+    """Steps 2-3: record the plan and rename ``.cleaned`` → ``.swap`` (commit point)."""
+    plan = {"new_base": new_base, "old_bases": list(old_bases)}
+    write_atomically(directory / SWAP_PLAN, json.dumps(plan).encode())
+    log, index, time_index = segment_paths(directory, new_base)
+    for final in (index, time_index, log):
+        os.replace(_with(final, _CLEANED), _with(final, _SWAP))
+    fsync_dir(directory)
+
+
+def finish_swap(directory: Path, new_base: int, old_bases: Sequence[int]) -> None:
+    """Step 4: delete the old segments and move the swap files into place."""
+    for base in old_bases:
+        if base == new_base:
+            continue  # replaced by the rename below
+        for path in segment_paths(directory, base):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    log, index, time_index = segment_paths(directory, new_base)
+    for final in (index, time_index, log):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(_with(final, _SWAP), final)
+    fsync_dir(directory)
+    with contextlib.suppress(FileNotFoundError):
+        (directory / SWAP_PLAN).unlink()
+
+
+def complete_interrupted_swap(directory: Path) -> None:
+    """Roll an interrupted swap forward (``.log.swap`` present) or back (otherwise)."""
+    plan_path = directory / SWAP_PLAN
+    committed = list(directory.glob(f"*.log{_SWAP}"))
+    if committed and plan_path.exists():
+        plan = json.loads(plan_path.read_text())
+        finish_swap(directory, int(plan["new_base"]), [int(b) for b in plan["old_bases"]])
+    for leftover in (*directory.glob(f"*{_CLEANED}"), *directory.glob(f"*{_SWAP}")):
+        leftover.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        plan_path.unlink()
+    for tmp in directory.glob("*.tmp"):
+        tmp.unlink()
+
+
+def _with(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
