@@ -103,7 +103,10 @@ class RocksDBStore:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every key/value, staged writes included (ascending key order)."""
-        merged: dict[bytes, bytes | object] = dict(self._require_db().items())
+        merged: dict[bytes, bytes | object] = {
+            bytes(k): bytes(v)  # type: ignore[arg-type]
+            for k, v in self._require_db().items()
+        }
         merged.update(self._pending)
         for key in sorted(merged):
             value = merged[key]

@@ -1,0 +1,282 @@
+"""App: the object users build a topology on and run.
+
+Responsibilities: hold the config and topology; create internal topics; run and supervise
+``num.stream.threads`` stream threads (a dead thread is replaced with the same index, so its
+static member id is kept); publish events and metadata; stop the instance on fatal errors
+such as FENCED_INSTANCE_ID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from streamrt.errors import ConfigError, StreamrtError
+from streamrt.logs import fields
+from streamrt.runtime import operators as ops
+from streamrt.runtime.config import StreamsConfig, read_env
+from streamrt.runtime.dsl import KStream, KTable
+from streamrt.runtime.internal_topics import ensure_internal_topics
+from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
+from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
+from streamrt.runtime.topology import StoreSpec, Topology
+from streamrt.serde import SerdeLike, serde_for
+
+__all__ = ("App", "AppError")
+
+logger = logging.getLogger(__name__)
+
+EventCallback = Callable[[dict[str, Any]], None]
+
+
+class AppError(StreamrtError):
+    """The instance stopped because of a fatal error (its message says which)."""
+
+
+class App:
+    """A Kafka Streams-style application. Configure with Kafka Streams' names::
+
+    app = App({"application.id": "wordcount", "bootstrap.servers": "localhost:9092"})
+    app.stream("text", value_serde="str").flat_map(...).group_by_key().count("counts")
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self.settings: dict[str, Any] = dict(config or {})
+        self.settings.update({k.replace("_", "."): v for k, v in kwargs.items()})
+        self.topology = Topology()
+        self.config: StreamsConfig | None = None
+        self.instance_id = ""
+        self.threads: dict[int, StreamThread] = {}
+        self.fatal_error: BaseException | None = None
+        self._callbacks: list[EventCallback] = []
+        self._lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._env: ThreadEnv | None = None
+
+    # -- configuration and DSL -------------------------------------------------------------------
+
+    def configure(self, overrides: Mapping[str, Any]) -> None:
+        """Merge settings (file, env, CLI) before start; later calls win."""
+        if self.config is not None:
+            raise StreamrtError("configure() must be called before start()")
+        self.settings.update({k: v for k, v in overrides.items() if v is not None})
+
+    def stream(
+        self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+    ) -> KStream:
+        kser, vser = serde_for(key_serde), serde_for(value_serde)
+        name = self.topology.add_source(self.topology.new_name("KSTREAM-SOURCE"), topic, kser, vser)
+        return KStream(self.topology, name, kser, vser)
+
+    def table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """A KTable materialised from a (compacted) topic into ``store``."""
+        kser, vser = serde_for(key_serde), serde_for(value_serde)
+        store_name = store or f"{topic}-table"
+        source = self.topology.add_source(
+            self.topology.new_name("KTABLE-SOURCE"), topic, kser, vser
+        )
+        self.topology.add_store(StoreSpec(store_name, kser, vser))
+        node = self.topology.add_processor(
+            self.topology.new_name("KTABLE-MATERIALIZE"),
+            lambda: ops.TableSourceProcessor(store_name),
+            source,
+            stores=(store_name,),
+        )
+        return KTable(self.topology, node, store_name, kser, vser)
+
+    def on_event(self, callback: EventCallback) -> None:
+        """``callback(event)`` for each runtime event: dict with ts, instance_id, thread,
+        type and fields. Called from stream threads; must be quick and thread-safe."""
+        self._callbacks.append(callback)
+
+    def _emit(self, type_: str, thread_index: int | None, **kv: Any) -> None:
+        event = {
+            "ts": time.time(),
+            "instance_id": self.instance_id,
+            "thread": thread_index,
+            "type": type_,
+            "fields": kv,
+        }
+        for callback in list(self._callbacks):
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("event callback failed", extra=fields(type=type_))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def resolve_config(self) -> StreamsConfig:
+        """Validate settings (code < env < ``configure``) and return the config."""
+        known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__}
+        env = {k: v for k, v in read_env().items() if k in known}
+        return StreamsConfig.from_mapping({**env, **self.settings})
+
+    def start(self) -> None:
+        """Validate config, create internal topics and start the stream threads."""
+        with self._lock:
+            if self.config is not None:
+                raise StreamrtError("app already started")
+            config = self.resolve_config()
+            if not self.topology.nodes:
+                raise ConfigError("the topology is empty: define at least one stream")
+            subs = self.topology.subtopologies(config.application_id)
+            asyncio.run(
+                ensure_internal_topics(
+                    config.bootstrap_servers, config.application_id, self.topology, subs
+                )
+            )
+            self.config = config
+            static = config.group_instance_id is not None
+            self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
+            self._env = ThreadEnv(
+                config, self.topology, tuple(subs), self.instance_id, static, self._emit
+            )
+            logger.info(
+                "starting",
+                extra=fields(
+                    application_id=config.application_id,
+                    instance_id=self.instance_id,
+                    threads=config.num_stream_threads,
+                    static=static,
+                ),
+            )
+            for index in range(1, config.num_stream_threads + 1):
+                self._start_thread(index)
+            self._supervisor = threading.Thread(
+                target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
+            )
+            self._supervisor.start()
+
+    def _start_thread(self, index: int) -> StreamThread:
+        assert self._env is not None
+        thread = StreamThread(self._env, index)
+        self.threads[index] = thread
+        thread.start()
+        return thread
+
+    def _supervise(self) -> None:
+        """Replace dead threads with the same index; stop everything on a fatal error."""
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                for index, thread in list(self.threads.items()):
+                    if thread.alive or self._stopping.is_set():
+                        continue
+                    if isinstance(thread.error, FatalThreadError):
+                        self.fatal_error = thread.error
+                        logger.error(
+                            "fatal error, stopping the instance",
+                            extra=fields(error=str(thread.error)),
+                        )
+                        self._emit("fatal_error", index, error=str(thread.error))
+                        threading.Thread(target=self.stop, daemon=True).start()
+                        return
+                    logger.warning(
+                        "stream thread died, replacing it",
+                        extra=fields(thread=thread.name, error=repr(thread.error)),
+                    )
+                    self._emit("thread_replaced", index, error=repr(thread.error))
+                    self._start_thread(index)
+
+    def add_stream_thread(self) -> int:
+        """Start one more thread with the lowest free index; returns the index."""
+        with self._lock:
+            if self._env is None:
+                raise StreamrtError("app is not started")
+            index = next(i for i in range(1, len(self.threads) + 2) if i not in self.threads)
+            self._start_thread(index)
+            return index
+
+    def remove_stream_thread(self, timeout: float = 30.0) -> int:
+        """Stop the thread with the highest index; returns its index."""
+        with self._lock:
+            if not self.threads:
+                raise StreamrtError("no stream thread to remove")
+            index = max(self.threads)
+            thread = self.threads.pop(index)
+        thread.stop()
+        thread.join(timeout)
+        return index
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Commit and stop every thread. Static members send no LeaveGroup."""
+        self._stopping.set()
+        with self._lock:
+            threads = list(self.threads.values())
+        for thread in threads:
+            thread.stop()
+        for thread in threads:
+            thread.join(timeout)
+        if self.fatal_error is None:
+            fatal = [t.error for t in threads if isinstance(t.error, FatalThreadError)]
+            self.fatal_error = fatal[0] if fatal else None
+
+    def run(self) -> int:
+        """Start, block until SIGTERM/SIGINT or a fatal error, stop; returns an exit code."""
+        done = threading.Event()
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda *_: done.set())
+        try:
+            self.start()
+            while not done.wait(0.2):
+                if self._stopping.is_set():
+                    break
+            self.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.fatal_error is not None:
+            raise AppError(str(self.fatal_error))
+        return 0
+
+    # -- observability ---------------------------------------------------------------------------
+
+    def metadata_for_local_threads(self) -> list[ThreadMetadata]:
+        with self._lock:
+            return [t.metadata() for _i, t in sorted(self.threads.items())]
+
+    def metadata_for_all_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application, from the newest assignment any thread holds."""
+        with self._lock:
+            infos = [t.assignment_info for t in self.threads.values() if t.assignment_info]
+        if not infos:
+            return []
+        info = infos[-1]
+        by_instance: dict[str, list[Any]] = {}
+        for ct in info.cluster:
+            by_instance.setdefault(ct.instance_id, []).append(ct)
+        out = []
+        for instance, threads in sorted(by_instance.items()):
+            server = threads[0].application_server
+            host, port = server.rsplit(":", 1) if server else (None, None)
+            tasks = tuple(t for ct in threads for t in ct.tasks)
+            subs = {t.split("_")[0] for t in tasks}
+            out.append(
+                StreamsMetadata(
+                    instance_id=instance,
+                    host=host,
+                    port=int(port) if port else None,
+                    thread_instance_ids=tuple(sorted(ct.thread_instance_id for ct in threads)),
+                    tasks=tasks,
+                    topic_partitions=tuple(sorted(p for ct in threads for p in ct.partitions)),
+                    state_store_names=tuple(
+                        sorted({s for sub in subs for s in info.stores.get(sub, ())})
+                    ),
+                )
+            )
+        return out

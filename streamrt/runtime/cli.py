@@ -1,0 +1,72 @@
+"""``streamrt run MODULE:APP``: run an application object with CLI overrides."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+from streamrt.errors import ConfigError
+from streamrt.runtime.app import App, AppError
+from streamrt.runtime.config import load_config_file
+
+__all__ = ("register",)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="run a streamrt application (MODULE:ATTR, e.g. apps.wordcount:app)",
+        description="Run an App. Settings: code < config file < STREAMRT_* env < flags.",
+    )
+    p.add_argument("target", help="MODULE:ATTR of an App object")
+    p.add_argument("--instance-id", help="group.instance.id (static membership)")
+    p.add_argument("--threads", type=int, help="num.stream.threads")
+    p.add_argument("--bootstrap-server", help="bootstrap.servers")
+    p.add_argument("--state-dir", help="state.dir")
+    p.add_argument("--application-server", help="application.server (host:port)")
+    p.add_argument("--config-file", help="a properties or JSON file of settings")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="any setting")
+    p.set_defaults(func=_run)
+
+
+def load_app(target: str) -> App:
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    app = getattr(module, attr or "app", None)
+    if not isinstance(app, App):
+        raise ConfigError(f"{target} is not a streamrt App")
+    return app
+
+
+def _run(args: argparse.Namespace) -> int:
+    app = load_app(args.target)
+    settings: dict[str, Any] = {}
+    if args.config_file:
+        settings.update(load_config_file(args.config_file))
+    from streamrt.runtime.config import read_env
+
+    settings.update(read_env())
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--config expects KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    settings.update(
+        {
+            "group.instance.id": args.instance_id,
+            "num.stream.threads": args.threads,
+            "bootstrap.servers": args.bootstrap_server,
+            "state.dir": args.state_dir,
+            "application.server": args.application_server,
+        }
+    )
+    settings = {k: v for k, v in settings.items() if v is not None}
+    known = {"log.level", "log.format"}
+    app.configure({k: v for k, v in settings.items() if k not in known})
+    try:
+        return app.run()
+    except AppError as exc:
+        print(f"streamrt: error: {exc}", file=sys.stderr)
+        return 1

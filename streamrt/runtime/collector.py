@@ -1,0 +1,60 @@
+"""ProducerCollector: buffers a task's output and sends it through the thread's producer.
+
+Processing is synchronous; sends are queued here in order and drained by the thread with
+``await producer.send`` so order per partition is kept. Changelog deliveries are tracked so a
+commit can store the changelog offset each store has reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+
+from streamrt.runtime.task import TopicPartition
+
+__all__ = ("ProducerCollector",)
+
+
+class ProducerCollector:
+    def __init__(self, producer: AIOKafkaProducer, changelog_suffix: str = "-changelog") -> None:
+        self.producer = producer
+        self.changelog_suffix = changelog_suffix
+        self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int]] = []
+        self._inflight: list[asyncio.Future[Any]] = []
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+    ) -> None:
+        self._queue.append((topic, key, value, partition, timestamp_ms))
+
+    async def drain(self) -> None:
+        """Hand every queued record to the producer (does not wait for delivery)."""
+        queue, self._queue = self._queue, []
+        for topic, key, value, partition, ts in queue:
+            fut = await self.producer.send(
+                topic, value=value, key=key, partition=partition, timestamp_ms=ts or None
+            )
+            self._inflight.append(fut)
+
+    async def flush(self) -> dict[TopicPartition, int]:
+        """Send and wait for delivery of everything; returns changelog end offsets reached.
+
+        Raises if any record was not delivered, so the commit stops before offsets move.
+        """
+        await self.drain()
+        await self.producer.flush()
+        inflight, self._inflight = self._inflight, []
+        reached: dict[TopicPartition, int] = {}
+        for fut in inflight:
+            md = await fut
+            if md.topic.endswith(self.changelog_suffix):
+                tp = TopicPartition(md.topic, md.partition)
+                reached[tp] = max(reached.get(tp, 0), md.offset + 1)
+        return reached

@@ -1,0 +1,90 @@
+"""Create the application's internal topics before its threads join the group.
+
+Repartition topics get the largest partition count of the external sources; each changelog
+gets its sub-topology's task count (the largest partition count of its sources), so that
+changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streamrt.errors import ConfigError
+from streamrt.logs import fields
+from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
+
+__all__ = ("ensure_internal_topics",)
+
+logger = logging.getLogger(__name__)
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in await admin.describe_topics(topics):
+        if t.get("error_code", 0) == 0 and t["partitions"]:
+            counts[t["topic"]] = len(t["partitions"])
+    return counts
+
+
+async def ensure_internal_topics(
+    bootstrap_servers: str,
+    application_id: str,
+    topology: Topology,
+    subtopologies: list[SubTopology],
+    *,
+    wait_s: float = 30.0,
+) -> dict[str, int]:
+    """Create missing repartition and changelog topics; returns every topic's partition count."""
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, client_id=f"{application_id}-admin"
+    )
+    await admin.start()
+    try:
+        repartition = set(topology.repartition_topics(application_id))
+        external = [t for t in topology.source_topics(application_id) if t not in repartition]
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            counts = await _partition_counts(admin, external)
+            missing = [t for t in external if t not in counts]
+            if not missing:
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise ConfigError(f"source topics do not exist: {', '.join(missing)}")
+            await asyncio.sleep(0.5)
+        wanted: dict[str, tuple[int, dict[str, str]]] = {}
+        width = max(counts.values(), default=1)
+        for topic in sorted(repartition):
+            wanted[topic] = (width, {})
+        for sub in subtopologies:
+            tasks = max(
+                (counts.get(t, wanted.get(t, (0, {}))[0]) for t in sub.source_topics), default=1
+            )
+            for store in sub.stores:
+                wanted[changelog_topic(application_id, store)] = (
+                    tasks,
+                    {"cleanup.policy": "compact"},
+                )
+        existing = await _partition_counts(admin, list(wanted))
+        new = [
+            NewTopic(name, n, 1, topic_configs=cfg)
+            for name, (n, cfg) in wanted.items()
+            if name not in existing
+        ]
+        if new:
+            await admin.create_topics(new)
+            logger.info(
+                "created internal topics",
+                extra=fields(topics=[t.name for t in new], application_id=application_id),
+            )
+        for name, (n, _cfg) in wanted.items():
+            if name in existing and existing[name] != n:
+                raise ConfigError(
+                    f"internal topic {name} has {existing[name]} partitions, expected {n}"
+                )
+        counts.update({name: n for name, (n, _cfg) in wanted.items()})
+        return counts
+    finally:
+        await admin.close()

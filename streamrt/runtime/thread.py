@@ -1,0 +1,406 @@
+"""StreamThread: one OS thread, its own event loop, consumer (one group member) and producer.
+
+Thread ``n`` of instance ``web-1`` joins as static member ``web-1-thread-n``; restarted within
+the session timeout it gets the same partitions back without a rebalance, finds its stores'
+checkpoints equal to the changelog ends, and restores nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.logs import fields
+from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, SubscriptionInfo
+from streamrt.runtime.collector import ProducerCollector
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.restore import ChangelogRestorer
+from streamrt.runtime.static_membership import install_static_heartbeat, is_fenced
+from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
+from streamrt.runtime.topology import SubTopology, Topology
+from streamrt.state import StateLockedError
+
+__all__ = ("FatalThreadError", "StreamThread", "ThreadEnv")
+
+logger = logging.getLogger(__name__)
+
+
+class FatalThreadError(Exception):
+    """An error that must stop the whole instance (fencing, log_and_fail), not one thread."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadEnv:
+    """What every thread of an instance shares."""
+
+    config: StreamsConfig
+    topology: Topology
+    subtopologies: tuple[SubTopology, ...]
+    instance_id: str
+    static: bool
+    emit: Callable[..., None]  # emit(type, thread_index, **fields)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, thread: StreamThread) -> None:
+        self.thread = thread
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.thread.on_revoked([TopicPartition(tp.topic, tp.partition) for tp in revoked])
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self.thread.on_assigned([TopicPartition(tp.topic, tp.partition) for tp in assigned])
+
+
+class StreamThread:
+    """Responsibilities: membership, task lifecycle, process loop, numbered commits."""
+
+    def __init__(self, env: ThreadEnv, index: int) -> None:
+        self.env = env
+        self.index = index
+        app_id, instance = env.config.application_id, env.instance_id
+        self.name = f"{instance}-thread-{index}"
+        self.thread_instance_id = self.name if env.static else None
+        self.client_id = f"{app_id}-{instance}-thread-{index}"
+        self.state = ThreadState.CREATED
+        self.tasks: dict[str, StreamTask] = {}
+        self.restoring: set[str] = set()
+        self.locked: set[str] = set()
+        self.rebalances = 0
+        self.error: BaseException | None = None
+        self.assignment_info: AssignmentInfo | None = None
+        self._records_processed_closed = 0
+        self._stop_requested = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._state_lock = threading.Lock()
+        self._commit_lock: asyncio.Lock | None = None
+        self._restorer: ChangelogRestorer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._collector: ProducerCollector | None = None
+        self._previous_tasks: tuple[str, ...] = ()
+
+    # -- control from other threads ----------------------------------------------------------
+
+    def start(self) -> None:
+        self._transition(ThreadState.STARTING)
+        self._os_thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to commit and stop; its loop notices within one poll (100 ms)."""
+        self._stop_requested.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._os_thread.is_alive():
+            self._os_thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._os_thread.is_alive()
+
+    def metadata(self) -> ThreadMetadata:
+        tasks = dict(self.tasks)
+        stats = self._restorer.stats if self._restorer else None
+        return ThreadMetadata(
+            thread_name=self.name,
+            thread_index=self.index,
+            thread_instance_id=self.thread_instance_id,
+            client_id=self.client_id,
+            state=self.state,
+            active_tasks=tuple(sorted(tasks, key=lambda t: TaskId.parse(t))),
+            restoring_tasks=tuple(sorted(self.restoring)),
+            topic_partitions=tuple(sorted(tp for t in tasks.values() for tp in t.inputs)),
+            rebalances=self.rebalances,
+            records_processed=self._records_processed_closed
+            + sum(t.records_processed for t in tasks.values()),
+            records_restored=stats.records if stats else 0,
+            bytes_restored=stats.bytes if stats else 0,
+            restore_time_ms=round(stats.seconds * 1000, 3) if stats else 0.0,
+        )
+
+    def _transition(self, new: ThreadState) -> None:
+        with self._state_lock:
+            old = self.state
+            if old is new:
+                return
+            assert old in ALLOWED_PREVIOUS[new], f"thread {self.name}: {old.name} → {new.name}"
+            self.state = new
+        logger.info("thread state", extra=fields(thread=self.name, old=old.name, new=new.name))
+        self.env.emit("thread_state", self.index, old=old.name, new=new.name)
+
+    # -- the thread's own loop -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self.error = exc
+            if is_fenced(exc):
+                self.error = FatalThreadError(
+                    f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
+                    "another process of this application; stopping this instance"
+                )
+            logger.error(
+                "stream thread died",
+                exc_info=not isinstance(self.error, FatalThreadError),
+                extra=fields(thread=self.name, error=str(self.error)),
+            )
+        finally:
+            if self.state not in (ThreadState.DEAD, ThreadState.PENDING_SHUTDOWN):
+                self._transition(ThreadState.PENDING_SHUTDOWN)
+            self._transition(ThreadState.DEAD)
+
+    def _assignor(self) -> StreamsPartitionAssignor:
+        subs = self.env.subtopologies
+        return StreamsPartitionAssignor(
+            {s.id: s.source_topics for s in subs},
+            {s.id: s.stores for s in subs},
+            self._subscription_info,
+            self._on_assignment_info,
+        )
+
+    def _subscription_info(self) -> SubscriptionInfo:
+        return SubscriptionInfo(
+            self.env.instance_id,
+            self.thread_instance_id or self.client_id,
+            self.env.config.application_server,
+            self._previous_tasks,
+            local_task_offsets(self.env.config.app_state_dir),
+        )
+
+    def _on_assignment_info(self, info: AssignmentInfo) -> None:
+        self.assignment_info = info
+
+    async def _main(self) -> None:
+        cfg = self.env.config
+        self._loop = asyncio.get_running_loop()
+        self._commit_lock = asyncio.Lock()
+        if self._stop_requested.is_set():
+            return
+        producer = AIOKafkaProducer(
+            bootstrap_servers=cfg.bootstrap_servers,
+            client_id=f"{self.client_id}-producer",
+            acks="all",
+            linger_ms=5,
+        )
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=cfg.bootstrap_servers,
+            group_id=cfg.application_id,
+            group_instance_id=self.thread_instance_id,
+            client_id=self.client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            max_poll_interval_ms=cfg.max_poll_interval_ms,
+            rebalance_timeout_ms=max(cfg.session_timeout_ms, 10_000),
+            partition_assignment_strategy=(self._assignor(),),
+        )
+        restore_consumer = AIOKafkaConsumer(
+            bootstrap_servers=cfg.bootstrap_servers,
+            client_id=f"{self.client_id}-restore",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        self._collector = ProducerCollector(producer)
+        self._restorer = ChangelogRestorer(restore_consumer, self.name)
+        self._consumer = consumer
+        await producer.start()
+        await restore_consumer.start()
+        try:
+            topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
+            consumer.subscribe(topics, listener=_Listener(self))
+            await consumer.start()
+            install_static_heartbeat(consumer)
+            await self._loop_until_stopped(consumer)
+            self._transition(ThreadState.PENDING_SHUTDOWN)
+            async with self._commit_lock:
+                await self._commit(consumer)
+        finally:
+            await self._close_tasks(list(self.tasks))
+            # A static member sends no LeaveGroup on stop: aiokafka skips it when
+            # group_instance_id is set, so the coordinator keeps our partitions for us.
+            await consumer.stop()
+            await restore_consumer.stop()
+            await producer.stop()
+
+    async def _loop_until_stopped(self, consumer: AIOKafkaConsumer) -> None:
+        assert self._commit_lock is not None and self._restorer is not None
+        next_commit = time.monotonic() + self.env.config.commit_interval_ms / 1000
+        while not self._stop_requested.is_set():
+            batches = await consumer.getmany(timeout_ms=100, max_records=2000)
+            async with self._commit_lock:
+                await self._retry_locked()
+                for task in await self._restorer.step():
+                    self._ready(task)
+                self._process(batches)
+                now_ms = int(time.time() * 1000)
+                for task_id, task in self.tasks.items():
+                    if task_id not in self.restoring:
+                        task.punctuate(now_ms)
+                assert self._collector is not None
+                await self._collector.drain()
+                if time.monotonic() >= next_commit:
+                    await self._commit(consumer)
+                    next_commit = time.monotonic() + self.env.config.commit_interval_ms / 1000
+
+    def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
+        by_input = {tp: t for t in self.tasks.values() for tp in t.inputs}
+        for ktp, records in batches.items():
+            task = by_input.get(TopicPartition(ktp.topic, ktp.partition))
+            if task is None or str(task.task_id) in self.restoring:
+                continue
+            for r in records:
+                try:
+                    task.process(r.topic, r.offset, r.timestamp, r.key, r.value)
+                except Exception as exc:
+                    from streamrt.runtime.task import DeserializationError
+
+                    if isinstance(exc, DeserializationError):
+                        raise FatalThreadError(str(exc)) from exc
+                    raise
+
+    async def _commit(self, consumer: AIOKafkaConsumer) -> None:
+        """Commit at-least-once, in this order:
+
+        1. flush sinks and changelogs: wait until the producer delivered everything;
+        2. write each store's data with the changelog offset it reached (one WriteBatch);
+        3. commit the input offsets.
+        """
+        assert self._collector is not None
+        changelog_end = await self._collector.flush()  # 1
+        offsets: dict[KafkaTP, int] = {}
+        for task in self.tasks.values():
+            task.flush_stores(changelog_end)  # 2
+            offsets.update({KafkaTP(*tp): off for tp, off in task.take_offsets().items()})
+        if offsets:
+            await consumer.commit(offsets)  # 3
+
+    # -- rebalance callbacks (run on this thread's loop) ---------------------------------------
+
+    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        assert self._commit_lock is not None and self._consumer is not None
+        self.rebalances += 1
+        revoked_set = set(revoked)
+        gone = [tid for tid, t in self.tasks.items() if revoked_set & set(t.inputs)]
+        logger.info(
+            "partitions revoked",
+            extra=fields(thread=self.name, partitions=sorted(revoked), tasks=gone),
+        )
+        self.env.emit("revocation", self.index, partitions=sorted(revoked), tasks=gone)
+        async with self._commit_lock:
+            try:
+                await self._commit(self._consumer)
+            except Exception as exc:  # the group moved on: uncommitted input is re-read
+                logger.warning(
+                    "commit on revocation failed", extra=fields(thread=self.name, error=repr(exc))
+                )
+            await self._close_tasks(gone)
+
+    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+        assert self._commit_lock is not None and self._restorer is not None
+        info = self.assignment_info
+        wanted = set(info.tasks) if info else set()
+        self._transition(ThreadState.PARTITIONS_ASSIGNED)
+        logger.info(
+            "partitions assigned",
+            extra=fields(thread=self.name, partitions=sorted(assigned), tasks=sorted(wanted)),
+        )
+        self.env.emit("assignment", self.index, partitions=sorted(assigned), tasks=sorted(wanted))
+        async with self._commit_lock:
+            await self._close_tasks([t for t in self.tasks if t not in wanted])
+            for task_id in sorted(wanted - set(self.tasks)):
+                self._create(TaskId.parse(task_id))
+            await self._retry_locked()
+            self._previous_tasks = tuple(sorted(wanted))
+            if not self.restoring and not self.locked:
+                self._transition(ThreadState.RUNNING)
+
+    def _create(self, task_id: TaskId) -> None:
+        assert self._collector is not None
+        sub = self.env.subtopologies[task_id.subtopology]
+        task = StreamTask(
+            task_id,
+            sub,
+            self.env.topology,
+            self.env.config.application_id,
+            Path(self.env.config.state_dir),
+            self._collector,
+            deserialization_handler=self.env.config.default_deserialization_exception_handler,
+        )
+        self.tasks[str(task_id)] = task
+        self.locked.add(str(task_id))
+        self._pause(task)
+
+    async def _retry_locked(self) -> None:
+        """Open tasks whose directory lock is free (another thread may still be closing it)."""
+        assert self._restorer is not None
+        for task_id in sorted(self.locked):
+            task = self.tasks[task_id]
+            try:
+                positions = task.open()
+            except StateLockedError as exc:
+                logger.warning(
+                    "task state is locked, will retry",
+                    extra=fields(thread=self.name, task=task_id, error=str(exc)),
+                )
+                continue
+            self.locked.discard(task_id)
+            self.restoring.add(task_id)
+            self.env.emit("restoration_started", self.index, task=task_id)
+            if await self._restorer.add(task, positions):
+                self._ready(task)
+
+    def _ready(self, task: StreamTask) -> None:
+        task_id = str(task.task_id)
+        self.restoring.discard(task_id)
+        assert self._consumer is not None
+        self._consumer.resume(*[KafkaTP(*tp) for tp in task.inputs])
+        self.env.emit("restoration_complete", self.index, task=task_id)
+        if not self.restoring and not self.locked and self.state is ThreadState.PARTITIONS_ASSIGNED:
+            self._transition(ThreadState.RUNNING)
+
+    def _pause(self, task: StreamTask) -> None:
+        assert self._consumer is not None
+        assigned = self._consumer.assignment()
+        self._consumer.pause(*[KafkaTP(*tp) for tp in task.inputs if KafkaTP(*tp) in assigned])
+
+    async def _close_tasks(self, task_ids: list[str]) -> None:
+        for task_id in task_ids:
+            task = self.tasks.pop(task_id, None)
+            if task is None:
+                continue
+            if self._restorer is not None:
+                self._restorer.remove(task)
+            self.restoring.discard(task_id)
+            self.locked.discard(task_id)
+            self._records_processed_closed += task.records_processed
+            task.close()
+
+
+def local_task_offsets(app_state_dir: Path) -> dict[str, int]:
+    """Task ids with state on disk → a size hint (the task directory's store count).
+
+    Reading changelog offsets would need opening RocksDB under the task's lock; the presence
+    of state is what the assignor's stickiness needs.
+    """
+    out: dict[str, int] = {}
+    if not app_state_dir.is_dir():
+        return out
+    for child in app_state_dir.iterdir():
+        try:
+            TaskId.parse(child.name)
+        except ValueError:
+            continue
+        out[child.name] = sum(1 for p in child.iterdir() if p.is_dir())
+    return out
