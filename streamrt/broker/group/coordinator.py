@@ -1,0 +1,603 @@
+"""The classic group coordinator as a pure state machine (Kafka's ``GroupMetadataManager``).
+
+Handlers take a :class:`RequestContext`, a kio request entity and, for JoinGroup and SyncGroup,
+an opaque reply handle; each returns a :class:`Result`. No I/O and no wall clock: time comes
+from the injected ``Clock`` and timeouts from the injected ``Timer``, whose ops return Results
+too. The runtime (``service.py``) appends the records before delivering any reply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streamrt.broker.group import admin, offsets
+from streamrt.broker.group.group import ClassicGroup, Member, Parked
+from streamrt.broker.group.outbox import Outbox
+from streamrt.broker.group.rebalance import GroupConfig, RebalanceEngine
+from streamrt.broker.group.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+)
+from streamrt.broker.group.responses import (
+    heartbeat_response,
+    join_response,
+    leave_response,
+    sync_response,
+)
+from streamrt.broker.group.result import Result
+from streamrt.broker.group.state import GroupState
+from streamrt.broker.group.timer import Timer, heartbeat_key
+from streamrt.clock import Clock
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+from streamrt.wire.codec import ms
+from streamrt.wire.context import RequestContext
+
+__all__ = ("GroupConfig", "GroupCoordinator", "map_append_error")
+
+logger = logging.getLogger(__name__)
+
+_STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
+}
+
+
+def map_append_error(code: ErrorCode) -> ErrorCode:
+    """Kafka's ``appendGroupMetadataErrorToResponseError`` (Java mapping)."""
+    return _STORAGE_ERROR_MAP.get(code, code)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Join:
+    """A JoinGroup request, normalised across versions."""
+
+    version: int
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    client_id: str
+    client_host: str
+    parked: Parked
+
+    @classmethod
+    def parse(cls, ctx: RequestContext, request: Any, handle: object) -> _Join:
+        session = ms(request.session_timeout)
+        rebalance = getattr(request, "rebalance_timeout", None)
+        return cls(
+            version=ctx.api_version,
+            group_id=request.group_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            session_timeout_ms=session,
+            rebalance_timeout_ms=session if rebalance is None else ms(rebalance),
+            protocol_type=request.protocol_type,
+            protocols=tuple((p.name, p.metadata) for p in request.protocols),
+            client_id=ctx.client_id,
+            client_host=ctx.client_host,
+            parked=Parked(handle, ctx.api_version),
+        )
+
+    def error(self, code: ErrorCode, member_id: str | None = None) -> Any:
+        return join_response(self.version, code, self.member_id if member_id is None else member_id)
+
+
+class GroupCoordinator:
+    """Classic groups with static membership (KIP-345), plus their committed offsets.
+
+    Responsibilities: the request handlers, ``replay`` of ``__consumer_offsets`` records,
+    ``on_loaded`` and ``unload``. The join/sync machinery lives in :class:`RebalanceEngine`,
+    offsets in :mod:`offsets`, admin APIs in :mod:`admin`.
+    """
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        timer: Timer,
+        partition_exists: Callable[[str, int], bool] = lambda topic, partition: True,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.timer = timer
+        self.partition_exists = partition_exists
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = offsets.OffsetStore()
+        self.out = Outbox()
+        self.engine = RebalanceEngine(self.groups, config, clock, timer, self.out)
+
+    # -- JoinGroup --------------------------------------------------------------------------
+
+    def join_group(self, ctx: RequestContext, request: Any, handle: object) -> Result:
+        join = _Join.parse(ctx, request, handle)
+        if not join.group_id:
+            return self.out.drain(join.error(ErrorCode.invalid_group_id))
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= join.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return self.out.drain(join.error(ErrorCode.invalid_session_timeout))
+        group = self.groups.get(join.group_id)
+        is_new_group = group is None
+        if group is None:
+            if join.member_id:
+                return self.out.drain(join.error(ErrorCode.unknown_member_id))
+            group = ClassicGroup(join.group_id, self.clock.now_ms())
+            self.groups[join.group_id] = group
+        if not self._accept_joining_member(group, join.member_id):
+            group.remove(join.member_id)
+            self.timer.cancel(heartbeat_key(group.group_id, join.member_id))
+            result = self.out.drain(join.error(ErrorCode.group_max_size_reached, ""))
+        elif not join.member_id:
+            result = self._join_new_member(group, join)
+        else:
+            result = self._join_existing_member(group, join)
+        if is_new_group and not result.records:
+            record = self.engine.group_record(group, {})
+            result = dataclasses.replace(result, records=(record,), replay=False)
+        return result
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        """Kafka's ``acceptJoiningMember`` (group.max.size)."""
+        member = group.members.get(member_id)
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            awaiting = member is not None and member.awaiting_join is not None
+            return awaiting or group.num_awaiting_join() < self.config.max_size
+        if group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return member is not None or len(group.members) < self.config.max_size
+        return True
+
+    def _join_new_member(self, group: ClassicGroup, join: _Join) -> Result:
+        if group.is_in(GroupState.DEAD):
+            return self.out.drain(join.error(ErrorCode.coordinator_not_available, ""))
+        if not group.supports_protocols(join.protocol_type, [n for n, _ in join.protocols]):
+            return self.out.drain(join.error(ErrorCode.inconsistent_group_protocol, ""))
+        new_id = group.generate_member_id(join.client_id, join.group_instance_id)
+        if join.group_instance_id is not None:
+            old_id = group.static_members.get(join.group_instance_id)
+            if old_id is not None:
+                return self._replace_static_member(group, join, old_id, new_id)
+            return self._add_member(group, join, new_id)
+        if join.version >= 4:
+            group.pending_members.add(new_id)
+            self.engine.schedule_pending_member(group, new_id, join.session_timeout_ms)
+            return self.out.drain(join.error(ErrorCode.member_id_required, new_id))
+        return self._add_member(group, join, new_id)
+
+    def _join_existing_member(self, group: ClassicGroup, join: _Join) -> Result:
+        member_id = join.member_id
+        if group.is_in(GroupState.DEAD):
+            return self.out.drain(join.error(ErrorCode.coordinator_not_available))
+        if not group.supports_protocols(join.protocol_type, [n for n, _ in join.protocols]):
+            return self.out.drain(join.error(ErrorCode.inconsistent_group_protocol))
+        if group.is_pending(member_id):
+            if join.group_instance_id is not None:
+                return self.out.drain(join.error(ErrorCode.unknown_server_error))
+            return self._add_member(group, join, member_id)
+        try:
+            group.validate_member(member_id, join.group_instance_id)
+        except KafkaError as exc:
+            return self.out.drain(join.error(exc.code))
+        member = group.members[member_id]
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return self._update_member_then_rebalance(group, member, join)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            if not member.matches(join.protocols):
+                return self._update_member_then_rebalance(group, member, join)
+            is_leader = group.is_leader(member_id)
+            return self.out.drain(
+                self._current_generation(group, join, member_id, with_members=is_leader)
+            )
+        if group.is_in(GroupState.STABLE):
+            if group.is_leader(member_id) or not member.matches(join.protocols):
+                return self._update_member_then_rebalance(group, member, join)
+            return self.out.drain(self._current_generation(group, join, member_id))
+        return self.out.drain(join.error(ErrorCode.unknown_member_id))
+
+    def _current_generation(
+        self, group: ClassicGroup, join: _Join, member_id: str, *, with_members: bool = False
+    ) -> Any:
+        return join_response(
+            join.version,
+            ErrorCode.none,
+            member_id,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id,
+            members=self.engine.member_list(group) if with_members else (),
+        )
+
+    def _update_member(self, member: Member, join: _Join) -> None:
+        """A previously parked JoinGroup of this member is superseded and never answered."""
+        member.protocols = join.protocols
+        member.rebalance_timeout_ms = join.rebalance_timeout_ms
+        member.session_timeout_ms = join.session_timeout_ms
+        member.awaiting_join = join.parked
+
+    def _update_member_then_rebalance(
+        self, group: ClassicGroup, member: Member, join: _Join
+    ) -> Result:
+        self._update_member(member, join)
+        self.engine.maybe_prepare_rebalance_or_complete_join(group)
+        return self.out.drain()
+
+    def _add_member(self, group: ClassicGroup, join: _Join, member_id: str) -> Result:
+        member = Member(
+            member_id=member_id,
+            group_instance_id=join.group_instance_id,
+            client_id=join.client_id,
+            client_host=join.client_host,
+            rebalance_timeout_ms=join.rebalance_timeout_ms,
+            session_timeout_ms=join.session_timeout_ms,
+            protocol_type=join.protocol_type,
+            protocols=join.protocols,
+            awaiting_join=join.parked,
+            is_new=True,
+        )
+        if group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
+            group.new_member_added = True
+        group.add(member)
+        self.engine.reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
+        self.engine.maybe_prepare_rebalance_or_complete_join(group)
+        return self.out.drain()
+
+    def _replace_static_member(
+        self, group: ClassicGroup, join: _Join, old_id: str, new_id: str
+    ) -> Result:
+        """Kafka's ``updateStaticMemberThenRebalanceOrCompleteJoin`` (reference §1.5.1)."""
+        instance_id = join.group_instance_id
+        assert instance_id is not None
+        leader_before = group.leader_id
+        old = group.members[old_id]
+        self.out.complete_join(old, ErrorCode.fenced_instance_id, old_id)
+        self.out.complete_sync(old, ErrorCode.fenced_instance_id)
+        self.timer.cancel(heartbeat_key(group.group_id, old_id))
+        new = group.replace_static_member(instance_id, old_id, new_id)
+        self.engine.reschedule_heartbeat(group, new)  # with the previous session timeout
+        previous = (new.protocols, new.rebalance_timeout_ms, new.session_timeout_ms)
+        self._update_member(new, join)
+        logger.info(
+            "static member replaced",
+            extra=fields(group=group.group_id, instance=instance_id, old=old_id, new=new_id),
+        )
+        if group.is_in(GroupState.STABLE):
+            if group.protocol_name != group.select_protocol():
+                self.engine.maybe_prepare_rebalance_or_complete_join(group)
+                return self.out.drain()
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+            record = self.engine.group_record(group, assignment)
+
+            def on_append(error: ErrorCode | None) -> Result:
+                if error is not None:
+                    return self._revert_static_replacement(
+                        group, join, new, previous, old_id, leader_before, error
+                    )
+                is_leader = group.is_leader(new_id)
+                skip = join.version >= 9
+                self.out.complete_join(
+                    new,
+                    ErrorCode.none,
+                    new_id,
+                    generation_id=group.generation_id,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    leader=group.leader_id if skip else leader_before,
+                    skip_assignment=skip and is_leader,
+                    members=self.engine.member_list(group) if skip and is_leader else (),
+                )
+                return self.out.drain()
+
+            return self.out.drain(records=(record,), on_append=on_append)
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self.engine.prepare_rebalance(group)
+        else:
+            self.engine.maybe_complete_join_phase(group)
+        return self.out.drain()
+
+    def _revert_static_replacement(
+        self,
+        group: ClassicGroup,
+        join: _Join,
+        new: Member,
+        previous: tuple[tuple[tuple[str, bytes], ...], int, int],
+        old_id: str,
+        leader_before: str | None,
+        error: ErrorCode,
+    ) -> Result:
+        new.protocols, new.rebalance_timeout_ms, new.session_timeout_ms = previous
+        new.awaiting_join = None
+        assert join.group_instance_id is not None
+        self.timer.cancel(heartbeat_key(group.group_id, new.member_id))
+        old = group.replace_static_member(join.group_instance_id, new.member_id, old_id)
+        self.engine.reschedule_heartbeat(group, old)
+        response = join_response(
+            join.version,
+            error,
+            "",
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=leader_before,
+        )
+        self.out.complete(join.parked.handle, response)
+        return self.out.drain()
+
+    # -- SyncGroup --------------------------------------------------------------------------
+
+    def sync_group(self, ctx: RequestContext, request: Any, handle: object) -> Result:
+        v = ctx.api_version
+        protocol_type = getattr(request, "protocol_type", None)
+        protocol_name = getattr(request, "protocol_name", None)
+        if v >= 5 and (protocol_type is None or protocol_name is None):
+            return self.out.drain(sync_response(v, ErrorCode.inconsistent_group_protocol))
+        if not request.group_id:
+            return self.out.drain(sync_response(v, ErrorCode.invalid_group_id))
+        group = self.groups.get(request.group_id)
+        if group is None:
+            return self.out.drain(sync_response(v, ErrorCode.unknown_member_id))
+        member_id = request.member_id
+        error = self._validate_sync(group, request, protocol_type, protocol_name)
+        if error is not None:
+            return self.out.drain(sync_response(v, error))
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return self.out.drain(sync_response(v, ErrorCode.rebalance_in_progress))
+        member = group.members[member_id]
+        if group.is_in(GroupState.STABLE):
+            self.engine.remove_pending_sync_member(group, member_id)
+            return self.out.drain(
+                sync_response(
+                    v,
+                    ErrorCode.none,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    assignment=member.assignment,
+                )
+            )
+        member.awaiting_sync = Parked(handle, v)
+        self.engine.remove_pending_sync_member(group, member_id)
+        if not group.is_leader(member_id):
+            return self.out.drain()
+        given = {a.member_id: a.assignment for a in request.assignments}
+        assignment = {mid: given.get(mid, b"") for mid in group.members}
+        generation = request.generation_id
+        record = self.engine.group_record(group, assignment)
+
+        def on_append(error: ErrorCode | None) -> Result:
+            current = self.groups.get(group.group_id) is group
+            if (
+                current
+                and group.is_in(GroupState.COMPLETING_REBALANCE)
+                and generation == group.generation_id
+            ):
+                if error is not None:
+                    self.engine.reset_and_propagate_assignment_with_error(group, error)
+                    self.engine.maybe_prepare_rebalance_or_complete_join(group)
+                else:
+                    self.engine.set_and_propagate_assignment(group, assignment)
+                    group.transition_to(GroupState.STABLE, self.clock.now_ms())
+            return self.out.drain()
+
+        return self.out.drain(records=(record,), on_append=on_append)
+
+    @staticmethod
+    def _validate_sync(
+        group: ClassicGroup, request: Any, protocol_type: str | None, protocol_name: str | None
+    ) -> ErrorCode | None:
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available
+        try:
+            group.validate_member(request.member_id, getattr(request, "group_instance_id", None))
+        except KafkaError as exc:
+            return exc.code
+        if request.generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        for given, current in (
+            (protocol_type, group.protocol_type),
+            (protocol_name, group.protocol_name),
+        ):
+            if given is not None and current is not None and given != current:
+                return ErrorCode.inconsistent_group_protocol
+        return None
+
+    # -- Heartbeat --------------------------------------------------------------------------
+
+    def heartbeat(self, ctx: RequestContext, request: Any) -> Result:
+        v = ctx.api_version
+        if not request.group_id:
+            return self.out.drain(heartbeat_response(v, ErrorCode.invalid_group_id))
+        group = self.groups.get(request.group_id)
+        if group is None:
+            return self.out.drain(heartbeat_response(v, ErrorCode.unknown_member_id))
+        if group.is_in(GroupState.DEAD):
+            return self.out.drain(heartbeat_response(v, ErrorCode.coordinator_not_available))
+        try:
+            group.validate_member(request.member_id, getattr(request, "group_instance_id", None))
+        except KafkaError as exc:
+            return self.out.drain(heartbeat_response(v, exc.code))
+        if request.generation_id != group.generation_id:
+            return self.out.drain(heartbeat_response(v, ErrorCode.illegal_generation))
+        if group.is_in(GroupState.EMPTY):
+            return self.out.drain(heartbeat_response(v, ErrorCode.unknown_member_id))
+        self.engine.reschedule_heartbeat(group, group.members[request.member_id])
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            return self.out.drain(heartbeat_response(v, ErrorCode.rebalance_in_progress))
+        return self.out.drain(heartbeat_response(v, ErrorCode.none))
+
+    # -- LeaveGroup -------------------------------------------------------------------------
+
+    def leave_group(self, ctx: RequestContext, request: Any) -> Result:
+        v = ctx.api_version
+        if v >= 3:
+            identities = [(m.member_id, m.group_instance_id) for m in request.members]
+        else:
+            identities = [(request.member_id, None)]
+        if not request.group_id:
+            return self.out.drain(leave_response(v, ErrorCode.invalid_group_id))
+        group = self.groups.get(request.group_id)
+        if group is None:
+            unknown = [(mid, iid, ErrorCode.unknown_member_id) for mid, iid in identities]
+            return self.out.drain(leave_response(v, ErrorCode.none, unknown))
+        if group.is_in(GroupState.DEAD):
+            return self.out.drain(leave_response(v, ErrorCode.coordinator_not_available))
+        results = [(mid, iid, self._leave_one(group, mid, iid)) for mid, iid in identities]
+        if any(code is ErrorCode.none for _, _, code in results):
+            if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                self.engine.maybe_prepare_rebalance_or_complete_join(group)
+            elif group.is_in(GroupState.PREPARING_REBALANCE):
+                self.engine.maybe_complete_join_phase(group)
+        return self.out.drain(leave_response(v, ErrorCode.none, results))
+
+    def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
+        if not member_id:
+            mapped = group.static_members.get(instance_id) if instance_id is not None else None
+            if mapped is None:
+                return ErrorCode.unknown_member_id
+            self.engine.remove_current_member(group, mapped)
+            return ErrorCode.none
+        if group.is_pending(member_id):
+            group.remove(member_id)
+            self.timer.cancel(heartbeat_key(group.group_id, member_id))
+            return ErrorCode.none
+        try:
+            group.validate_member(member_id, instance_id)
+        except KafkaError as exc:
+            return exc.code
+        self.engine.remove_current_member(group, member_id)
+        return ErrorCode.none
+
+    # -- offsets and admin APIs ---------------------------------------------------------------
+
+    def offset_commit(self, ctx: RequestContext, request: Any) -> Result:
+        return offsets.offset_commit(self, ctx, request)
+
+    def offset_fetch(self, ctx: RequestContext, request: Any) -> Result:
+        return self.out.drain(offsets.offset_fetch(self, ctx, request))
+
+    def describe_groups(self, ctx: RequestContext, request: Any) -> Result:
+        return self.out.drain(admin.describe_groups(self.groups, ctx, request))
+
+    def list_groups(self, ctx: RequestContext, request: Any) -> Result:
+        return self.out.drain(admin.list_groups(self.groups, ctx, request))
+
+    def delete_groups(self, ctx: RequestContext, request: Any) -> Result:
+        response, records = admin.delete_groups(self.groups, self.offsets, ctx, request)
+        return self.out.drain(response, records=records, replay=True)
+
+    def cleanup_expired_offsets(self) -> Result:
+        """Offsets retention, then re-arm the check (``offsets.retention.check.interval.ms``)."""
+        records = offsets.expired_offset_records(self)
+        self.schedule_offsets_cleanup()
+        return self.out.drain(records=records, replay=True)
+
+    def schedule_offsets_cleanup(self) -> None:
+        self.timer.schedule(
+            "offsets-retention",
+            self.config.offsets_retention_check_interval_ms,
+            self.cleanup_expired_offsets,
+        )
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        """Apply one ``__consumer_offsets`` record (at load, and for ``replay=True`` results)."""
+        self.replay_bytes(record.key, record.value)
+
+    def replay_bytes(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+        key = decode_key(key_bytes)
+        if key is None:
+            return
+        if isinstance(key, OffsetCommitKey):
+            if value_bytes is None:
+                self.offsets.delete(key.group, key.topic, key.partition)
+                return
+            value = decode_value(key, value_bytes)
+            assert isinstance(value, OffsetCommitValue)
+            if key.group not in self.groups:
+                self.groups[key.group] = ClassicGroup(key.group, value.commit_timestamp)
+            self.offsets.put(key.group, key.topic, key.partition, value)
+            return
+        assert isinstance(key, GroupMetadataKey)
+        if value_bytes is None:
+            group = self.groups.pop(key.group, None)
+            if group is not None:
+                group.state = GroupState.DEAD
+            self.offsets.delete_group(key.group)
+            return
+        group_value = decode_value(key, value_bytes)
+        assert isinstance(group_value, GroupMetadataValue)
+        self.groups[key.group] = _group_from_record(key.group, group_value)
+
+    def on_loaded(self) -> Result:
+        """Restart every loaded member's session timer; rebalance groups over group.max.size."""
+        for group in self.groups.values():
+            for member in list(group.members.values()):
+                self.engine.reschedule_heartbeat(group, member)
+            if len(group.members) > self.config.max_size and group.can_rebalance():
+                self.engine.prepare_rebalance(group)
+        self.schedule_offsets_cleanup()
+        return self.out.drain()
+
+    def unload(self) -> Result:
+        """This broker stops coordinating: groups die, parked requests get NOT_COORDINATOR."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self.out.complete_join(member, ErrorCode.not_coordinator, member.member_id)
+                self.out.complete_sync(
+                    member, ErrorCode.not_coordinator, assignment=member.assignment
+                )
+            group.state = GroupState.DEAD
+        self.groups.clear()
+        return self.out.drain()
+
+    def rebalances_total(self, group_id: str) -> int:
+        return self.engine.rebalances_total.get(group_id, 0)
+
+
+def _group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+    """Kafka's ``replay(GroupMetadataKey, GroupMetadataValue)``: Stable with members, else Empty.
+
+    Each member keeps only the selected protocol, as Kafka persists only that subscription.
+    """
+    state = GroupState.STABLE if value.members else GroupState.EMPTY
+    timestamp = value.current_state_timestamp
+    group = ClassicGroup(group_id, timestamp, state)
+    if timestamp < 0:
+        group.current_state_timestamp = None
+    group.generation_id = value.generation
+    group.protocol_type = value.protocol_type
+    group.protocol_name = value.protocol
+    for m in value.members:
+        member = Member(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout_ms=m.session_timeout
+            if m.rebalance_timeout < 0
+            else m.rebalance_timeout,
+            session_timeout_ms=m.session_timeout,
+            protocol_type=value.protocol_type,
+            protocols=((value.protocol or "", m.subscription),),
+            assignment=m.assignment,
+        )
+        group.add(member)
+    group.leader_id = value.leader
+    return group
