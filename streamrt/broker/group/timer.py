@@ -79,6 +79,10 @@ class ManualTimer:
         entry = self._live.get(key)
         return entry[0] if entry else None
 
+    def next_deadline(self) -> int | None:
+        live = [deadline for deadline, _, _ in self._live.values()]
+        return min(live, default=None)
+
     def keys(self) -> set[str]:
         return set(self._live)
 

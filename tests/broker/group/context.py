@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from streamrt.broker.group.coordinator import GroupConfig, GroupCoordinator
+from streamrt.broker.group.coordinator import GroupConfig, GroupCoordinator, map_append_error
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.timer import ManualTimer
@@ -74,14 +74,21 @@ class CoordinatorTestContext:
             assert isinstance(handle, Pending)
             handle.response = response
         if result.on_append is not None:
-            self.apply(result.on_append(error))
+            self.apply(result.on_append(None if error is None else map_append_error(error)))
         if pending is not None and result.response is not None:
             pending.response = result.response
 
     def sleep(self, ms: int) -> None:
-        self.clock.advance(ms)
-        for result in self.timer.poll():
-            self.apply(result)
+        """Advance time, stopping at each deadline on the way so that timers fire on time."""
+        target = self.clock.now_ms() + ms
+        while True:
+            deadline = self.timer.next_deadline()
+            step_to = target if deadline is None or deadline > target else deadline
+            self.clock.advance(step_to - self.clock.now_ms())
+            for result in self.timer.poll():
+                self.apply(result)
+            if step_to == target:
+                return
 
     def ctx(self, api_key: int, version: int, client_id: str = "client") -> RequestContext:
         return RequestContext(api_key, version, 1, client_id, "/127.0.0.1")
@@ -252,7 +259,10 @@ class CoordinatorTestContext:
     # -- stories ----------------------------------------------------------------------------
 
     def join_stable_group(
-        self, group_id: str = "g", instances: tuple[str | None, ...] = ("i1", "i2")
+        self,
+        group_id: str = "g",
+        instances: tuple[str | None, ...] = ("i1", "i2"),
+        session_ms: int = 10_000,
     ) -> dict[str | None, str]:
         """Members join (static ones with their instance id), the leader syncs: Stable.
 
@@ -261,11 +271,12 @@ class CoordinatorTestContext:
         pendings: dict[str | None, Pending] = {}
         for instance in instances:
             if instance is None:
-                first = self.join(group_id)
+                first = self.join(group_id, session_ms=session_ms)
                 assert first.error is ErrorCode.member_id_required
-                pendings[instance] = self.join(group_id, first.response.member_id)
+                member_id = first.response.member_id
+                pendings[instance] = self.join(group_id, member_id, session_ms=session_ms)
             else:
-                pendings[instance] = self.join(group_id, instance_id=instance)
+                pendings[instance] = self.join(group_id, instance_id=instance, session_ms=session_ms)
         for _ in range(100):
             if all(p.done for p in pendings.values()):
                 break
