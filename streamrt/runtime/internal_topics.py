@@ -22,8 +22,13 @@ logger = logging.getLogger(__name__)
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
+    """Partition counts of those ``topics`` that exist (listed first: a metadata request for
+    a missing topic could auto-create it with the broker's default partition count)."""
+    present = set(await admin.list_topics()) & set(topics)
+    if not present:
+        return {}
     counts: dict[str, int] = {}
-    for t in await admin.describe_topics(topics):
+    for t in await admin.describe_topics(sorted(present)):
         if t.get("error_code", 0) == 0 and t["partitions"]:
             counts[t["topic"]] = len(t["partitions"])
     return counts

@@ -1,0 +1,93 @@
+"""The task assignor, without a broker: stickiness, state awareness, balance, encoding."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+
+import streamrt.runtime.assignor as assignor_module
+from streamrt.runtime.assignor import (
+    AssignmentInfo,
+    StreamsPartitionAssignor,
+    SubscriptionInfo,
+    assign_tasks,
+)
+
+TASKS = [f"0_{p}" for p in range(8)]
+
+
+def member(thread: str, previous: tuple[str, ...] = (), offsets: dict[str, int] | None = None):
+    return SubscriptionInfo(thread.split("-thread")[0], thread, "h:1", previous, offsets or {})
+
+
+def test_balanced_and_ordered_by_instance_id_not_member_id() -> None:
+    members = {"zzz": member("a-thread-1"), "aaa": member("b-thread-1")}
+    result = assign_tasks(TASKS, members)
+    assert result["zzz"] == ["0_0", "0_2", "0_4", "0_6"]
+    assert result["aaa"] == ["0_1", "0_3", "0_5", "0_7"]
+
+
+def test_previous_owner_keeps_its_tasks() -> None:
+    members = {
+        "m1": member("a-thread-1", previous=("0_5", "0_6", "0_7", "0_4")),
+        "m2": member("a-thread-2"),
+    }
+    result = assign_tasks(TASKS, members)
+    assert result["m1"] == ["0_4", "0_5", "0_6", "0_7"]
+    assert result["m2"] == ["0_0", "0_1", "0_2", "0_3"]
+
+
+def test_local_state_decides_when_there_is_no_previous_owner() -> None:
+    members = {
+        "m1": member("a-thread-1", offsets={"0_3": 5, "0_1": 2}),
+        "m2": member("b-thread-1", offsets={"0_3": 9, "0_0": 1}),
+    }
+    result = assign_tasks(["0_0", "0_1", "0_2", "0_3"], members)
+    assert result == {"m1": ["0_1", "0_2"], "m2": ["0_0", "0_3"]}
+
+
+def test_stickiness_never_breaks_balance() -> None:
+    greedy = member("a-thread-1", previous=tuple(TASKS))
+    result = assign_tasks(TASKS, {"m1": greedy, "m2": member("a-thread-2")})
+    assert sorted(len(t) for t in result.values()) == [4, 4]
+
+
+def test_assignor_keeps_copartitioned_topics_together_and_shares_cluster_metadata() -> None:
+    cluster = ClusterMetadata()
+    cluster._partitions = {"left": {0: None, 1: None}, "right": {0: None, 1: None}}
+    seen: list[AssignmentInfo] = []
+    a = StreamsPartitionAssignor(
+        {0: ("left", "right")}, {0: ("store",)}, lambda: member("x-thread-1"), seen.append
+    )
+    members = {
+        "m1": ConsumerProtocolMemberMetadata(1, ["left", "right"], member("x-thread-1").encode()),
+        "m2": ConsumerProtocolMemberMetadata(1, ["left", "right"], member("y-thread-1").encode()),
+    }
+    out = a.assign(cluster, members)
+    assert sorted(out["m1"].partitions()) == [("left", 0), ("right", 0)]
+    assert sorted(out["m2"].partitions()) == [("left", 1), ("right", 1)]
+    a.on_assignment(out["m2"])
+    info = seen[0]
+    assert info.tasks == ("0_1",)
+    assert {t.thread_instance_id for t in info.cluster} == {"x-thread-1", "y-thread-1"}
+    assert info.stores == {"0": ("store",)}
+    assert AssignmentInfo.decode(info.encode()) == info
+
+
+def test_foreign_member_without_user_data_is_treated_as_stateless() -> None:
+    info = SubscriptionInfo.decode(b"", "member-9")
+    assert info.thread_instance_id == "member-9"
+
+
+def test_assignor_module_does_no_io() -> None:
+    tree = ast.parse(Path(assignor_module.__file__).read_text())
+    imported = {
+        (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not imported & {"asyncio", "time", "socket"}

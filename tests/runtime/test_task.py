@@ -1,0 +1,203 @@
+"""Tasks with the real topology, operators and RocksDB, fed by a fake record source."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamrt.runtime import App, Processor, Windowed
+from streamrt.runtime.task import DeserializationError, StreamTask, TaskId, TopicPartition
+from streamrt.state import StateLockedError
+
+
+class ListCollector:
+    """Records what a task sends, as the producer would receive it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any, Any, int | None, int]] = []
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+    ) -> None:
+        self.sent.append((topic, key, value, partition, timestamp_ms))
+
+    def to(self, topic: str) -> list[tuple[Any, Any]]:
+        return [(k, v) for t, k, v, _p, _ts in self.sent if t == topic]
+
+
+def make_task(
+    app: App, sub: int, partition: int, state_dir: Path, collector: ListCollector, **kw: Any
+) -> StreamTask:
+    subs = app.topology.subtopologies("app")
+    return StreamTask(
+        TaskId(sub, partition), subs[sub], app.topology, "app", state_dir, collector, **kw
+    )
+
+
+def wordcount(app: App) -> None:
+    (
+        app.stream("lines", value_serde="str")
+        .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
+        .group_by_key(name="words")
+        .count("counts")
+        .to_stream()
+        .to("out", value_serde="int")
+    )
+
+
+def test_wordcount_splits_at_the_repartition_topic_and_counts(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    wordcount(app)
+    subs = app.topology.subtopologies("app")
+    assert [s.source_topics for s in subs] == [("lines",), ("app-words-repartition",)]
+    assert subs[1].stores == ("counts",)
+    first, second = ListCollector(), ListCollector()
+    split = make_task(app, 0, 0, tmp_path, first)
+    split.open()
+    split.process("lines", 0, 1000, None, b"a b a")
+    repartitioned = first.to("app-words-repartition")
+    assert repartitioned == [(b"a", b"a"), (b"b", b"b"), (b"a", b"a")]
+    counter = make_task(app, 1, 0, tmp_path, second)
+    assert counter.open() == {TopicPartition("app-counts-changelog", 0): None}
+    for offset, (k, v) in enumerate(repartitioned):
+        counter.process("app-words-repartition", offset, 1000, k, v)
+    out = [(k, struct.unpack(">q", v)[0]) for k, v in second.to("out")]
+    assert out == [(b"a", 1), (b"b", 1), (b"a", 2)]
+    changelog = [(t, k, p) for t, k, _v, p, _ts in second.sent if t.endswith("changelog")]
+    assert changelog == [
+        ("app-counts-changelog", b"a", 0),
+        ("app-counts-changelog", b"b", 0),
+        ("app-counts-changelog", b"a", 0),
+    ]
+    assert counter.take_offsets() == {TopicPartition("app-words-repartition", 0): 3}
+    counter.flush_stores({TopicPartition("app-counts-changelog", 0): 3})
+    counter.close()
+    split.close()
+    reopened = make_task(app, 1, 0, tmp_path, ListCollector())
+    assert reopened.open() == {TopicPartition("app-counts-changelog", 0): 3}
+    assert dict(reopened.stores["counts"].items()) == {"a": 2, "b": 1}
+    reopened.close()
+
+
+def test_task_directory_is_locked_against_a_second_task(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    wordcount(app)
+    task = make_task(app, 1, 0, tmp_path, ListCollector())
+    task.open()
+    with pytest.raises(StateLockedError):
+        make_task(app, 1, 0, tmp_path, ListCollector()).open()
+    task.close()
+
+
+def test_hopping_windowed_count(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    (
+        app.stream("clicks", key_serde="str")
+        .group_by_key()
+        .windowed_by(size_ms=10_000, advance_ms=5_000)
+        .count("per-window")
+        .to_stream()
+        .to("out", value_serde="int")
+    )
+    collector = ListCollector()
+    task = make_task(app, 0, 0, tmp_path, collector)
+    task.open()
+    for offset, ts in enumerate([1_000, 6_000, 12_000]):
+        task.process("clicks", offset, ts, b"u", b"x")
+    counts = dict(task.stores["per-window"].items())
+    task.close()
+    assert counts == {
+        Windowed("u", 0, 10_000): 2,
+        Windowed("u", 5_000, 15_000): 2,
+        Windowed("u", 10_000, 20_000): 1,
+    }
+
+
+def test_branch_filter_map_values_merge_and_table(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    small, big = app.stream("nums", key_serde="str", value_serde="int").split(
+        lambda _k, v: v < 10, lambda _k, v: v >= 10
+    )
+    small.map_values(lambda v: v * 100).merge(big.filter(lambda _k, v: v % 2 == 0)).to(
+        "out", value_serde="json"
+    )
+    app.table("users", store="users", key_serde="str", value_serde="json")
+    collector = ListCollector()
+    task = make_task(app, 0, 0, tmp_path, collector)
+    task.open()
+    for offset, value in enumerate([1, 11, 12]):
+        task.process("nums", offset, 0, b"k", struct.pack(">q", value))
+    assert collector.to("out") == [(b"k", b"100"), (b"k", b"12")]
+    task.close()
+    table = make_task(app, 1, 0, tmp_path, ListCollector())
+    table.open()
+    table.process("users", 0, 0, b"u1", b'{"name":"x"}')
+    table.process("users", 1, 0, b"u2", b'{"name":"y"}')
+    table.process("users", 2, 0, b"u1", None)
+    assert dict(table.stores["users"].items()) == {"u2": {"name": "y"}}
+    table.close()
+
+
+def test_deserialization_handlers(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    app.stream("nums", value_serde="int").to("out")
+    failing = make_task(app, 0, 0, tmp_path, ListCollector())
+    failing.open()
+    with pytest.raises(DeserializationError, match="nums-0@0"):
+        failing.process("nums", 0, 0, None, b"bad")
+    failing.close()
+    collector = ListCollector()
+    skipping = make_task(app, 0, 0, tmp_path, collector, deserialization_handler="log_and_continue")
+    skipping.open()
+    skipping.process("nums", 0, 0, None, b"bad")
+    skipping.process("nums", 1, 0, None, struct.pack(">q", 4))
+    assert len(collector.to("out")) == 1
+    assert skipping.take_offsets() == {TopicPartition("nums", 0): 2}
+    skipping.close()
+
+
+class Buffering(Processor):
+    """A processor-API processor: buffers in a store, emits on punctuation."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        context.schedule(1000, self.emit)
+
+    def process(self, key: Any, value: Any) -> None:
+        store = self.context.get_store("buffer")
+        store.put(key, (store.get(key) or 0) + 1)
+
+    def emit(self, now_ms: int) -> None:
+        store = self.context.get_store("buffer")
+        for key, count in list(store.items()):
+            self.context.forward(key, count)
+            store.delete(key)
+
+
+def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
+    from streamrt.runtime.topology import StoreSpec
+    from streamrt.serde import IntSerde, StrSerde
+
+    app = App({"application.id": "app"})
+    app.topology.add_store(StoreSpec("buffer", StrSerde(), IntSerde()))
+    app.stream("in", key_serde="str").process(Buffering, stores=("buffer",)).to(
+        "out", value_serde="int"
+    )
+    collector = ListCollector()
+    task = make_task(app, 0, 0, tmp_path, collector)
+    task.open()
+    task.process("in", 0, 0, b"a", b"")
+    task.process("in", 1, 0, b"a", b"")
+    assert task.punctuate(0) == 0  # first call arms the schedule
+    assert task.punctuate(1000) == 1
+    assert collector.to("out") == [(b"a", struct.pack(">q", 2))]
+    assert task.stores["buffer"].get("a") is None
+    task.close()
