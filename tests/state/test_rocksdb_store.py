@@ -73,9 +73,11 @@ def test_corrupt_store_is_rebuilt_empty(tmp_path: Path) -> None:
 
 
 def test_lock_refuses_a_second_owner_in_the_same_process(tmp_path: Path) -> None:
-    with DirectoryLock(tmp_path / "0_1"):
-        with pytest.raises(StateLockedError, match="locked by another owner"):
-            DirectoryLock(tmp_path / "0_1").acquire()
+    with (
+        DirectoryLock(tmp_path / "0_1"),
+        pytest.raises(StateLockedError, match="locked by another owner"),
+    ):
+        DirectoryLock(tmp_path / "0_1").acquire()
     DirectoryLock(tmp_path / "0_1").acquire()  # released: free again
 
 
