@@ -6,6 +6,8 @@ import struct
 from pathlib import Path
 
 from streamrt.runtime import App
+from streamrt.runtime.dsl import WindowedSerde
+from streamrt.serde import StrSerde
 from tests.runtime.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 LINES = ["the quick brown fox", "the lazy dog", "The fox"]
@@ -56,3 +58,48 @@ def test_word_count_gives_exact_counts(broker, tmp_path: Path) -> None:
     finally:
         app.stop()
     assert app.fatal_error is None
+
+
+def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
+    create_topic(broker.bootstrap, "clicks", 1)
+    create_topic(broker.bootstrap, "clicks-per-window", 1)
+    produce(
+        broker.bootstrap,
+        "clicks",
+        [(b"u", b"x")] * 3 + [(b"v", b"x")],
+        timestamps=[1_000, 9_000, 11_000, 12_000],
+    )
+    app = App(
+        {
+            "application.id": "win",
+            "bootstrap.servers": broker.bootstrap,
+            "state.dir": str(tmp_path / "state"),
+            "commit.interval.ms": "200",
+        }
+    )
+    (
+        app.stream("clicks", key_serde="str")
+        .group_by_key()
+        .windowed_by(size_ms=10_000)
+        .count("clicks-windowed")
+        .to_stream()
+        .to("clicks-per-window", key_serde=WindowedSerde(StrSerde()), value_serde="int")
+    )
+    serde = WindowedSerde(StrSerde())
+
+    def results() -> dict[tuple[str, int], int]:
+        latest = latest_by_key(read_all(broker.bootstrap, "clicks-per-window"))
+        out = {}
+        for k, v in latest.items():
+            w = serde.deserialize(k)
+            out[(w.key, w.start)] = struct.unpack(">q", v)[0]
+        return out
+
+    app.start()
+    try:
+        wait_until(
+            lambda: results() == {("u", 0): 2, ("u", 10_000): 1, ("v", 10_000): 1},
+            what="windowed counts",
+        )
+    finally:
+        app.stop()
