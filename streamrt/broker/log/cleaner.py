@@ -40,7 +40,7 @@ from streamrt.broker.log.batch import (
     set_log_append_time,
 )
 from streamrt.broker.log.segment import LogSegment
-from streamrt.broker.log.swap import commit_swap, finish_swap, write_atomically
+from streamrt.broker.log.swap import commit_swap, finish_swap, fsync_dir, write_atomically
 from streamrt.logs import fields
 
 if TYPE_CHECKING:
@@ -112,6 +112,9 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
                 cleaned.delete()
                 return None
             new_segments.append(_swap_in(log, group, cleaned, config["index.interval.bytes"]))
+    with log.lock:
+        if not log.closed:
+            new_segments = _drop_empty(log, new_segments)
     deadline = (
         min(kept_tombstone_ts) + config["delete.retention.ms"]
         if kept_tombstone_ts
@@ -130,6 +133,24 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
         extra=fields(topic=log.topic, partition=log.partition, **dataclasses.asdict(stats)),
     )
     return stats
+
+
+def _drop_empty(log: PartitionLog, cleaned: list[LogSegment]) -> list[LogSegment]:
+    """Delete cleaned segments left empty, except the first (it anchors the log start offset).
+
+    An empty segment holds no data, so deleting it needs no swap; reads of offsets in the gap
+    continue in the next segment.
+    """
+    kept: list[LogSegment] = []
+    for seg in cleaned:
+        if seg.size == 0 and seg is not log.segments[0] and seg is not log.segments[-1]:
+            log.segments.remove(seg)
+            seg.delete()
+        else:
+            kept.append(seg)
+    if len(kept) < len(cleaned):
+        fsync_dir(log.directory)
+    return kept
 
 
 def _cleanable(segments: Sequence[LogSegment], now_ms: int, lag_ms: int) -> list[LogSegment]:

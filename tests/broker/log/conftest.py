@@ -53,7 +53,9 @@ def decode(records: bytes) -> list[tuple[int, bytes | None, bytes | None, int]]:
     return out
 
 
-def read_all(log: PartitionLog, start: int | None = None) -> list[tuple[int, bytes | None, bytes | None, int]]:
+def read_all(
+    log: PartitionLog, start: int | None = None
+) -> list[tuple[int, bytes | None, bytes | None, int]]:
     """Fetch like a consumer: from log start to the end, advancing by batch."""
     offset = log.log_start_offset if start is None else start
     out: list[tuple[int, bytes | None, bytes | None, int]] = []

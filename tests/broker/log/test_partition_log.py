@@ -65,7 +65,9 @@ def test_roll_by_size_and_lookup_every_offset_across_segments(log_factory):
     for offset in range(120):
         records = decode(log.read(offset, 1).records)
         assert records[0][0] <= offset <= records[-1][0]
-        assert records[offset - records[0][0]][2] == (b"v%d" if offset % 2 == 0 else b"w%d") % (offset // 2)
+        assert records[offset - records[0][0]][2] == (b"v%d" if offset % 2 == 0 else b"w%d") % (
+            offset // 2
+        )
 
 
 def test_roll_by_time(log_factory):

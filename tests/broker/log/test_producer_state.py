@@ -25,7 +25,10 @@ def test_retried_batch_is_answered_with_original_offsets_and_not_written(log_fac
     log.append(idem(2), 0)
     size = log.size_bytes()
     dup = log.append(idem(0, 2), 0)
-    assert dup.duplicate and (dup.base_offset, dup.last_offset) == (first.base_offset, first.last_offset)
+    assert dup.duplicate and (dup.base_offset, dup.last_offset) == (
+        first.base_offset,
+        first.last_offset,
+    )
     assert log.size_bytes() == size and log.log_end_offset == 3
 
 

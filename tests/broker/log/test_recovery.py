@@ -81,8 +81,11 @@ def test_interrupted_swap_after_commit_is_rolled_forward(manager_factory):
     # Simulate a cleaner that merged the first two segments and crashed mid step 4: the merged
     # segment (a plain concatenation here) is committed as .swap and one old segment is gone.
     first, second = bases[0], bases[1]
-    merged = segment_paths(directory, first)[0].read_bytes() + segment_paths(directory, second)[0].read_bytes()
-    log_swap, index_swap, time_swap = segment_paths(directory, first, ".swap")
+    merged = (
+        segment_paths(directory, first)[0].read_bytes()
+        + segment_paths(directory, second)[0].read_bytes()
+    )
+    log_swap = segment_paths(directory, first, ".swap")[0]
     log_swap.write_bytes(merged)
     (directory / SWAP_PLAN).write_text(f'{{"new_base": {first}, "old_bases": [{first}, {second}]}}')
     for path in segment_paths(directory, second):
