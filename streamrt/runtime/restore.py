@@ -82,23 +82,33 @@ class ChangelogRestorer:
         if not todo:
             return True
         self._pending[str(task.task_id)] = _Pending(task, todo)
-        self.consumer.assign([KafkaTP(*tp) for p in self._pending.values() for tp in p.ends])
-        for tp in todo:
-            position = positions[tp]
+        await self._reassign()
+        return False
+
+    async def _reassign(self) -> None:
+        """Assign every pending changelog partition and seek each to its store's checkpoint.
+
+        ``assign`` forgets positions, so all partitions are sought again, each from the
+        offset its store has recorded (restored batches included).
+        """
+        tps = [tp for p in self._pending.values() for tp in p.ends]
+        self.consumer.assign([KafkaTP(*tp) for tp in tps])
+        for tp in tps:
+            task, store_name = self._store_of[tp]
+            position = task.stores[store_name].store.changelog_offset()
             if position is None:
                 await self.consumer.seek_to_beginning(KafkaTP(*tp))
             else:
                 self.consumer.seek(KafkaTP(*tp), position)
-        return False
 
-    def remove(self, task: StreamTask) -> None:
+    async def remove(self, task: StreamTask) -> None:
         """Drop a task (revoked while restoring)."""
         pending = self._pending.pop(str(task.task_id), None)
         if pending is None:
             return
         for tp in pending.ends:
             self._store_of.pop(tp, None)
-        self.consumer.assign([KafkaTP(*tp) for p in self._pending.values() for tp in p.ends])
+        await self._reassign()
 
     async def step(self, timeout_ms: int = 50) -> list[StreamTask]:
         """Apply one batch of changelog records; returns tasks that finished restoring."""
@@ -116,6 +126,16 @@ class ChangelogRestorer:
             self.stats.records += len(records)
             self.stats.bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
             self._pending[str(task.task_id)].records += len(records)
+            logger.info(
+                "restoring",
+                extra=fields(
+                    thread=self.thread_name,
+                    task=str(task.task_id),
+                    store=store_name,
+                    offset=records[-1].offset + 1,
+                    end=self._pending[str(task.task_id)].ends.get(tp),
+                ),
+            )
         done = []
         for task_id, pending in list(self._pending.items()):
             for tp in list(pending.ends):
@@ -138,5 +158,5 @@ class ChangelogRestorer:
                 done.append(pending.task)
         self.stats.seconds += time.monotonic() - began
         if done:
-            self.consumer.assign([KafkaTP(*tp) for p in self._pending.values() for tp in p.ends])
+            await self._reassign()
         return done

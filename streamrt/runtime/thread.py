@@ -381,7 +381,7 @@ class StreamThread:
             if task is None:
                 continue
             if self._restorer is not None:
-                self._restorer.remove(task)
+                await self._restorer.remove(task)
             self.restoring.discard(task_id)
             self.locked.discard(task_id)
             self._records_processed_closed += task.records_processed
