@@ -8,6 +8,7 @@ whose ``response`` is set when the coordinator answers (at once, or later when p
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 from streamrt.broker.group.coordinator import GroupConfig, GroupCoordinator, map_append_error
@@ -41,6 +42,12 @@ class Pending:
     def error(self) -> ErrorCode:
         assert self.response is not None, "request still parked"
         return ErrorCode(self.response.error_code)
+
+
+def fetch_topic(name: str, partitions: list[int], version: int) -> Any:
+    """``build`` does not convert dicts inside nullable arrays, so build the entity here."""
+    module = importlib.import_module(f"kio.schema.offset_fetch.v{version}.request")
+    return build(module.OffsetFetchRequestTopic, name=name, partition_indexes=partitions)
 
 
 class CoordinatorTestContext:
@@ -150,9 +157,7 @@ class CoordinatorTestContext:
             group_instance_id=instance_id,
             protocol_type=protocol_type,
             protocol_name=protocol_name,
-            assignments=[
-                {"member_id": k, "assignment": v} for k, v in (assignments or {}).items()
-            ],
+            assignments=[{"member_id": k, "assignment": v} for k, v in (assignments or {}).items()],
         )
         pending = Pending()
         self.apply(self.coordinator.sync_group(self.ctx(14, version), request, pending), pending)
@@ -178,9 +183,7 @@ class CoordinatorTestContext:
         self.apply(self.coordinator.heartbeat(self.ctx(12, version), request), pending)
         return pending.error
 
-    def leave(
-        self, group_id: str, members: list[tuple[str, str | None]], version: int = 5
-    ) -> Any:
+    def leave(self, group_id: str, members: list[tuple[str, str | None]], version: int = 5) -> Any:
         if version >= 3:
             fields: dict[str, Any] = {
                 "members": [
@@ -241,7 +244,7 @@ class CoordinatorTestContext:
             group_id=group_id,
             topics=None
             if topics is None
-            else [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+            else [fetch_topic(t, ps, version) for t, ps in topics.items()],
             require_stable=False,
         )
         pending = Pending()
@@ -249,9 +252,7 @@ class CoordinatorTestContext:
         return pending.response
 
     def describe(self, group_id: str = "g", version: int = 5) -> Any:
-        request = self.request(
-            15, version, groups=[group_id], include_authorized_operations=False
-        )
+        request = self.request(15, version, groups=[group_id], include_authorized_operations=False)
         pending = Pending()
         self.apply(self.coordinator.describe_groups(self.ctx(15, version), request), pending)
         return pending.response.groups[0]
@@ -276,7 +277,9 @@ class CoordinatorTestContext:
                 member_id = first.response.member_id
                 pendings[instance] = self.join(group_id, member_id, session_ms=session_ms)
             else:
-                pendings[instance] = self.join(group_id, instance_id=instance, session_ms=session_ms)
+                pendings[instance] = self.join(
+                    group_id, instance_id=instance, session_ms=session_ms
+                )
         for _ in range(100):
             if all(p.done for p in pendings.values()):
                 break
@@ -286,9 +289,7 @@ class CoordinatorTestContext:
         leader = next(iter(pendings.values())).response.leader
         assignment = {mid: f"assign-{mid}".encode() for mid in ids.values()}
         syncs = [
-            self.sync(
-                group_id, mid, generation, inst, assignment if mid == leader else None
-            )
+            self.sync(group_id, mid, generation, inst, assignment if mid == leader else None)
             for inst, mid in ids.items()
         ]
         assert all(s.error is ErrorCode.none for s in syncs)

@@ -196,9 +196,7 @@ def test_leader_not_rejoining_is_replaced_by_a_rejoined_member(
     ids = context.join_stable_group(instances=(None, "i2"))
     group = context.coordinator.groups["g"]
     assert group.leader_id == ids[None]
-    rejoin = context.join(
-        member_id=ids["i2"], instance_id="i2", protocols=(("range", b"changed"),)
-    )
+    rejoin = context.join(member_id=ids["i2"], instance_id="i2", protocols=(("range", b"changed"),))
     context.sleep(10_000)
     assert rejoin.error is ErrorCode.none
     assert rejoin.response.leader == ids["i2"]
