@@ -113,10 +113,9 @@ class PartitionLog:
         if snapshot is not None and (snapshot[0] == log_end or snapshot[0] in bases):
             start, state = snapshot
         for seg in segments:
-            if seg.base_offset >= start or seg is segments[-1]:
+            if seg.base_offset >= start:
                 for h in seg.headers_from(0):
-                    if h.base_offset >= start:
-                        state.load_batch(h)
+                    state.load_batch(h)
         return cls(directory, topic, partition, config, fsync_policy, segments, state)
 
     def update_config(self, config: Mapping[str, Any]) -> None:

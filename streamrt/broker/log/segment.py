@@ -88,6 +88,8 @@ class LogSegment:
             seg._recover(index_interval)
             return seg
         index = SegmentIndex.load(base_offset, seg.index_path, seg.time_index_path, seg.size)
+        if index is not None and not index and seg.size > 0:
+            index = None  # the first batch is always indexed: an empty file was torn
         if index is not None and index.last_entry() is not None:
             off, pos, _ = index.last_entry()  # type: ignore[misc]
             head = seg._read_header(pos)

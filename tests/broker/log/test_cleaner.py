@@ -137,3 +137,17 @@ def test_dirty_ratio_below_threshold_skips_cleaning(log_factory):
     _write(log, [(b"k0", b"again")])
     _write(log, [(b"k%d" % i, b"x" * 50) for i in range(6)])
     assert clean_log(log, 10_000) is None
+
+
+def test_thinned_log_append_time_batch_keeps_type_and_timestamps(log_factory):
+    log = log_factory({**COMPACT, "message.timestamp.type": "LogAppendTime"})
+    log.append(make_batch([(b"a", b"1", 1), (b"b", b"2", 2)]), 5_000)
+    log.append(
+        make_batch([(b"b", b"new", 3)] + [(b"p%d" % i, b"x" * 80, 3) for i in range(2)]), 6_000
+    )
+    log.append(make_batch([(b"z", b"z", 4)]), 7_000)
+    clean_log(log, 10_000)
+    raw = log.read(0, 1 << 20).records
+    batch = DefaultRecordBatch(raw[: next(iter_headers(raw)).size])
+    assert batch.validate_crc() and batch.timestamp_type == 1
+    assert [(r.offset, r.key, r.timestamp) for r in batch] == [(0, b"a", 5_000)]

@@ -95,3 +95,12 @@ def test_interrupted_swap_after_commit_is_rolled_forward(manager_factory):
     assert second not in [s.base_offset for s in log.segments]
     assert [r[0] for r in read_all(log)] == list(range(6))
     assert not (directory / SWAP_PLAN).exists() and not list(directory.glob("*.swap"))
+
+
+def test_empty_index_file_of_non_empty_segment_is_rebuilt(manager_factory):
+    directory = _fill(manager_factory, 12, {"segment.bytes": "300", "index.interval.bytes": "1"})
+    first_index = segment_paths(directory, 0)[1]
+    first_index.write_bytes(b"")
+    log = manager_factory().log("t", 0)
+    assert len(log.segments[0].index) > 1
+    assert [r[0] for r in read_all(log, 1)][:1] == [1]
