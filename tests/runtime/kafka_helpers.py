@@ -67,7 +67,7 @@ def read_all(bootstrap: str, topic: str) -> list[Any]:
             await consumer.seek_to_beginning(*tps)
             ends = await consumer.end_offsets(tps)
             out: list[Any] = []
-            while any(await consumer.position(tp) < ends[tp] for tp in tps):
+            while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
                 for _tp, recs in (await consumer.getmany(timeout_ms=500)).items():
                     out.extend(recs)
             return sorted(out, key=lambda r: (r.partition, r.offset))

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.runtime import App
 from tests.runtime.counting_app import make_app
@@ -73,14 +72,14 @@ def all_running(*apps: App, partitions: int = 8) -> bool:
 
 
 def group_instance_ids(bootstrap: str) -> list[str]:
+    """The coordinator's view (DescribeGroups v4+ via streamrt's admin client: aiokafka's
+    DescribeGroups stops at v3, before group_instance_id)."""
+    from streamrt.admin.client import AdminClient
+
     async def go() -> list[str]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            groups = await admin.describe_consumer_groups(["counting"])
-            return sorted(m[2] for m in groups[0].groups[0][5] if m[2])
-        finally:
-            await admin.close()
+        async with AdminClient(bootstrap) as admin:
+            groups = await admin.describe_groups(["counting"])
+        return sorted(m.group_instance_id or "" for m in groups["counting"].members)
 
     return asyncio.run(go())
 
