@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aiokafka.errors import UnsupportedCodecError
 from aiokafka.record.default_records import DefaultRecordBatch
 
 from streamrt.broker.log.batch import (
@@ -223,7 +224,9 @@ class PartitionLog:
                 keys = [
                     r.key for r in DefaultRecordBatch(records[h.position : h.position + h.size])
                 ]
-            except Exception as exc:  # a codec error or a malformed record inside the batch
+            except UnsupportedCodecError as exc:  # the codec's library is not installed
+                raise KafkaError(ErrorCode.unsupported_compression_type, str(exc)) from None
+            except Exception as exc:  # a malformed record inside the batch
                 raise KafkaError(ErrorCode.corrupt_message, f"cannot read records: {exc}") from None
             if any(k is None for k in keys):
                 raise KafkaError(

@@ -149,3 +149,16 @@ def test_fsync_always_policy_appends_and_flushes(log_factory):
     log.append(value_batch(0), 0)
     assert not log.dirty
     assert [r[0] for r in read_all(log)] == [0]
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_stored_opaque_and_keys_checked(log_factory, codec):
+    log = log_factory({"cleanup.policy": "compact"})
+    sent = make_batch([(b"k%d" % i, b"v" * 50, i) for i in range(20)], codec=codec)
+    log.append(sent, 0)
+    stored = log.read(0, 1 << 20).records
+    assert stored[16:] == sent[16:]  # only baseOffset and partitionLeaderEpoch are rewritten
+    assert [r[1] for r in decode(stored)] == [b"k%d" % i for i in range(20)]
+    with pytest.raises(KafkaError) as err:
+        log.append(make_batch([(None, b"v", 0)], codec=codec), 0)
+    assert err.value.code == ErrorCode.invalid_record
