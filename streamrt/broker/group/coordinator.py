@@ -543,7 +543,7 @@ class GroupCoordinator:
             return
         group_value = decode_value(key, value_bytes)
         assert isinstance(group_value, GroupMetadataValue)
-        self.groups[key.group] = _group_from_record(key.group, group_value)
+        self.groups[key.group] = ClassicGroup.from_record(key.group, group_value)
 
     def on_loaded(self) -> Result:
         """Restart every loaded member's session timer; rebalance groups over group.max.size."""
@@ -569,35 +569,3 @@ class GroupCoordinator:
 
     def rebalances_total(self, group_id: str) -> int:
         return self.engine.rebalances_total.get(group_id, 0)
-
-
-def _group_from_record(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
-    """Kafka's ``replay(GroupMetadataKey, GroupMetadataValue)``: Stable with members, else Empty.
-
-    Each member keeps only the selected protocol, as Kafka persists only that subscription.
-    """
-    state = GroupState.STABLE if value.members else GroupState.EMPTY
-    timestamp = value.current_state_timestamp
-    group = ClassicGroup(group_id, timestamp, state)
-    if timestamp < 0:
-        group.current_state_timestamp = None
-    group.generation_id = value.generation
-    group.protocol_type = value.protocol_type
-    group.protocol_name = value.protocol
-    for m in value.members:
-        member = Member(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout_ms=m.session_timeout
-            if m.rebalance_timeout < 0
-            else m.rebalance_timeout,
-            session_timeout_ms=m.session_timeout,
-            protocol_type=value.protocol_type,
-            protocols=((value.protocol or "", m.subscription),),
-            assignment=m.assignment,
-        )
-        group.add(member)
-    group.leader_id = value.leader
-    return group

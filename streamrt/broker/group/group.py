@@ -10,6 +10,7 @@ import dataclasses
 import uuid
 from collections.abc import Sequence
 
+from streamrt.broker.group.records import GroupMetadataValue
 from streamrt.broker.group.state import CAN_REBALANCE_FROM, GroupState, check_transition
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -222,3 +223,36 @@ class ClassicGroup:
             self.protocol_name = None
             self.transition_to(GroupState.EMPTY, now_ms)
         self.pending_sync_members.clear()
+
+    @classmethod
+    def from_record(cls, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+        """Kafka's ``replay(GroupMetadataKey, GroupMetadataValue)``: Stable with members.
+
+        Each member keeps only the selected protocol, as only that subscription is persisted;
+        a rebalance timeout of -1 (or a v0 record) means the session timeout.
+        """
+        state = GroupState.STABLE if value.members else GroupState.EMPTY
+        timestamp = value.current_state_timestamp
+        group = cls(group_id, timestamp, state)
+        if timestamp < 0:
+            group.current_state_timestamp = None
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type
+        group.protocol_name = value.protocol
+        for m in value.members:
+            rebalance = m.session_timeout if m.rebalance_timeout < 0 else m.rebalance_timeout
+            group.add(
+                Member(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=rebalance,
+                    session_timeout_ms=m.session_timeout,
+                    protocol_type=value.protocol_type,
+                    protocols=((value.protocol or "", m.subscription),),
+                    assignment=m.assignment,
+                )
+            )
+        group.leader_id = value.leader
+        return group
