@@ -103,3 +103,30 @@ def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
         )
     finally:
         app.stop()
+
+
+def test_threads_added_and_removed_keep_stable_ids_and_events_flow(broker, tmp_path) -> None:
+    create_topic(broker.bootstrap, "lines", 4)
+    create_topic(broker.bootstrap, "counts-out", 4)
+    app = wordcount_app(broker.bootstrap, tmp_path / "state", **{"group.instance.id": "ev"})
+    events: list[dict] = []
+    app.on_event(events.append)
+    app.start()
+    try:
+        wait_until(lambda: any(e["type"] == "assignment" for e in events), what="assignment")
+        assert app.add_stream_thread() == 2
+        assert app.remove_stream_thread() == 2
+        assert app.add_stream_thread() == 2  # the lowest free index is reused
+        wait_until(
+            lambda: (
+                [t.thread_instance_id for t in app.metadata_for_local_threads()]
+                == ["ev-thread-1", "ev-thread-2"]
+            ),
+            what="two threads",
+        )
+    finally:
+        app.stop()
+    event = next(e for e in events if e["type"] == "assignment")
+    assert event["instance_id"] == "ev" and event["thread"] == 1
+    assert {"partitions", "tasks"} <= set(event["fields"])
+    assert {e["type"] for e in events} >= {"thread_state", "assignment", "revocation"}
