@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import logging
 import struct
+import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = (
     "AdminTimeoutError",
     "BrokerConnection",
     "UnsupportedVersionError",
+    "build_entity",
     "client_codec",
     "pick_version",
 )
@@ -152,6 +154,35 @@ def pick_version(
     return high
 
 
+@cache
+def _nested_entities(cls: type) -> dict[str, type]:
+    """Fields holding entities, alone or in arrays, nullable or not → the entity class."""
+    out: dict[str, type] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        for arg in typing.get_args(hint) or (hint,):
+            inner = typing.get_args(arg) if typing.get_origin(arg) is tuple else (arg,)
+            if inner and isinstance(inner[0], type) and dataclasses.is_dataclass(inner[0]):
+                out[name] = inner[0]
+    return out
+
+
+def build_entity(cls: type, **entity_fields: Any) -> Any:
+    """:func:`streamrt.wire.codec.build`, recursing into nullable nested arrays too.
+
+    ``build`` skips fields typed ``tuple[Entity, ...] | None`` (Metadata's and OffsetFetch's
+    ``topics``); building every nested dict here keeps such requests expressible as dicts.
+    """
+    for name, nested in _nested_entities(cls).items():
+        value = entity_fields.get(name)
+        if isinstance(value, dict):
+            entity_fields[name] = build_entity(nested, **value)
+        elif isinstance(value, (list, tuple)):
+            entity_fields[name] = tuple(
+                build_entity(nested, **v) if isinstance(v, dict) else v for v in value
+            )
+    return build(cls, **entity_fields)
+
+
 @dataclasses.dataclass(slots=True)
 class _Pending:
     correlation_id: int
@@ -240,7 +271,7 @@ class BrokerConnection:
         """
         version = self.version_for(api_key, min_version=min_version, max_version=max_version)
         codec = client_codec(api_key, version)
-        request = build(codec.request_cls, **request_fields)
+        request = build_entity(codec.request_cls, **request_fields)
         return await self.send(codec, request, codec.decode_response, timeout=timeout)
 
     async def send(

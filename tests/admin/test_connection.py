@@ -186,3 +186,16 @@ def test_pick_version_explains_when_there_is_no_common_version() -> None:
         pick_version({LEAVE_GROUP: (0, 2)}, LEAVE_GROUP, min_version=3)
     with pytest.raises(UnsupportedVersionError, match="does not support"):
         pick_version({}, LEAVE_GROUP)
+
+
+def test_build_entity_builds_nested_dicts_inside_nullable_arrays() -> None:
+    from streamrt.admin.connection import build_entity, client_codec
+
+    request = build_entity(
+        client_codec(9, 9).request_cls,  # OffsetFetch v9: groups[].topics is nullable
+        groups=[{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [1]}]}],
+        require_stable=False,
+    )
+    (group,) = request.groups
+    assert (group.topics[0].name, group.topics[0].partition_indexes) == ("t", (1,))
+    assert build_entity(client_codec(3, 12).request_cls, topics=None).topics is None
