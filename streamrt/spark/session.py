@@ -75,7 +75,10 @@ def get_session(
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
     }
-    settings.update(conf or {})
+    for key, value in (conf or {}).items():
+        if key.endswith(".extraJavaOptions"):  # keep the quiet-logs flag next to the user's
+            value = f"{java_opts} {value}"
+        settings[key] = value
     builder = SparkSession.builder.appName(app_name)
     if master is not None or "MASTER" not in os.environ:
         builder = builder.master(master or "local[2]")
