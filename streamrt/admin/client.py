@@ -306,6 +306,7 @@ class AdminClient:
                 ],
                 timeout=timeout_ms,
                 validate_only=validate_only,
+                response_timeout=timeout_ms / 1000 + self._cluster.request_timeout,
             )
             return _topic_results(response.topics, "CreateTopics")
 
@@ -320,6 +321,7 @@ class AdminClient:
                 topic_names=list(names),
                 topics=[{"name": n, "topic_id": None} for n in names],
                 timeout=timeout_ms,
+                response_timeout=timeout_ms / 1000 + self._cluster.request_timeout,
             )
             return _topic_results(response.responses, "DeleteTopics")
 

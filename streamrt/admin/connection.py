@@ -262,17 +262,18 @@ class BrokerConnection:
         *,
         min_version: int = 0,
         max_version: int = 32767,
-        timeout: float | None = None,
+        response_timeout: float | None = None,
         **request_fields: Any,
     ) -> Any:
         """Send one request at the best common version, built from a superset of fields.
 
         Returns the kio response entity; its ``__version__`` tells which version was used.
+        ``response_timeout`` (seconds) is ours; a ``timeout`` field belongs to the request.
         """
         version = self.version_for(api_key, min_version=min_version, max_version=max_version)
         codec = client_codec(api_key, version)
         request = build_entity(codec.request_cls, **request_fields)
-        return await self.send(codec, request, codec.decode_response, timeout=timeout)
+        return await self.send(codec, request, codec.decode_response, timeout=response_timeout)
 
     async def send(
         self,
