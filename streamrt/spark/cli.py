@@ -1,0 +1,71 @@
+"""``streamrt report ...``: reports computed with Spark over topics and state stores.
+
+PySpark is imported only when a report runs, so ``streamrt --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ("register",)
+
+_COLUMNS = (
+    "partition",
+    "records",
+    "first_offset",
+    "last_offset",
+    "first_timestamp",
+    "last_timestamp",
+    "null_keys",
+    "value_bytes",
+)
+
+
+def register(subparsers: Any) -> None:
+    report = subparsers.add_parser("report", help="reports computed with Spark")
+    reports = report.add_subparsers(dest="report", metavar="REPORT")
+    report.set_defaults(func=lambda args: _usage(report))
+
+    stats = reports.add_parser(
+        "topic-stats", help="per-partition counts, offset and time ranges of a topic"
+    )
+    stats.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    stats.add_argument("--topic", required=True)
+    stats.add_argument("--master", default=None, help="Spark master (default local[2])")
+    stats.add_argument("--json", action="store_true", help="print one JSON object per line")
+    stats.set_defaults(func=_topic_stats)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _topic_stats(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from streamrt.spark.reports import topic_stats
+    from streamrt.spark.session import get_session
+
+    owned = SparkSession.getActiveSession() is None  # called in-process next to a live session?
+    spark = get_session(master=args.master, app_name="streamrt-report-topic-stats")
+    try:
+        rows = topic_stats(spark, args.bootstrap_server, args.topic)
+    finally:
+        if owned:
+            spark.stop()
+    if args.json:
+        for row in rows:
+            print(json.dumps(row, default=str))
+    else:
+        print(_table(rows))
+    return 0
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    cells = [list(_COLUMNS)] + [["" if r[c] is None else str(r[c]) for c in _COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS))]
+    lines = ("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells)
+    return "\n".join(line.rstrip() for line in lines)
