@@ -254,10 +254,10 @@ class BrokerConfig:
         for d in _DEFS:
             self._set(d, d.default)
         for key, value in (overrides or {}).items():
-            d = BROKER_CONFIGS.get(key)
-            if d is None:
+            known = BROKER_CONFIGS.get(key)
+            if known is None:
                 raise ConfigError(f"unknown broker config {key!r}")
-            self._set(d, str(value))
+            self._set(known, str(value))
 
     def _set(self, d: ConfigDef, value: str) -> None:
         try:

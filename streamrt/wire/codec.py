@@ -66,18 +66,24 @@ def encode_response(codec: Codec, correlation_id: int, response: Any) -> Chunks:
     return out
 
 
+def _nested_entity(hint: Any) -> Any:
+    """The entity class inside ``X``, ``tuple[X, ...]``, ``tuple[X, ...] | None``, or None."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _nested_entity(arg)
+        if found is not None:
+            return found
+    return None
+
+
 @cache
 def _field_info(cls: type) -> dict[str, tuple[str, Any]]:
     """field name → (kafka_type, nested entity class or None)."""
     hints = typing.get_type_hints(cls)
     info: dict[str, tuple[str, Any]] = {}
     for f in dataclasses.fields(cls):
-        nested = None
-        hint = hints.get(f.name)
-        for arg in typing.get_args(hint) or (hint,):
-            if dataclasses.is_dataclass(arg):
-                nested = arg
-        info[f.name] = (f.metadata.get("kafka_type", ""), nested)
+        info[f.name] = (f.metadata.get("kafka_type", ""), _nested_entity(hints.get(f.name)))
     return info
 
 

@@ -58,8 +58,9 @@ def test_api_versions_too_new_gets_v0_error_reply(broker: BrokerThread) -> None:
     s.close()
     assert frame is not None
     assert int.from_bytes(frame[:4], "big") == 42
-    codec = codec_for(API_VERSIONS, 0)
-    response, _ = codec.read_body(frame, 4)
+    from kio.serial import entity_reader
+
+    response, _ = entity_reader(codec_for(API_VERSIONS, 0).response_cls)(frame, 4)
     assert response.error_code == 35  # UNSUPPORTED_VERSION
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert keys[0] == (3, 12) and keys[1] == (4, 12)
