@@ -72,8 +72,18 @@ def sink_rate(total_bytes: int) -> float:
 
 def start_broker(data_dir: str, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamrt.cli", "--log-level", "WARNING", "broker",
-         "--port", str(port), "--data-dir", data_dir],
+        [
+            sys.executable,
+            "-m",
+            "streamrt.cli",
+            "--log-level",
+            "WARNING",
+            "broker",
+            "--port",
+            str(port),
+            "--data-dir",
+            data_dir,
+        ],
         stdout=subprocess.PIPE,
     )
     assert proc.stdout is not None
@@ -84,8 +94,15 @@ def start_broker(data_dir: str, port: int) -> subprocess.Popen[bytes]:
 def confluent_produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-                  "batch.size": 262144, "queue.buffering.max.messages": 1_000_000})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 262144,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     value = os.urandom(RECORD)
     t0 = time.perf_counter()
     for i in range(n):
@@ -102,8 +119,15 @@ def confluent_produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
 def confluent_fetch(bootstrap: str, topic: str, n: int) -> float:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8388608})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 8388608,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(4)])
     t0 = time.perf_counter()
     got = 0
@@ -118,8 +142,12 @@ def aiokafka_produce(bootstrap: str, topic: str, n: int, acks: str) -> float:
     from aiokafka import AIOKafkaProducer
 
     async def run() -> float:
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=int(acks) if acks != "all" else "all",
-                             linger_ms=5, max_batch_size=262144)
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks=int(acks) if acks != "all" else "all",
+            linger_ms=5,
+            max_batch_size=262144,
+        )
         await p.start()
         value = os.urandom(RECORD)
         t0 = time.perf_counter()
@@ -137,8 +165,12 @@ def aiokafka_fetch(bootstrap: str, topic: str, n: int) -> float:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run() -> float:
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             max_partition_fetch_bytes=8388608, fetch_max_bytes=52428800)
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            max_partition_fetch_bytes=8388608,
+            fetch_max_bytes=52428800,
+        )
         await c.start()
         tps = [TopicPartition(topic, p) for p in range(4)]
         c.assign(tps)
@@ -180,19 +212,30 @@ def main() -> None:
                     fetch = confluent_fetch if client == "confluent" else aiokafka_fetch
                     tp = produce(bootstrap, topic, n, acks)
                     tf = fetch(bootstrap, topic, n)
-                    rows.append({"client": client, "acks": acks,
-                                 "produce_MBps": mb / tp, "produce_rps": n / tp,
-                                 "fetch_MBps": mb / tf, "fetch_rps": n / tf})
+                    rows.append(
+                        {
+                            "client": client,
+                            "acks": acks,
+                            "produce_MBps": mb / tp,
+                            "produce_rps": n / tp,
+                            "fetch_MBps": mb / tf,
+                            "fetch_rps": n / tf,
+                        }
+                    )
         finally:
             proc.terminate()
             proc.wait(10)
     print(f"raw asyncio socket sink: {sink:.1f} MB/s ({n} x {RECORD} B)")
-    print(f"{'client':<10} {'acks':<4} {'produce MB/s':>12} {'rec/s':>9} {'ratio':>6}"
-          f" {'fetch MB/s':>11} {'rec/s':>9} {'ratio':>6}")
+    print(
+        f"{'client':<10} {'acks':<4} {'produce MB/s':>12} {'rec/s':>9} {'ratio':>6}"
+        f" {'fetch MB/s':>11} {'rec/s':>9} {'ratio':>6}"
+    )
     for r in rows:
-        print(f"{r['client']:<10} {r['acks']:<4} {r['produce_MBps']:>12.1f} {r['produce_rps']:>9.0f}"
-              f" {r['produce_MBps'] / sink:>6.2f} {r['fetch_MBps']:>11.1f} {r['fetch_rps']:>9.0f}"
-              f" {r['fetch_MBps'] / sink:>6.2f}")
+        print(
+            f"{r['client']:<10} {r['acks']:<4} {r['produce_MBps']:>12.1f} {r['produce_rps']:>9.0f}"
+            f" {r['produce_MBps'] / sink:>6.2f} {r['fetch_MBps']:>11.1f} {r['fetch_rps']:>9.0f}"
+            f" {r['fetch_MBps'] / sink:>6.2f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sink_MBps": sink, "records": n, "rows": rows}, f, indent=2)

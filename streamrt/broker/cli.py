@@ -30,9 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--advertised-host", default=None, help="host clients are told to use (default: --host)"
     )
-    p.add_argument(
-        "--data-dir", type=Path, default=Path("state/broker"), help="log directory"
-    )
+    p.add_argument("--data-dir", type=Path, default=Path("state/broker"), help="log directory")
     p.add_argument("--config-file", type=Path, help="a Kafka-style server.properties file")
     p.add_argument(
         "--override",

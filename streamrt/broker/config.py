@@ -178,7 +178,11 @@ _DEFS: tuple[ConfigDef, ...] = (
         "always: fsync before acks=all is answered; interval: every log.flush.interval.ms.",
     ),
     ConfigDef(
-        "min.insync.replicas", _int_range(1, 1), "1", "Single node: always 1.", "min.insync.replicas"
+        "min.insync.replicas",
+        _int_range(1, 1),
+        "1",
+        "Single node: always 1.",
+        "min.insync.replicas",
     ),
     ConfigDef(
         "producer.id.expiration.ms",
@@ -186,12 +190,18 @@ _DEFS: tuple[ConfigDef, ...] = (
         "86400000",
         "Idle time after which producer-id sequence state is dropped.",
     ),
-    ConfigDef("offsets.topic.num.partitions", _int_range(1, 1000), "50", "__consumer_offsets size."),
-    ConfigDef("offsets.retention.minutes", _int_range(1), "10080", "Offsets of empty groups expire."),
+    ConfigDef(
+        "offsets.topic.num.partitions", _int_range(1, 1000), "50", "__consumer_offsets size."
+    ),
+    ConfigDef(
+        "offsets.retention.minutes", _int_range(1), "10080", "Offsets of empty groups expire."
+    ),
     ConfigDef(
         "offsets.retention.check.interval.ms", _int_range(1), "600000", "Offset expiry interval."
     ),
-    ConfigDef("group.min.session.timeout.ms", _int_range(0, _MAX_INT), "6000", "JoinGroup minimum."),
+    ConfigDef(
+        "group.min.session.timeout.ms", _int_range(0, _MAX_INT), "6000", "JoinGroup minimum."
+    ),
     ConfigDef(
         "group.max.session.timeout.ms", _int_range(0, _MAX_INT), "1800000", "JoinGroup maximum."
     ),

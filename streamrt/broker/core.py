@@ -7,6 +7,7 @@ an :class:`ApiTable`; ``None`` means "send no response" (Produce with acks=0).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -42,10 +43,8 @@ class DataArrived:
 
     async def wait(self, timeout_s: float) -> None:
         event = self._event
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout_s)
-        except TimeoutError:
-            pass
 
 
 @dataclasses.dataclass

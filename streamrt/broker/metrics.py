@@ -11,11 +11,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kio.index import _name_from_key
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
-
-from kio.index import _name_from_key
 
 __all__ = ("BrokerMetrics",)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import struct
 import time
@@ -73,9 +74,7 @@ class KafkaServer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away
         except ProtocolViolation as exc:
-            logger.warning(
-                "closing connection: %s", exc, extra=fields(peer=f"{peer[0]}:{peer[1]}")
-            )
+            logger.warning("closing connection: %s", exc, extra=fields(peer=f"{peer[0]}:{peer[1]}"))
         except asyncio.CancelledError:
             pass
         except Exception:
@@ -146,17 +145,18 @@ class KafkaServer:
     def _api_versions_fallback(self, correlation_id: int) -> list[bytes]:
         """A too-new ApiVersions gets a v0 body with UNSUPPORTED_VERSION and our ranges."""
         codec = codec_for(API_VERSIONS, 0)
-        keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in self.table.ranges()]
-        body = build(
-            codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys
-        )
+        keys = [
+            {"api_key": k, "min_version": lo, "max_version": hi}
+            for k, lo, hi in self.table.ranges()
+        ]
+        body = build(codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys)
         return encode_response(codec, correlation_id, body)
 
 
 def _error_response(ctx: RequestContext, code: ErrorCode) -> Any:
     """A top-level error response for APIs that have a top-level error code."""
     cls = codec_for(ctx.api_key, ctx.api_version).response_cls
-    names = set(cls.__dataclass_fields__)
+    names = {f.name for f in dataclasses.fields(cls)}
     if "error_code" not in names:
         return None
     superset: dict[str, Any] = {

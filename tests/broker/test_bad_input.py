@@ -118,8 +118,12 @@ def _valid_frames() -> list[bytes]:
     """Real request frames to mutate: Metadata v12 and Produce v9 of a tiny batch."""
     frames = []
     meta = codec_for(3, 12)
-    req = build(meta.request_cls, topics=None, allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False)
+    req = build(
+        meta.request_cls,
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
     from streamrt.wire.codec import Chunks
 
     out = Chunks()
@@ -127,8 +131,9 @@ def _valid_frames() -> list[bytes]:
     hdr_cls = meta.request_cls.__header_schema__
     from kio.serial import entity_writer
 
-    entity_writer(hdr_cls)(out, hdr_cls(request_api_key=3, request_api_version=12,
-                                       correlation_id=1, client_id="fuzz"))
+    entity_writer(hdr_cls)(
+        out, hdr_cls(request_api_key=3, request_api_version=12, correlation_id=1, client_id="fuzz")
+    )
     entity_writer(meta.request_cls)(out, req)
     frames.append(b"".join(out))
     return frames

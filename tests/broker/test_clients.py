@@ -41,7 +41,9 @@ def test_aiokafka_produce_consume(broker: BrokerThread, topic_name: str, codec: 
         await producer.start()
         try:
             for i in range(60):
-                await producer.send(topic_name, f"v{i}".encode(), key=f"k{i}".encode(), partition=i % 3)
+                await producer.send(
+                    topic_name, f"v{i}".encode(), key=f"k{i}".encode(), partition=i % 3
+                )
             await producer.flush()
         finally:
             await producer.stop()
@@ -215,7 +217,9 @@ def test_data_survives_restart(broker: BrokerThread, topic_name: str) -> None:
 def test_kcat_metadata_produce_consume(broker: BrokerThread, topic_name: str) -> None:
     _create(broker.bootstrap, topic_name, 1)
     kcat = ["kcat", "-b", broker.bootstrap]
-    meta = subprocess.run([*kcat, "-L", "-t", topic_name], capture_output=True, text=True, timeout=30)
+    meta = subprocess.run(
+        [*kcat, "-L", "-t", topic_name], capture_output=True, text=True, timeout=30
+    )
     assert meta.returncode == 0, meta.stderr
     assert f'topic "{topic_name}" with 1 partitions' in meta.stdout
     lines = "\n".join(f"line-{i}" for i in range(10)) + "\n"

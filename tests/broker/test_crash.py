@@ -22,8 +22,18 @@ def _free_port() -> int:
 
 def _start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamrt.cli", "broker", "--port", str(port),
-         "--data-dir", str(data_dir), "--fsync", "always"],
+        [
+            sys.executable,
+            "-m",
+            "streamrt.cli",
+            "broker",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--fsync",
+            "always",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -60,8 +70,9 @@ def test_sigkill_while_producing_loses_no_acknowledged_record(tmp_path: Path) ->
 
             deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline:
-                producer.produce("crash", value=f"{seq:08d}", partition=seq % 2,
-                                 on_delivery=on_delivery)
+                producer.produce(
+                    "crash", value=f"{seq:08d}", partition=seq % 2, on_delivery=on_delivery
+                )
                 seq += 1
                 producer.poll(0)
                 if seq % 200 == 0:
@@ -70,8 +81,9 @@ def test_sigkill_while_producing_loses_no_acknowledged_record(tmp_path: Path) ->
             proc.wait(10)
             producer.flush(4)  # drain callbacks; undelivered records are simply not acked
             proc = _start(data_dir, port)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify",
-                             "enable.auto.commit": False})
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False}
+        )
         consumer.assign([TopicPartition("crash", 0, 0), TopicPartition("crash", 1, 0)])
         seen: list[tuple[int, int, str]] = []
         idle = time.monotonic()

@@ -106,7 +106,9 @@ def _check_topic_resource(res: Any) -> None:
             ErrorCode.invalid_request, "broker configs are static: set them in the config file"
         )
     if res.resource_type != TOPIC:
-        raise KafkaError(ErrorCode.invalid_request, f"unsupported resource type {res.resource_type}")
+        raise KafkaError(
+            ErrorCode.invalid_request, f"unsupported resource type {res.resource_type}"
+        )
 
 
 async def alter_configs(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:

@@ -73,7 +73,7 @@ async def fetch(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     while True:
         responses, total, errors = _gather(core, req)
         remaining = deadline - core.clock.now_ms()
-        if errors or total >= req.min_bytes or total > 0 and req.min_bytes <= 1 or remaining <= 0:
+        if errors or total >= req.min_bytes or (total > 0 and req.min_bytes <= 1) or remaining <= 0:
             break
         await core.data_arrived.wait(remaining / 1000)
     return respond(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)

@@ -60,9 +60,7 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 )
             n = int(core.config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
             configs = {c.name: c.value for c in t.configs}
-            info = core.logs.create_topic(
-                t.name, n, configs, validate_only=bool(req.validate_only)
-            )
+            info = core.logs.create_topic(t.name, n, configs, validate_only=bool(req.validate_only))
             result.update(topic_id=info.topic_id, num_partitions=n, replication_factor=1)
             effective = core.logs.effective_config(t.name) if not req.validate_only else {}
             result["configs"] = [
