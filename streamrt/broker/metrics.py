@@ -47,9 +47,9 @@ class _GroupCollector:
         )
         for g in self._source():
             state.add_metric([g.group_id, g.state], 1)
-            generation.add_metric([g.group_id], g.generation)
-            members.add_metric([g.group_id, "static"], g.static_members)
-            members.add_metric([g.group_id, "dynamic"], g.dynamic_members)
+            generation.add_metric([g.group_id], g.generation_id)
+            members.add_metric([g.group_id, "static"], g.members_static)
+            members.add_metric([g.group_id, "dynamic"], g.members_dynamic)
             rebalances.add_metric([g.group_id], g.rebalances_total)
         yield from (state, generation, members, rebalances)
 
