@@ -9,15 +9,19 @@ such as FENCED_INSTANCE_ID.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import dataclasses
 import logging
 import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from streamrt.errors import ConfigError, StreamrtError
+from aiokafka.partitioner import murmur2
+
+from streamrt.errors import ConfigError, KafkaError, StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime import operators as ops
 from streamrt.runtime.config import StreamsConfig, read_env
@@ -28,7 +32,10 @@ from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
 from streamrt.runtime.topology import StoreSpec, Topology
 from streamrt.serde import SerdeLike, serde_for
 
-__all__ = ("App", "AppError")
+if TYPE_CHECKING:
+    from streamrt.rest.server import RestServer
+
+__all__ = ("App", "AppError", "StoreNotReadyError")
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +44,10 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 class AppError(StreamrtError):
     """The instance stopped because of a fatal error (its message says which)."""
+
+
+class StoreNotReadyError(StreamrtError):
+    """The key's task is not open here yet (rebalancing or restoring): ask again shortly."""
 
 
 class App:
@@ -59,6 +70,9 @@ class App:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
+        self._rest: RestServer | None = None
+        # instance id → application.server, newest first-hand value (see rest.host_directory)
+        self.peer_hosts: dict[str, str] = {}
 
     # -- configuration and DSL -------------------------------------------------------------------
 
@@ -123,7 +137,9 @@ class App:
         """Validate settings (code < env < ``configure``) and return the config."""
         known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__}
         env = {k: v for k, v in read_env().items() if k in known}
-        return StreamsConfig.from_mapping({**env, **self.settings})
+        # ``rest.*`` keys are streamrt's REST settings (streamrt.rest.settings), not Streams'.
+        streams = {k: v for k, v in self.settings.items() if not k.startswith("rest.")}
+        return StreamsConfig.from_mapping({**env, **streams})
 
     def start(self) -> None:
         """Validate config, create internal topics and start the stream threads."""
@@ -131,6 +147,11 @@ class App:
             if self.config is not None:
                 raise StreamrtError("app already started")
             config = self.resolve_config()
+            rest_settings = None
+            if config.application_server is not None:
+                from streamrt.rest.settings import RestSettings
+
+                rest_settings = RestSettings.from_mapping(self.settings)
             if not self.topology.nodes:
                 raise ConfigError("the topology is empty: define at least one stream")
             subs = self.topology.subtopologies(config.application_id)
@@ -160,6 +181,11 @@ class App:
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
             self._supervisor.start()
+            if rest_settings is not None:
+                from streamrt.rest.server import RestServer
+
+                self._rest = RestServer(self, rest_settings)
+                self._rest.start()
 
     def _start_thread(self, index: int) -> StreamThread:
         assert self._env is not None
@@ -214,6 +240,8 @@ class App:
     def stop(self, timeout: float = 30.0) -> None:
         """Commit and stop every thread. Static members send no LeaveGroup."""
         self._stopping.set()
+        if self._rest is not None:
+            self._rest.stop()
         with self._lock:
             threads = list(self.threads.values())
         for thread in threads:
@@ -248,7 +276,8 @@ class App:
 
     def metadata_for_local_threads(self) -> list[ThreadMetadata]:
         with self._lock:
-            return [t.metadata() for _i, t in sorted(self.threads.items())]
+            threads = [t for _i, t in sorted(self.threads.items())]
+        return [dataclasses.replace(t.metadata(), member_id=_member_id(t)) for t in threads]
 
     def metadata_for_all_clients(self) -> list[StreamsMetadata]:
         """Every instance of the application, from the newest assignment any thread holds."""
@@ -263,6 +292,9 @@ class App:
         out = []
         for instance, threads in sorted(by_instance.items()):
             server = threads[0].application_server
+            if instance == self.instance_id and self.config is not None:
+                server = self.config.application_server
+            server = self.peer_hosts.get(instance, server)
             host, port = server.rsplit(":", 1) if server else (None, None)
             tasks = tuple(t for ct in threads for t in ct.tasks)
             subs = {t.split("_")[0] for t in tasks}
@@ -280,3 +312,101 @@ class App:
                 )
             )
         return out
+
+    def metadata_for_key(self, store: str, key: Any) -> StreamsMetadata | None:
+        """The instance that owns ``key`` of ``store`` (None while no assignment is known).
+
+        The partition is the producer's: Kafka's default partitioner, murmur2 of the key
+        serialized with the store's key serde, over the store's source topic partitions.
+        Raises KeyError for an unknown store and ValueError for a key the serde cannot encode.
+        """
+        task_id = self._task_for_key(store, key)
+        for instance in self.metadata_for_all_clients():
+            if task_id in instance.tasks:
+                return instance
+        return None
+
+    def _task_for_key(self, store: str, key: Any) -> str:
+        if self._env is None:
+            raise StreamrtError("app is not started")
+        spec = self.topology.stores.get(store)
+        sub = next((s for s in self._env.subtopologies if store in s.stores), None)
+        if spec is None or sub is None:
+            raise KeyError(store)
+        try:
+            key_bytes = spec.key_serde.serialize(key)
+        except Exception as exc:
+            raise ValueError(f"store {store}: cannot serialize key {key!r}: {exc}") from exc
+        if not isinstance(key_bytes, bytes):
+            raise ValueError(f"store {store}: key {key!r} serializes to no bytes")
+        topic = sub.source_topics[0]
+        partitions = {
+            p for m in self.metadata_for_all_clients() for t, p in m.topic_partitions if t == topic
+        }
+        if not partitions:
+            raise StoreNotReadyError(f"no assignment of {topic} is known yet")
+        partition = (murmur2(key_bytes) & 0x7FFFFFFF) % (max(partitions) + 1)
+        return f"{sub.id}_{partition}"
+
+    def query_local(self, store: str, key: Any, timeout: float = 10.0) -> Any:
+        """Read ``key`` from ``store`` on the local thread that owns its task.
+
+        The read runs on that stream thread's event loop under its commit lock, so it never
+        races a task being closed or restored. Raises KeyError (unknown store), ValueError
+        (bad key), StoreNotReadyError (the task is not open and running here).
+        """
+        task_id = self._task_for_key(store, key)
+        with self._lock:
+            owner = next((t for t in self.threads.values() if task_id in t.tasks), None)
+        loop = getattr(owner, "_loop", None)
+        if owner is None or loop is None:
+            raise StoreNotReadyError(f"task {task_id} of store {store} is not active here")
+
+        async def read() -> Any:
+            lock = owner._commit_lock
+            assert lock is not None
+            async with lock:
+                task = owner.tasks.get(task_id)
+                if task is None or task_id in owner.restoring or task_id in owner.locked:
+                    raise StoreNotReadyError(f"task {task_id} is not running here")
+                return task.stores[store].get(key)
+
+        try:
+            return asyncio.run_coroutine_threadsafe(read(), loop).result(timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            raise StoreNotReadyError(f"task {task_id} did not answer: {exc!r}") from exc
+
+    def remove_members(self, instance_ids: Sequence[str]) -> dict[str, KafkaError | None]:
+        """Remove static members now (one batch LeaveGroup, KIP-345) instead of waiting for
+        ``session.timeout.ms``. An instance id expands to its threads' ``group.instance.id``s
+        (as the coordinator lists them); the result maps each id sent to None or its error."""
+        if self.config is None:
+            raise StreamrtError("app is not started")
+        from streamrt.admin import AdminClient
+
+        group = self.config.application_id
+
+        async def go() -> dict[str, KafkaError | None]:
+            async with AdminClient(self.config.bootstrap_servers) as admin:  # type: ignore[union-attr]
+                described = (await admin.describe_groups([group]))[group]
+                members = [m.group_instance_id for m in described.members if m.group_instance_id]
+                return await admin.remove_members(group, expand_instance_ids(instance_ids, members))
+
+        return asyncio.run(go())
+
+
+def expand_instance_ids(requested: Sequence[str], members: Sequence[str]) -> list[str]:
+    """An instance id ``web-3`` → its members ``web-3-thread-N``; other ids stay as they are.
+    Each id appears once, so nothing is removed twice."""
+    out: list[str] = []
+    for wanted in requested:
+        threads = [m for m in members if m.startswith(f"{wanted}-thread-")]
+        out.extend(threads if threads and wanted not in members else [wanted])
+    return list(dict.fromkeys(out))
+
+
+def _member_id(thread: StreamThread) -> str | None:
+    """The consumer's current member id (assigned by the coordinator), if it has one."""
+    coordinator = getattr(getattr(thread, "_consumer", None), "_coordinator", None)
+    member = getattr(coordinator, "member_id", None)
+    return str(member) if member else None

@@ -62,6 +62,7 @@ class ThreadMetadata:
     records_restored: int
     bytes_restored: int
     restore_time_ms: float
+    member_id: str | None = None  # the consumer's member id in the group, once joined
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,135 @@
+"""``streamrt instances list|remove``: scale-down through any instance's REST endpoint.
+
+``remove`` sends one batch LeaveGroup (through the instance, which uses the same admin client
+as ``streamrt groups remove-members``). Exit codes: 0 all removed, 3 some ids were not
+members, 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import httpx
+
+from streamrt.rest.settings import TOKEN_ENV
+
+__all__ = ("register",)
+
+EXIT_OK, EXIT_FAILED, EXIT_PARTIAL = 0, 1, 3
+_URL_ENV = "STREAMRT_REST_URL"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "instances",
+        help="list a running application's instances and remove retired ones (REST)",
+        description="Talk to any instance's REST endpoint (its application.server).",
+    )
+    sub = parser.add_subparsers(dest="instances_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="instances with their hosts and group.instance.ids")
+    _common(p)
+    p.set_defaults(func=_list)
+
+    p = sub.add_parser(
+        "remove",
+        help="remove stopped instances from the group now (batch LeaveGroup)",
+        description="Remove static members so the group rebalances now instead of after "
+        "session.timeout.ms. Stop the instance first. Exit 0 if all were removed, 3 if some "
+        "were not members, 1 on any other error.",
+    )
+    _common(p)
+    p.add_argument(
+        "--instance",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="an instance id (group.instance.id of the process), expands to its threads",
+    )
+    p.add_argument(
+        "--group-instance-id",
+        action="append",
+        default=[],
+        dest="group_instance_ids",
+        metavar="ID",
+        help="one member's group.instance.id, e.g. web-3-thread-1 (repeatable)",
+    )
+    p.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV})")
+    p.set_defaults(func=_remove)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    default = os.environ.get(_URL_ENV)
+    parser.add_argument(
+        "--url",
+        required=default is None,
+        default=default,
+        help=f"any instance's REST endpoint, e.g. http://web-1:7070 (default: ${_URL_ENV})",
+    )
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def _list(args: argparse.Namespace) -> int:
+    try:
+        response = httpx.get(f"{args.url.rstrip('/')}/v1/instances", timeout=30)
+    except httpx.HTTPError as exc:
+        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
+        return EXIT_FAILED
+    if response.status_code != 200:
+        return _http_error(response)
+    body = response.json()
+    if args.output == "json":
+        print(json.dumps(body, indent=2))
+        return EXIT_OK
+    print(f"application {body['application_id']}")
+    print(f"{'INSTANCE':<20} {'APPLICATION.SERVER':<24} GROUP.INSTANCE.IDS")
+    for inst in body["instances"]:
+        ids = ",".join(inst["group_instance_ids"])
+        print(f"{inst['instance_id']:<20} {inst['application_server'] or '-':<24} {ids}")
+    return EXIT_OK
+
+
+def _remove(args: argparse.Namespace) -> int:
+    ids = [*args.instance, *args.group_instance_ids]
+    if not ids:
+        print("error: give --instance or --group-instance-id", file=sys.stderr)
+        return 2
+    token = args.token or os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.post(
+            f"{args.url.rstrip('/')}/v1/members:remove",
+            json={"instance_ids": ids},
+            headers=headers,
+            timeout=60,
+        )
+    except httpx.HTTPError as exc:
+        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
+        return EXIT_FAILED
+    if response.status_code != 200:
+        return _http_error(response)
+    body = response.json()
+    results = body["results"]
+    if args.output == "json":
+        print(json.dumps(body, indent=2))
+    else:
+        for r in results:
+            print(f"{r['group_instance_id']}: {'removed' if r['removed'] else r['error']}")
+    errors = {r["error"] for r in results if not r["removed"]}
+    if not errors:
+        return EXIT_OK
+    return EXIT_PARTIAL if errors == {"UNKNOWN_MEMBER_ID"} else EXIT_FAILED
+
+
+def _http_error(response: httpx.Response) -> int:
+    try:
+        body = response.json()
+        message = body.get("message") or body.get("detail") or body
+    except ValueError:
+        message = response.text
+    print(f"error: HTTP {response.status_code}: {message}", file=sys.stderr)
+    return EXIT_FAILED

@@ -1,0 +1,66 @@
+"""Prometheus metrics of one instance, read from its threads' metadata at scrape time.
+
+A collector per app on a private registry (not the global one), so several instances in one
+process — as in tests — each expose only their own threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from streamrt.runtime.metadata import ThreadState
+
+if TYPE_CHECKING:
+    from streamrt.runtime.app import App
+
+__all__ = ("AppCollector", "render_metrics")
+
+
+class AppCollector(Collector):
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["instance_id", "thread"]
+        state = GaugeMetricFamily(
+            "streamrt_thread_state",
+            "1 for the stream thread's current state, 0 for the others",
+            labels=[*labels, "state"],
+        )
+        processed = CounterMetricFamily(
+            "streamrt_records_processed", "Input records processed by the thread", labels=labels
+        )
+        rebalances = CounterMetricFamily(
+            "streamrt_rebalances", "Rebalances (revocations) the thread went through", labels=labels
+        )
+        restored = CounterMetricFamily(
+            "streamrt_records_restored", "Changelog records restored into stores", labels=labels
+        )
+        restored_bytes = CounterMetricFamily(
+            "streamrt_bytes_restored", "Changelog bytes restored into stores", labels=labels
+        )
+        instance = self.app.instance_id
+        for t in self.app.metadata_for_local_threads():
+            key = [instance, t.thread_name]
+            for s in ThreadState:
+                state.add_metric([*key, s.value], 1.0 if t.state is s else 0.0)
+            processed.add_metric(key, t.records_processed)
+            rebalances.add_metric(key, t.rebalances)
+            restored.add_metric(key, t.records_restored)
+            restored_bytes.add_metric(key, t.bytes_restored)
+        yield from (state, processed, rebalances, restored, restored_bytes)
+
+
+def render_metrics(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
+
+
+def registry_for(app: App) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(AppCollector(app))
+    return registry
