@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--application-server", help="application.server (host:port)")
     p.add_argument("--config-file", help="a properties or JSON file of settings")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="any setting")
+    p.add_argument(
+        "--no-events-topic",
+        action="store_true",
+        help="log lifecycle events only, do not produce them to <application.id>-events",
+    )
     p.set_defaults(func=_run)
 
 
@@ -65,8 +70,13 @@ def _run(args: argparse.Namespace) -> int:
     settings = {k: v for k, v in settings.items() if v is not None}
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
+    from streamrt.events import install_event_publisher
+
+    publisher = install_event_publisher(app, to_topic=not args.no_events_topic)
     try:
         return app.run()
     except AppError as exc:
         print(f"streamrt: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        publisher.close()

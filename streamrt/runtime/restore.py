@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
@@ -35,14 +37,21 @@ class _Pending:
     ends: dict[TopicPartition, int]
     started: float = field(default_factory=time.monotonic)
     records: int = 0
+    bytes: int = 0
 
 
 class ChangelogRestorer:
     """Responsibilities: seek the restore consumer, apply changelog batches, report progress."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, thread_name: str) -> None:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        thread_name: str,
+        emit: Callable[..., Any] | None = None,
+    ) -> None:
         self.consumer = consumer
         self.thread_name = thread_name
+        self.emit = emit or (lambda type_, **kv: None)  # emit(type, **fields): lifecycle events
         self.stats = RestoreStats()
         self._pending: dict[str, _Pending] = {}
         self._store_of: dict[TopicPartition, tuple[StreamTask, str]] = {}
@@ -81,6 +90,11 @@ class ChangelogRestorer:
         )
         if not todo:
             return True
+        self.emit(
+            "restore_started",
+            task=str(task.task_id),
+            to={f"{tp.topic}-{tp.partition}": end for tp, end in todo.items()},
+        )
         self._pending[str(task.task_id)] = _Pending(task, todo)
         await self._reassign()
         return False
@@ -123,9 +137,21 @@ class ChangelogRestorer:
             task, store_name = self._store_of[tp]
             store = task.stores[store_name].store
             store.restore([(r.key, r.value) for r in records], records[-1].offset + 1)
+            size = sum(len(r.key or b"") + len(r.value or b"") for r in records)
             self.stats.records += len(records)
-            self.stats.bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
-            self._pending[str(task.task_id)].records += len(records)
+            self.stats.bytes += size
+            pending_task = self._pending[str(task.task_id)]
+            pending_task.records += len(records)
+            pending_task.bytes += size
+            self.emit(
+                "restore_progress",
+                task=str(task.task_id),
+                store=store_name,
+                records=pending_task.records,
+                bytes=pending_task.bytes,
+                offset=records[-1].offset + 1,
+                end=pending_task.ends.get(tp),
+            )
             logger.info(
                 "restoring",
                 extra=fields(
@@ -154,6 +180,13 @@ class ChangelogRestorer:
                         records=pending.records,
                         seconds=round(elapsed, 3),
                     ),
+                )
+                self.emit(
+                    "restore_complete",
+                    task=task_id,
+                    records=pending.records,
+                    bytes=pending.bytes,
+                    seconds=round(elapsed, 3),
                 )
                 done.append(pending.task)
         self.stats.seconds += time.monotonic() - began

@@ -146,6 +146,7 @@ class StreamThread:
         except BaseException as exc:
             self.error = exc
             if is_fenced(exc):
+                self.env.emit("fenced", self.index, thread_instance_id=self.thread_instance_id)
                 self.error = FatalThreadError(
                     f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
                     "another process of this application; stopping this instance"
@@ -213,7 +214,9 @@ class StreamThread:
             auto_offset_reset="earliest",
         )
         self._collector = ProducerCollector(producer)
-        self._restorer = ChangelogRestorer(restore_consumer, self.name)
+        self._restorer = ChangelogRestorer(
+            restore_consumer, self.name, lambda type_, **kv: self.env.emit(type_, self.index, **kv)
+        )
         self._consumer = consumer
         await producer.start()
         await restore_consumer.start()
@@ -285,6 +288,11 @@ class StreamThread:
             offsets.update({KafkaTP(*tp): off for tp, off in task.take_offsets().items()})
         if offsets:
             await consumer.commit(offsets)  # 3
+            self.env.emit(
+                "commit",
+                self.index,
+                offsets={f"{tp.topic}-{tp.partition}": off for tp, off in offsets.items()},
+            )
 
     # -- rebalance callbacks (run on this thread's loop) ---------------------------------------
 
@@ -297,6 +305,7 @@ class StreamThread:
             "partitions revoked",
             extra=fields(thread=self.name, partitions=sorted(revoked), tasks=gone),
         )
+        self.env.emit("rebalance_started", self.index, generation=self._generation())
         self.env.emit("revocation", self.index, partitions=sorted(revoked), tasks=gone)
         async with self._commit_lock:
             try:
@@ -309,6 +318,8 @@ class StreamThread:
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
         assert self._commit_lock is not None and self._restorer is not None
+        if self.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+            return  # a join that completed while stopping: no tasks to start
         info = self.assignment_info
         wanted = set(info.tasks) if info else set()
         self._transition(ThreadState.PARTITIONS_ASSIGNED)
@@ -316,6 +327,7 @@ class StreamThread:
             "partitions assigned",
             extra=fields(thread=self.name, partitions=sorted(assigned), tasks=sorted(wanted)),
         )
+        self.env.emit("rebalance_complete", self.index, generation=self._generation())
         self.env.emit("assignment", self.index, partitions=sorted(assigned), tasks=sorted(wanted))
         async with self._commit_lock:
             await self._close_tasks([t for t in self.tasks if t not in wanted])
@@ -325,6 +337,11 @@ class StreamThread:
             self._previous_tasks = tuple(sorted(wanted))
             if not self.restoring and not self.locked:
                 self._transition(ThreadState.RUNNING)
+
+    def _generation(self) -> int | None:
+        """The group generation this member last joined (aiokafka keeps it on its coordinator)."""
+        coordinator = getattr(self._consumer, "_coordinator", None)
+        return getattr(coordinator, "generation", None)
 
     def _create(self, task_id: TaskId) -> None:
         assert self._collector is not None

@@ -1,0 +1,102 @@
+"""``streamrt deploy rolling``: start N local instances, roll them, print the timeline.
+
+The instances are ``streamrt run`` children of this command (the driver restarts only
+processes it started). Readiness comes from the ``<application.id>-events`` topic, so it
+needs no REST endpoint. With ``--keep-running`` the instances stay up until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from streamrt.deploy.event_tail import EventTail
+from streamrt.deploy.processes import InstanceSpec, LocalInstance
+from streamrt.deploy.report import count_rebalances, count_restores
+from streamrt.deploy.rolling import rolling_restart, wait_all_running
+
+__all__ = ("register",)
+
+
+def register(subparsers: Any) -> None:
+    deploy = subparsers.add_parser("deploy", help="rolling deploys of local instances")
+    sub = deploy.add_subparsers(dest="deploy_command", metavar="ACTION")
+    p = sub.add_parser(
+        "rolling",
+        help="start instances, restart them one at a time, print the timeline",
+        description="Start N instances of MODULE:APP, wait until RUNNING, restart each in turn "
+        "(signal, wait for exit, start, wait until RUNNING) and report rebalances and restores.",
+    )
+    p.add_argument("target", help="MODULE:ATTR of an App object, e.g. apps.sessions:app")
+    p.add_argument("--application-id", required=True, help="application.id of the app")
+    p.add_argument("--bootstrap-server", required=True, help="bootstrap.servers")
+    p.add_argument("--instances", type=int, default=3, help="instances to run (default 3)")
+    p.add_argument("--threads", type=int, default=2, help="num.stream.threads (default 2)")
+    p.add_argument("--state-dir", type=Path, default=Path("state"), help="base state dir")
+    p.add_argument("--dynamic", action="store_true", help="no group.instance.id (KIP-345 off)")
+    p.add_argument("--restart-delay", type=float, default=0.0, help="seconds down per instance")
+    p.add_argument("--signal", choices=("TERM", "KILL"), default="TERM", help="stop signal")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--timeline-json", type=Path, help="write the timeline and counts here")
+    p.add_argument("--keep-running", action="store_true", help="leave instances up until ^C")
+    p.add_argument("--timeout", type=float, default=300.0, help="readiness timeout, seconds")
+    p.set_defaults(func=_rolling)
+
+
+def _rolling(args: argparse.Namespace) -> int:
+    settings = dict(item.split("=", 1) for item in args.config)
+    settings["application.id"] = args.application_id
+    specs = [
+        InstanceSpec(
+            name=f"instance-{n}",
+            target=args.target,
+            bootstrap=args.bootstrap_server,
+            state_dir=args.state_dir / f"instance-{n}",
+            threads=args.threads,
+            instance_id=None if args.dynamic else f"instance-{n}",
+            log_path=args.state_dir / "logs" / f"instance-{n}.log",
+            settings=settings,
+        )
+        for n in range(1, args.instances + 1)
+    ]
+    instances = [LocalInstance(s) for s in specs]
+    say = lambda msg: print(msg, flush=True)  # noqa: E731
+    stop_signal = signal.SIGKILL if args.signal == "KILL" else signal.SIGTERM
+    try:
+        with EventTail(args.bootstrap_server, args.application_id) as tail:
+            for instance in instances:
+                instance.start()
+            say(f"started {len(instances)} instances; logs in {args.state_dir / 'logs'}")
+            wait_all_running(tail, instances, args.threads, args.timeout)
+            say("all instances RUNNING; rolling restart begins")
+            timeline = rolling_restart(
+                tail,
+                instances,
+                threads=args.threads,
+                restart_delay=args.restart_delay,
+                stop_signal=stop_signal,
+                ready_timeout=args.timeout,
+                on_step=say,
+            )
+            time.sleep(1.0)  # late events (the last restore, a trailing rebalance)
+            events = tail.events()
+        rebalances, generations = count_rebalances(events, timeline.start)
+        records, size = count_restores(events, timeline.start)
+        say(f"rebalances during deploy: {rebalances} (generations {generations})")
+        say(f"restored: {records} records, {size:,} bytes")
+        if args.timeline_json:
+            summary = {"rebalances": rebalances, "restored_records": records}
+            payload = {**timeline.to_json(), **summary, "restored_bytes": size}
+            args.timeline_json.write_text(json.dumps(payload, indent=2))
+        if args.keep_running:
+            say("instances keep running; Ctrl-C stops them")
+            while all(i.running for i in instances):
+                time.sleep(1)
+        return 0
+    finally:
+        for instance in instances:
+            instance.stop()

@@ -1,0 +1,101 @@
+"""EventTail: follows ``<application.id>-events`` in a background thread.
+
+The deploy driver's only view of its instances: readiness ("every thread of pid P is
+RUNNING") and the raw material of the report come from the events the runtime publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from streamrt.events import ensure_topic, events_topic
+
+__all__ = ("EventTail",)
+
+
+class EventTail:
+    """``with EventTail(bootstrap, app_id) as tail: tail.wait_for(...)``."""
+
+    def __init__(self, bootstrap: str, application_id: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = events_topic(application_id)
+        self._events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="event-tail")
+        self.error: BaseException | None = None
+
+    def __enter__(self) -> EventTail:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise TimeoutError(f"could not start following {self.topic}")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def events(self, predicate: Callable[[dict[str, Any]], bool] | None = None) -> list[Any]:
+        with self._lock:
+            items = list(self._events)
+        return [e for e in items if predicate is None or predicate(e)]
+
+    def thread_states(self, pid: int) -> dict[int, str]:
+        """The latest state of each thread of process ``pid``."""
+        states: dict[int, str] = {}
+        for e in self.events(lambda e: e["pid"] == pid and e["type"] == "thread_state"):
+            states[e["thread"]] = e["fields"]["new"]
+        return states
+
+    def is_running(self, pid: int, threads: int) -> bool:
+        states = self.thread_states(pid)
+        return len(states) >= threads and all(s == "RUNNING" for s in states.values())
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
+        """Poll ``condition`` every 50 ms; returns the wall time it became true."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return time.time()
+            if self.error is not None:
+                raise RuntimeError(f"event tail failed: {self.error!r}")
+            time.sleep(0.05)
+        raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._follow())
+        except BaseException as exc:
+            self.error = exc
+            self._ready.set()
+
+    async def _follow(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.structs import TopicPartition
+
+        await ensure_topic(self.bootstrap, self.topic)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50
+        )
+        await consumer.start()
+        try:
+            tp = TopicPartition(self.topic, 0)
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            self._ready.set()
+            while not self._stop.is_set():
+                batches = await consumer.getmany(timeout_ms=100)
+                parsed = [json.loads(r.value) for recs in batches.values() for r in recs]
+                if parsed:
+                    with self._lock:
+                        self._events.extend(parsed)
+        finally:
+            await consumer.stop()

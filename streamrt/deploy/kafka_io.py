@@ -1,0 +1,77 @@
+"""The few broker reads the scenario needs: topics, group lag, a whole topic's records."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import TopicPartition
+
+__all__ = ("create_topics", "group_lag", "read_topic")
+
+
+def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    """``{name: (partitions, configs)}``; existing topics are left as they are."""
+
+    async def go() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics(
+                [NewTopic(n, p, 1, topic_configs=c) for n, (p, c) in topics.items()]
+            )
+        finally:
+            await admin.close()
+
+    asyncio.run(go())
+
+
+def group_lag(bootstrap: str, group: str, topic: str, partitions: int) -> int:
+    """Records of ``topic`` not yet committed by ``group`` (uncommitted partitions count whole)."""
+
+    async def go() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await admin.start()
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+            ends = await consumer.end_offsets(tps)
+            lag = 0
+            for tp in tps:
+                meta = committed.get(tp)
+                done = meta.offset if meta is not None and meta.offset >= 0 else 0
+                lag += max(ends[tp] - done, 0)
+            return lag
+        finally:
+            await consumer.stop()
+            await admin.close()
+
+    return asyncio.run(go())
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+    """Every record of ``topic`` now, in partition/offset order."""
+
+    async def go() -> list[Any]:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20
+        )
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            out: list[Any] = []
+            while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+                for recs in (await consumer.getmany(timeout_ms=500)).values():
+                    out.extend(recs)
+            return sorted(out, key=lambda r: (r.partition, r.offset))
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(go())

@@ -1,0 +1,95 @@
+"""Local instance processes: ``streamrt run`` children the deploy driver starts and stops.
+
+The driver plays the orchestrator: SIGTERM (the runtime commits and exits without a
+LeaveGroup when static), wait for exit, start again with the same instance id and state dir.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ("InstanceSpec", "LocalInstance")
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSpec:
+    """How to run one instance. ``instance_id=None`` runs it with dynamic membership."""
+
+    name: str
+    target: str
+    bootstrap: str
+    state_dir: Path
+    threads: int
+    instance_id: str | None
+    log_path: Path
+    settings: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "streamrt.cli", "--log-format", "json", "run", self.target]
+        cmd += ["--threads", str(self.threads), "--bootstrap-server", self.bootstrap]
+        cmd += ["--state-dir", str(self.state_dir)]
+        if self.instance_id is not None:
+            cmd += ["--instance-id", self.instance_id]
+        for key, value in sorted(self.settings.items()):
+            cmd += ["--config", f"{key}={value}"]
+        return cmd
+
+
+class LocalInstance:
+    """One child process at a time for a spec; ``pid`` changes on every start."""
+
+    def __init__(self, spec: InstanceSpec) -> None:
+        self.spec = spec
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> int:
+        """Start the process (output appended to the spec's log); returns its pid."""
+        if self.running:
+            raise RuntimeError(f"{self.spec.name} is already running")
+        self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        cwd = self.spec.cwd or Path.cwd()
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH")) if p)
+        with self.spec.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.spec.command(), stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env
+            )
+        self.starts += 1
+        return self.process.pid
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int | None:
+        """Send ``sig``, wait for exit (SIGKILL after ``timeout``); returns the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode
+
+    def wait_exit(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while self.process is not None and time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return self.process.returncode
+            time.sleep(0.05)
+        return None

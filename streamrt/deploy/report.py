@@ -1,0 +1,178 @@
+"""The deploy report: what the rolling restart cost, from events and the app's output.
+
+- rebalances: new group generations seen in ``rebalance_complete`` events after the deploy
+  began (the coordinator's count, not the members' callbacks: a static member rejoining
+  into the same generation is not a rebalance);
+- restored records/bytes: ``restore_complete`` (and unfinished ``restore_progress``) events;
+- processing gap: per output partition, the longest time without output, from the output
+  topic's LogAppendTime timestamps, while the load generator kept producing;
+- correctness: each user's final profile click count against the clicks sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from streamrt.deploy.rolling import Timeline
+
+__all__ = (
+    "Correctness",
+    "DeployReport",
+    "check_output",
+    "count_rebalances",
+    "count_restores",
+    "gap_series",
+    "longest_gaps",
+)
+
+
+@dataclass(slots=True)
+class Correctness:
+    users: int = 0
+    exact: int = 0
+    over: int = 0  # counted twice: re-processing after an unclean stop (at-least-once)
+    under: int = 0  # a click lost: a bug
+    missing: int = 0  # no profile at all
+
+    @property
+    def ok(self) -> bool:
+        return self.under == 0 and self.missing == 0
+
+    @property
+    def exactly_once_result(self) -> bool:
+        return self.ok and self.over == 0
+
+
+@dataclass(slots=True)
+class DeployReport:
+    contender: str
+    settings: dict[str, Any]
+    rebalances: int
+    generations: list[int]
+    restored_records: int
+    restored_bytes: int
+    longest_gap_s: float
+    baseline_gap_s: float
+    gap_by_partition: dict[int, float]
+    records_in: int
+    records_out: int
+    state_bytes: int
+    correctness: Correctness
+    timeline: Timeline
+    gap_points: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__slots__ if k not in ("timeline", "correctness")}
+        out["timeline"] = self.timeline.to_json()
+        out["correctness"] = {**asdict(self.correctness), "ok": self.correctness.ok}
+        out["gap_points"] = {str(p): pts for p, pts in self.gap_points.items()}
+        return json.loads(json.dumps(out, default=str))
+
+    def lines(self) -> list[str]:
+        c = self.correctness
+        steps = self.timeline.steps
+        return [
+            f"contender                 {self.contender}",
+            f"rebalances during deploy  {self.rebalances}  (generations {self.generations})",
+            f"records restored          {self.restored_records}",
+            f"bytes restored            {self.restored_bytes:,}",
+            f"longest processing gap    {self.longest_gap_s:.2f}s on one partition "
+            f"(before the deploy: {self.baseline_gap_s:.2f}s)",
+            "instance downtime         "
+            + ", ".join(f"{s.instance} {s.downtime:.1f}s" for s in steps),
+            f"records processed         {self.records_out} outputs for {self.records_in} inputs "
+            f"({self.records_out - self.records_in:+d})",
+            f"state size                ~{self.state_bytes / 1e6:.1f} MB",
+            f"correctness               {'OK' if c.ok else 'WRONG'}: {c.exact}/{c.users} users "
+            f"exact, {c.over} over-counted, {c.under} under-counted, {c.missing} missing",
+            *[f"note                      {n}" for n in self.notes],
+        ]
+
+
+def count_rebalances(events: Iterable[dict[str, Any]], since: float) -> tuple[int, list[int]]:
+    """New generations after ``since`` relative to the newest one before it."""
+    base = 0
+    after: set[int] = set()
+    for e in events:
+        if e["type"] != "rebalance_complete" or e["fields"].get("generation") is None:
+            continue
+        generation = int(e["fields"]["generation"])
+        if e["ts"] < since:
+            base = max(base, generation)
+        else:
+            after.add(generation)
+    new = sorted(g for g in after if g > base)
+    return len(new), new
+
+
+def count_restores(events: Iterable[dict[str, Any]], since: float) -> tuple[int, int]:
+    """(records, bytes) restored after ``since``; an unfinished restore counts its progress."""
+    records = size = 0
+    in_flight: dict[tuple[Any, Any, str], tuple[int, int]] = {}
+    for e in events:
+        if e["ts"] < since or e["type"] not in ("restore_progress", "restore_complete"):
+            continue
+        f = e["fields"]
+        key = (e["pid"], e["thread"], f["task"])
+        if e["type"] == "restore_progress":
+            in_flight[key] = (f["records"], f["bytes"])
+        else:
+            in_flight.pop(key, None)
+            records += f["records"]
+            size += f["bytes"]
+    return records + sum(r for r, _ in in_flight.values()), size + sum(
+        b for _, b in in_flight.values()
+    )
+
+
+def gap_series(
+    records: Iterable[Any], start: float, end: float
+) -> dict[int, list[tuple[float, float]]]:
+    """Per partition, (time, seconds since the previous output) for outputs in [start, end]."""
+    last: dict[int, float] = {}
+    out: dict[int, list[tuple[float, float]]] = {}
+    for r in records:
+        t = r.timestamp / 1000
+        if t < start:
+            last[r.partition] = t
+            continue
+        if t > end:
+            continue
+        prev = last.get(r.partition, start)
+        out.setdefault(r.partition, []).append((t, t - prev))
+        last[r.partition] = t
+    for p, t in last.items():  # the tail: no output between the last record and the end
+        if t <= end:
+            out.setdefault(p, []).append((end, end - t))
+    return out
+
+
+def longest_gaps(series: dict[int, list[tuple[float, float]]]) -> dict[int, float]:
+    return {p: round(max((g for _, g in pts), default=0.0), 3) for p, pts in series.items()}
+
+
+def check_output(records: Iterable[Any], sent: Counter[str]) -> tuple[Correctness, int]:
+    """Compare each user's latest profile with the clicks sent; also returns the state size."""
+    latest: dict[bytes, bytes] = {}
+    for r in records:
+        latest[r.key] = r.value
+    result = Correctness(users=len(sent))
+    for user, count in sent.items():
+        raw = latest.get(user.encode())
+        if raw is None:
+            result.missing += 1
+            continue
+        clicks = json.loads(raw)["clicks"]
+        if clicks == count:
+            result.exact += 1
+        elif clicks > count:
+            result.over += 1
+        else:
+            result.under += 1
+    state_bytes = sum(len(k) + len(v) for k, v in latest.items())
+    return result, state_bytes

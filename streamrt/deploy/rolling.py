@@ -1,0 +1,114 @@
+"""The rolling restart, as an orchestrator does it, one instance at a time.
+
+For each instance: send the stop signal, wait for the process to exit, wait ``restart_delay``
+(the time a pod is down), start it again and wait until every one of its threads reports
+RUNNING in the events topic, then until the whole application is RUNNING again before
+moving on. Every step is stamped in a :class:`Timeline`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from streamrt.deploy.event_tail import EventTail
+from streamrt.deploy.processes import LocalInstance
+from streamrt.logs import fields
+
+__all__ = ("RestartStep", "Timeline", "rolling_restart", "wait_all_running")
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RestartStep:
+    """One instance's restart, wall-clock seconds."""
+
+    instance: str
+    signal: str
+    old_pid: int | None
+    new_pid: int | None = None
+    stop_sent: float = 0.0
+    exited: float = 0.0
+    exit_code: int | None = None
+    started: float = 0.0
+    running: float = 0.0
+    settled: float = 0.0
+
+    @property
+    def downtime(self) -> float:
+        """From the stop signal until the instance's threads were RUNNING again."""
+        return self.running - self.stop_sent
+
+
+@dataclass(slots=True)
+class Timeline:
+    """The deploy's steps; ``start``/``end`` bound the window the report looks at."""
+
+    start: float = 0.0
+    end: float = 0.0
+    steps: list[RestartStep] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "steps": [{**asdict(s), "downtime": s.downtime} for s in self.steps],
+        }
+
+
+def wait_all_running(
+    tail: EventTail, instances: Sequence[LocalInstance], threads: int, timeout: float
+) -> float:
+    """Until every instance's threads report RUNNING; returns when that was seen."""
+    return tail.wait_for(
+        lambda: all(i.pid is not None and tail.is_running(i.pid, threads) for i in instances),
+        timeout,
+        "every instance RUNNING",
+    )
+
+
+def rolling_restart(
+    tail: EventTail,
+    instances: Sequence[LocalInstance],
+    *,
+    threads: int,
+    restart_delay: float = 0.0,
+    stop_signal: int = signal.SIGTERM,
+    ready_timeout: float = 180.0,
+    on_step: Callable[[str], None] | None = None,
+) -> Timeline:
+    """Restart ``instances`` one at a time; returns the timeline."""
+    say = on_step or (lambda _msg: None)
+    timeline = Timeline(start=time.time())
+    for n, instance in enumerate(instances, 1):
+        name = instance.spec.name
+        step = RestartStep(name, signal.Signals(stop_signal).name, instance.pid)
+        say(f"restart {n}/{len(instances)}: {signal.Signals(stop_signal).name} → {name}")
+        step.stop_sent = time.time()
+        step.exit_code = instance.stop(stop_signal)
+        step.exited = time.time()
+        if restart_delay > 0:
+            say(f"  {name} exited ({step.exit_code}); down for {restart_delay:g}s")
+            time.sleep(restart_delay)
+        step.started = time.time()
+        step.new_pid = instance.start()
+        step.running = tail.wait_for(
+            functools.partial(tail.is_running, step.new_pid, threads),
+            ready_timeout,
+            f"{name} (pid {step.new_pid}) RUNNING",
+        )
+        step.settled = wait_all_running(tail, instances, threads, ready_timeout)
+        say(
+            f"  {name} RUNNING again {step.running - step.stop_sent:.1f}s after the signal "
+            f"(exit code {step.exit_code})"
+        )
+        logger.info("instance restarted", extra=fields(**asdict(step)))
+        timeline.steps.append(step)
+    timeline.end = time.time()
+    return timeline
