@@ -1,101 +1,97 @@
-"""``streamrt demo``: the README's first command, a tour on the embedded broker.
+"""``streamrt demo``: the README's first command, the main job.
 
-It starts a broker in a temporary directory, creates a topic, produces and consumes with a
-real Kafka client (aiokafka), and prints what happened.
+On an embedded broker it runs the heavy-state sessions app as 3 instances x 2 threads under a
+steady load, rolling-restarts every instance, and reports what the deploy cost: rebalances,
+records and bytes restored, the longest per-partition processing gap, records processed and
+a check of the app's output against its input. Then the same deploy with dynamic membership,
+side by side. Sizes are flags; the defaults finish in a few minutes on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
+import logging
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-__all__ = ("register",)
+__all__ = ("register", "side_by_side")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
         help="run the main job on the embedded broker and print a report",
-        description="Start an embedded broker, produce and consume with aiokafka, report.",
+        description="Rolling-restart the sessions app with static, then dynamic membership, "
+        "under load on an embedded broker, and compare what each deploy cost.",
     )
-    p.add_argument("--records", type=int, default=10_000, help="records to produce")
-    p.add_argument("--partitions", type=int, default=4, help="partitions of the demo topic")
-    p.add_argument("--data-dir", type=Path, default=None, help="broker data dir (default: temp)")
+    p.add_argument("--instances", type=int, default=3, help="instances (default 3)")
+    p.add_argument("--threads", type=int, default=2, help="stream threads each (default 2)")
+    p.add_argument("--partitions", type=int, default=12, help="input partitions (default 12)")
+    p.add_argument(
+        "--users",
+        type=int,
+        default=20_000,
+        help="users = profiles in state, ~2.2 KB each (default 20000: ~45 MB)",
+    )
+    p.add_argument("--rate", type=float, default=300.0, help="clicks/s during the deploy")
+    p.add_argument("--restart-delay", type=float, default=0.0, help="seconds each is down")
+    p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
+    p.add_argument("--work-dir", type=Path, default=None, help="where to keep it (default: temp)")
+    p.add_argument("--json", type=Path, default=None, help="also write both reports as JSON")
     p.set_defaults(func=run_demo)
 
 
-async def _produce_consume(bootstrap: str, topic: str, records: int, partitions: int) -> dict:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    await admin.create_topics([NewTopic(topic, partitions, 1)])
-    await admin.close()
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    await producer.start()
-    t0 = time.perf_counter()
-    futures = [
-        await producer.send(topic, f"value-{i}".encode(), key=f"key-{i % 100}".encode())
-        for i in range(records)
+def side_by_side(reports: list[Any]) -> list[str]:
+    """A comparison table, one column per contender."""
+    rows = [
+        ("", [r.contender for r in reports]),
+        ("rebalances during deploy", [str(r.rebalances) for r in reports]),
+        ("records restored", [f"{r.restored_records:,}" for r in reports]),
+        ("bytes restored", [f"{r.restored_bytes / 1e6:,.1f} MB" for r in reports]),
+        ("longest partition gap", [f"{r.longest_gap_s:.2f} s" for r in reports]),
+        ("gap before deploy", [f"{r.baseline_gap_s:.2f} s" for r in reports]),
+        ("deploy duration", [f"{r.timeline.end - r.timeline.start:.1f} s" for r in reports]),
+        ("records in / out", [f"{r.records_in:,} / {r.records_out:,}" for r in reports]),
+        ("state size", [f"{r.state_bytes / 1e6:.1f} MB" for r in reports]),
+        ("output correct", ["yes" if r.correctness.ok else "NO" for r in reports]),
     ]
-    await producer.flush()
-    produced = [await f for f in futures]
-    t_produce = time.perf_counter() - t0
-    await producer.stop()
-
-    consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id="demo", auto_offset_reset="earliest"
-    )
-    await consumer.start()
-    t0 = time.perf_counter()
-    seen = 0
-    per_partition: dict[int, int] = {}
-    while seen < records and time.perf_counter() - t0 < 60:
-        batch = await consumer.getmany(timeout_ms=1000)
-        for tp, msgs in batch.items():
-            seen += len(msgs)
-            per_partition[tp.partition] = per_partition.get(tp.partition, 0) + len(msgs)
-    t_consume = time.perf_counter() - t0
-    await consumer.commit()
-    await consumer.stop()
-    return {
-        "produced": len(produced),
-        "consumed": seen,
-        "per_partition": dict(sorted(per_partition.items())),
-        "produce_s": t_produce,
-        "consume_s": t_consume,
-    }
+    width = max(len(label) for label, _ in rows) + 2
+    col = max(len(v) for _, vals in rows for v in vals) + 2
+    return [label.ljust(width) + "".join(v.rjust(col) for v in vals) for label, vals in rows]
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from streamrt.broker.embedded import EmbeddedBroker
+    from streamrt.deploy import ScenarioConfig, run_scenario
 
-    async def main() -> dict:
-        with tempfile.TemporaryDirectory(prefix="streamrt-demo-") as tmp:
-            data_dir = args.data_dir or Path(tmp) / "broker"
-            overrides = {"group.initial.rebalance.delay.ms": "0"}
-            async with EmbeddedBroker(data_dir, overrides) as bootstrap:
-                print(f"[1/3] embedded broker up at {bootstrap} (data dir {data_dir})", flush=True)
-                print(
-                    f"[2/3] producing {args.records} records to 'demo' "
-                    f"({args.partitions} partitions) with aiokafka, acks=all",
-                    flush=True,
-                )
-                result = await _produce_consume(bootstrap, "demo", args.records, args.partitions)
-                print("[3/3] consumed them back in consumer group 'demo'", flush=True)
-                return result
-
-    r = asyncio.run(main())
-    print()
-    print("== streamrt demo report ==")
-    print(f"produced  {r['produced']:>8} records in {r['produce_s']:.2f}s")
-    print(f"consumed  {r['consumed']:>8} records in {r['consume_s']:.2f}s")
-    print(f"per partition: {r['per_partition']}")
-    ok = r["produced"] == r["consumed"] == args.records
-    print("check:", "OK, every record produced was consumed" if ok else "MISMATCH")
-    return 0 if ok else 1
+    if logging.getLogger().level > logging.DEBUG:  # progress lines, not the broker's log
+        logging.getLogger("streamrt").setLevel(logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="streamrt-demo-") as tmp:
+        base = args.work_dir or Path(tmp)
+        modes = [True] if args.static_only else [True, False]
+        reports = []
+        began = time.monotonic()
+        for static in modes:
+            cfg = ScenarioConfig(
+                work_dir=base / ("static" if static else "dynamic"),
+                static=static,
+                instances=args.instances,
+                threads=args.threads,
+                partitions=args.partitions,
+                users=args.users,
+                rate=args.rate,
+                restart_delay=args.restart_delay,
+            )
+            report = run_scenario(cfg, lambda msg: print(msg, flush=True))
+            print()
+            print(f"== {report.contender}: rolling deploy report ==")
+            print("\n".join(report.lines()))
+            print(flush=True)
+            reports.append(report)
+    print(f"== side by side ({time.monotonic() - began:.0f}s in all) ==")
+    print("\n".join(side_by_side(reports)))
+    if args.json:
+        args.json.write_text(json.dumps([r.to_json() for r in reports], indent=1))
+    return 0 if all(r.correctness.ok for r in reports) else 1
