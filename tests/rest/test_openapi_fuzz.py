@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Ok
 
 from streamrt.broker.embedded import BrokerThread
 from tests.rest.instances import TOKEN, running, start_instance, url
@@ -40,7 +41,9 @@ def api_schema(
 def test_no_server_errors(api_schema: schemathesis.BaseSchema) -> None:
     """Each operation with bounded generated inputs (schemathesis' pytest plugin does not load
     under this pytest, so the operations' hypothesis strategies are driven directly)."""
-    operations = [result.ok() for result in api_schema.get_all_operations()]
+    results = list(api_schema.get_all_operations())
+    operations = [r.ok() for r in results if isinstance(r, Ok)]
+    assert len(operations) == len(results)  # the document is valid
     assert len(operations) >= 7
     statuses: list[int] = []
     for operation, mode in itertools.product(operations, GenerationMode):
@@ -56,7 +59,7 @@ def test_no_server_errors(api_schema: schemathesis.BaseSchema) -> None:
             response = case.call_and_validate(checks=[not_a_server_error])
             statuses.append(response.status_code)
             # again with the right token, so bodies get past authentication too
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {TOKEN}"}
+            case.headers["Authorization"] = f"Bearer {TOKEN}"
             response = case.call_and_validate(checks=[not_a_server_error])
             statuses.append(response.status_code)
 
