@@ -20,6 +20,9 @@ __all__ = ("REST_PREFIX", "TOKEN_ENV", "RestSettings")
 REST_PREFIX = "rest."
 TOKEN_ENV = "STREAMRT_REST_TOKEN"
 _KNOWN = ("rest.auth.token", "rest.bind.address", "rest.forward.timeout.ms")
+# What ``streamrt run`` makes of STREAMRT_REST_TOKEN / STREAMRT_REST_URL (the CLI's default
+# --url): the first is the token under another name, the second is not for the instance.
+_ENV_SPELLINGS = ("rest.token", "rest.url")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +38,10 @@ class RestSettings:
         """Pick the ``rest.*`` keys of an app's settings; refuse unknown ``rest.*`` keys."""
         env = os.environ if environ is None else environ
         rest = {k: v for k, v in values.items() if k.startswith(REST_PREFIX) and v is not None}
-        unknown = sorted(set(rest) - set(_KNOWN))
+        unknown = sorted(set(rest) - set(_KNOWN) - set(_ENV_SPELLINGS))
         if unknown:
             raise ConfigError(f"unknown config key(s) {', '.join(unknown)}")
-        token = rest.get("rest.auth.token") or env.get(TOKEN_ENV) or None
+        token = rest.get("rest.auth.token") or rest.get("rest.token") or env.get(TOKEN_ENV)
         try:
             timeout = int(rest.get("rest.forward.timeout.ms", 10_000))
         except (TypeError, ValueError):
