@@ -1,0 +1,131 @@
+"""Rolling-deploy benchmark: what one rolling restart costs, per contender.
+
+    .venv/bin/python bench/rolling_deploy.py --out docs/bench/rolling_deploy
+
+Contenders (``--runs``): ``static`` (KIP-345 static membership), ``dynamic`` (the same app
+without group.instance.id), and the edge cases ``static-late`` (each instance stays down
+longer than session.timeout.ms), ``static-kill`` (SIGKILL instead of SIGTERM). Every run
+restarts every instance, so the group leader's instance is always among them. Writes one JSON
+per run, ``table.md`` and ``gaps.png`` (processing gap per partition over the deploy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
+
+RUNS = ("static", "dynamic", "static-late", "static-kill")
+
+
+def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig:
+    late = run == "static-late"
+    return ScenarioConfig(
+        work_dir=work / run,
+        static=run != "dynamic",
+        instances=args.instances,
+        threads=args.threads,
+        partitions=args.partitions,
+        users=args.users,
+        rate=args.rate,
+        session_timeout_ms=args.session_timeout_ms,
+        restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
+        stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
+        label=f"streamrt {run}",
+    )
+
+
+def table(reports: list[DeployReport]) -> list[str]:
+    head = "| run | rebalances | records restored | MB restored | longest gap s | "
+    head += "gap before s | deploy s | in / out | correct |"
+    lines = [head, "|" + "---|" * 9]
+    for r in reports:
+        c = r.correctness
+        verdict = "exact" if c.exactly_once_result else ("ok (+dups)" if c.ok else "WRONG")
+        lines.append(
+            f"| {r.contender} | {r.rebalances} | {r.restored_records:,} | "
+            f"{r.restored_bytes / 1e6:.1f} | {r.longest_gap_s:.2f} | {r.baseline_gap_s:.2f} | "
+            f"{r.timeline.end - r.timeline.start:.1f} | {r.records_in:,} / {r.records_out:,} | "
+            f"{verdict} |"
+        )
+    return lines
+
+
+def headline(reports: list[DeployReport]) -> list[str]:
+    by = {r.contender: r for r in reports}
+    s, d = by.get("streamrt static"), by.get("streamrt dynamic")
+    if not (s and d):
+        return []
+    ratio = f"{s.longest_gap_s / d.longest_gap_s:.2f}" if d.longest_gap_s else "n/a"
+    return [
+        f"static vs dynamic: rebalances {s.rebalances} vs {d.rebalances}; "
+        f"bytes restored {s.restored_bytes:,} vs {d.restored_bytes:,}; "
+        f"longest gap {s.longest_gap_s:.2f}s vs {d.longest_gap_s:.2f}s (ratio {ratio})"
+    ]
+
+
+def chart(reports: list[DeployReport], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(reports), 1, figsize=(10, 2.6 * len(reports)), sharey=True)
+    for ax, r in zip(axes if len(reports) > 1 else [axes], reports, strict=True):
+        t0 = r.timeline.start
+        for partition, points in sorted(r.gap_points.items()):
+            xs = [t - t0 for t, _ in points]
+            ax.plot(xs, [g for _, g in points], lw=0.8, label=f"p{partition}")
+        for step in r.timeline.steps:
+            ax.axvline(step.stop_sent - t0, color="grey", ls=":", lw=0.8)
+        ax.set_title(
+            f"{r.contender}: {r.rebalances} rebalances, "
+            f"{r.restored_bytes / 1e6:.1f} MB restored, longest gap {r.longest_gap_s:.2f}s",
+            fontsize=9,
+        )
+        ax.set_ylabel("gap (s)")
+    axes_list = axes if len(reports) > 1 else [axes]
+    axes_list[-1].set_xlabel("seconds since the deploy began (dotted: a stop signal)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of {', '.join(RUNS)}")
+    p.add_argument("--instances", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--partitions", type=int, default=12)
+    p.add_argument("--users", type=int, default=20_000, help="profiles in state (~2.2 KB each)")
+    p.add_argument("--rate", type=float, default=300.0, help="clicks/s during the deploy")
+    p.add_argument("--restart-delay", type=float, default=0.0, help="seconds down per instance")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000)
+    p.add_argument("--out", type=Path, default=Path("docs/bench/rolling_deploy"))
+    p.add_argument("--work-dir", type=Path, default=Path("/tmp/streamrt-bench-rolling"))
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.work_dir / str(int(time.time()))
+    reports = []
+    for run in args.runs.split(","):
+        report = run_scenario(config_for(run, args, work), lambda m: print(m, flush=True))
+        (args.out / f"{run}.json").write_text(json.dumps(report.to_json(), indent=1))
+        print("\n".join(report.lines()), flush=True)
+        reports.append(report)
+    lines = [*table(reports), "", *headline(reports)]
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    chart(reports, args.out / "gaps.png")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
