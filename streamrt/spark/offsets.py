@@ -25,7 +25,6 @@ __all__ = (
     "offsets_to_json",
     "parse_offset_spec",
     "resolve_offsets",
-    "total_records",
 )
 
 EARLIEST = -2
@@ -149,8 +148,3 @@ def offsets_from_json(data: Mapping[str, Any]) -> dict[TopicPartition, int]:
         for topic, partitions in data.items()
         for partition, offset in partitions.items()
     }
-
-
-def total_records(starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> int:
-    """How many offsets lie between two positions (an upper bound on records: compaction)."""
-    return sum(max(0, end - starts.get(tp, 0)) for tp, end in ends.items())
