@@ -175,17 +175,17 @@ class App:
                     static=static,
                 ),
             )
+            if rest_settings is not None:  # first: a taken port fails before any thread runs
+                from streamrt.rest.server import RestServer
+
+                self._rest = RestServer(self, rest_settings)
+                self._rest.start()
             for index in range(1, config.num_stream_threads + 1):
                 self._start_thread(index)
             self._supervisor = threading.Thread(
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
             self._supervisor.start()
-            if rest_settings is not None:
-                from streamrt.rest.server import RestServer
-
-                self._rest = RestServer(self, rest_settings)
-                self._rest.start()
 
     def _start_thread(self, index: int) -> StreamThread:
         assert self._env is not None

@@ -72,6 +72,15 @@ def test_three_instances_metadata_queries_and_scale_down(
             answer = wait_until(value, 30, f"count of {key}")
             assert answer["instance_id"] == owner.instance_id
         assert remote_seen > 0  # some keys were answered by another instance
+        metrics = get(apps[0], "/metrics").text
+        processed = [
+            float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith('streamrt_records_processed_total{instance_id="web-1"')
+        ]
+        assert len(processed) == 2 and sum(processed) > 0
+        running_line = 'state="RUNNING",thread="web-1-thread-1"} 1.0'
+        assert any(line.endswith(running_line) for line in metrics.splitlines())
 
         # -- bad input: 4xx with a JSON body -------------------------------------------------
         assert get(apps[0], "/v1/stores/nope/keys/k1").status_code == 404
