@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -414,11 +415,10 @@ class AdminClient:
 def _member(m: Any, consumer: bool) -> MemberDescription:
     subscription = assignment = None
     if consumer:  # other protocol types (e.g. "connect") have their own formats
-        try:
+        with contextlib.suppress(ConsumerProtocolError):
             subscription = decode_subscription(m.member_metadata) if m.member_metadata else None
+        with contextlib.suppress(ConsumerProtocolError):
             assignment = decode_assignment(m.member_assignment) if m.member_assignment else None
-        except ConsumerProtocolError:
-            pass
     return MemberDescription(
         member_id=m.member_id,
         group_instance_id=getattr(m, "group_instance_id", None),

@@ -33,6 +33,8 @@ __all__ = (
 
 ASSIGNOR_NAME = "streamrt"
 _VERSION = 1
+# The consumer protocol's own schema version: v0 (v1+ adds owned_partitions, which we don't send).
+_CONSUMER_PROTOCOL_VERSION = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +204,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         self, topics: Iterable[str]
     ) -> ConsumerProtocolMemberMetadata:
         return ConsumerProtocolMemberMetadata(
-            _VERSION, sorted(topics), self._subscription().encode()
+            _CONSUMER_PROTOCOL_VERSION, sorted(topics), self._subscription().encode()
         )
 
     def on_assignment(  # type: ignore[override]
@@ -247,7 +249,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                     topics.setdefault(topic, []).append(partition)
             info = AssignmentInfo(tuple(tasks), cluster_threads, self.stores)
             out[member] = ConsumerProtocolMemberAssignment(
-                _VERSION,
+                _CONSUMER_PROTOCOL_VERSION,
                 [
                     ConsumerProtocolMemberAssignment.Assignment(t, sorted(p))
                     for t, p in topics.items()
