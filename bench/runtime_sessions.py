@@ -1,0 +1,170 @@
+"""Heavy-state app throughput per stream thread, and the full-restore rate.
+
+Runs ``apps/sessions.py`` (a ~2.3 KB profile per user in RocksDB, changelogged) with one
+stream thread against a broker subprocess:
+
+1. baseline: a plain aiokafka consumer reads the same clicks and ``json.loads`` each one,
+   in this process (the floor any Python consumer pays);
+2. the app processes every click: records/s per thread, ratio to the baseline;
+3. the state dir is deleted and the app restarted: it restores every profile from the
+   changelog; records/s and MB/s of the restore.
+
+    .venv/bin/python bench/runtime_sessions.py --users 20000 --clicks 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def produce(bootstrap: str, users: int, clicks: int) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def go() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10, max_batch_size=262144)
+        await p.start()
+        for i in range(clicks):
+            user = f"u{i % users:07d}"
+            value = json.dumps({"user": user, "page": f"/p/{i % 97}", "ts": i}).encode()
+            await p.send("clicks", value, key=user.encode())
+        await p.flush()
+        await p.stop()
+
+    asyncio.run(go())
+
+
+def baseline(bootstrap: str, clicks: int) -> float:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def go() -> float:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await c.start()
+        tps = [TopicPartition("clicks", p) for p in range(2)]
+        c.assign(tps)
+        await c.seek_to_beginning(*tps)
+        t0 = time.perf_counter()
+        n = 0
+        while n < clicks:
+            for msgs in (await c.getmany(timeout_ms=1000, max_records=10000)).values():
+                for m in msgs:
+                    json.loads(m.value)
+                n += len(msgs)
+        elapsed = time.perf_counter() - t0
+        await c.stop()
+        return clicks / elapsed
+
+    return asyncio.run(go())
+
+
+def fresh_app(bootstrap: str, state_dir: Path):  # type: ignore[no-untyped-def]
+    import apps.sessions
+
+    module = importlib.reload(apps.sessions)
+    app = module.app
+    app.configure(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.instance.id": "bench-1",
+            "num.stream.threads": 1,
+            "state.dir": str(state_dir),
+            "commit.interval.ms": 1000,
+            "session.timeout.ms": 10000,
+        }
+    )
+    return app
+
+
+def wait(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("benchmark step timed out")
+        time.sleep(0.1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--users", type=int, default=20000)
+    ap.add_argument("--clicks", type=int, default=100000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        broker = subprocess.Popen(
+            [sys.executable, "-m", "streamrt.cli", "--log-level", "WARNING", "broker",
+             "--port", str(port), "--data-dir", f"{tmp}/broker",
+             "--override", "group.initial.rebalance.delay.ms=0"],
+            stdout=subprocess.PIPE,
+        )
+        assert broker.stdout is not None
+        broker.stdout.readline()
+        bootstrap = f"127.0.0.1:{port}"
+        try:
+            from confluent_kafka.admin import AdminClient, NewTopic
+
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic("clicks", 2, 1)])["clicks"].result(10)
+            produce(bootstrap, args.users, args.clicks)
+            base = baseline(bootstrap, args.clicks)
+
+            state = Path(tmp) / "state"
+            app = fresh_app(bootstrap, state)
+            t0 = time.perf_counter()
+            app.start()
+
+            def processed() -> int:
+                return sum(t.records_processed for t in app.metadata_for_local_threads())
+
+            wait(lambda: processed() >= args.clicks, 600)
+            rate = args.clicks / (time.perf_counter() - t0)
+            app.stop()
+
+            shutil.rmtree(state)  # lost disk: everything comes back from the changelog
+            app = fresh_app(bootstrap, state)
+            app.start()
+
+            def restored() -> tuple[int, int, float]:
+                ts = app.metadata_for_local_threads()
+                return (
+                    sum(t.records_restored for t in ts),
+                    sum(t.bytes_restored for t in ts),
+                    sum(t.restore_time_ms for t in ts),
+                )
+
+            wait(lambda: restored()[0] >= args.users and all(
+                not t.restoring_tasks and t.active_tasks for t in app.metadata_for_local_threads()
+            ), 600)
+            records, nbytes, ms = restored()
+            app.stop()
+        finally:
+            broker.terminate()
+            broker.wait(10)
+    print(f"baseline (aiokafka consume + json.loads): {base:,.0f} records/s")
+    print(f"sessions app, 1 stream thread: {rate:,.0f} records/s  ratio {rate / base:.2f}")
+    secs = ms / 1000
+    print(
+        f"full restore: {records:,} records, {nbytes / 1e6:.1f} MB in {secs:.2f}s = "
+        f"{records / secs:,.0f} records/s, {nbytes / 1e6 / secs:.1f} MB/s  "
+        f"(ratio to baseline {records / secs / base:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
