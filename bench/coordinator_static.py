@@ -113,7 +113,7 @@ class StaticMember:
         self.member_id = ""
         self.generation = -1
         self.partitions: list[int] = []
-        self.bouncing = False
+        self.busy = asyncio.Lock()
 
     async def connect(self) -> None:
         self.conn = await BrokerConnection.open(
@@ -206,7 +206,7 @@ async def rolling_bounce(
 
     async def keep_alive(m: StaticMember) -> None:
         while not done.is_set():
-            if not m.bouncing:
+            async with m.busy:  # never heartbeat on a connection being replaced
                 codes[await m.heartbeat()] += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 1.0)
@@ -215,11 +215,10 @@ async def rolling_bounce(
     started = time.perf_counter()
     for m in members:
         before = list(m.partitions)
-        m.bouncing = True
-        await m.c.close()
-        await m.connect()
-        await m.join_and_sync(partitions)
-        m.bouncing = False
+        async with m.busy:
+            await m.c.close()
+            await m.connect()
+            await m.join_and_sync(partitions)
         if m.partitions != before:
             raise RuntimeError(f"{m.instance_id} came back with {m.partitions}, had {before}")
     elapsed = time.perf_counter() - started
