@@ -37,10 +37,45 @@ def register(subparsers: Any) -> None:
     stats.add_argument("--json", action="store_true", help="print one JSON object per line")
     stats.set_defaults(func=_topic_stats)
 
+    deploy = reports.add_parser(
+        "deploy", help="rebalances, gaps, restores and downtime of a deploy, from its events"
+    )
+    deploy.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    deploy.add_argument("--application-id", required=True, help="reads <application.id>-events")
+    deploy.add_argument("--out", required=True, help="directory for Parquet, Markdown, HTML, PNG")
+    deploy.add_argument("--from", dest="from_ts", type=float, default=None, help="epoch seconds")
+    deploy.add_argument("--to", dest="to_ts", type=float, default=None, help="epoch seconds")
+    deploy.add_argument("--master", default=None, help="Spark master (default local[2])")
+    deploy.set_defaults(func=_deploy)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return 2
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+    from streamrt.spark.deploy_report import deploy_report, write_deploy_report
+    from streamrt.spark.session import get_session
+
+    owned = SparkSession.getActiveSession() is None
+    spark = get_session(master=args.master, app_name="streamrt-report-deploy")
+    try:
+        report, frames = deploy_report(
+            spark, args.bootstrap_server, args.application_id, args.from_ts, args.to_ts
+        )
+        out = write_deploy_report(report, frames, Path(args.out))
+    finally:
+        if owned:
+            spark.stop()
+    for key, value in report.summary.items():
+        print(f"{key:<18}{value}")
+    print(f"report            {out / 'report.md'}")
+    return 0
 
 
 def _topic_stats(args: argparse.Namespace) -> int:
