@@ -23,6 +23,7 @@ from tests.runtime.kafka_helpers import create_topic, latest_by_key, produce, re
 
 pytestmark = pytest.mark.slow
 
+APP_ID = "counting"
 BROKER = {"group.min.session.timeout.ms": "1000"}
 SESSION = {
     "session.timeout.ms": "8000",
@@ -168,6 +169,18 @@ def run_process(bootstrap: str, state: Path, instance: str) -> subprocess.Popen[
     )
 
 
+def committed_input(bootstrap: str) -> int:
+    """Sum of the app group's committed offsets on the input topic."""
+    from streamrt.admin.client import AdminClient
+
+    async def go() -> int:
+        async with AdminClient(bootstrap) as admin:
+            offsets = await admin.fetch_committed_offsets(APP_ID)
+        return sum(o.offset for (topic, _), o in offsets.items() if topic == "events")
+
+    return asyncio.run(go())
+
+
 def test_crash_restores_only_the_changelog_tail(broker_factory, tmp_path) -> None:
     broker = broker_factory(BROKER)
     setup_topics(broker.bootstrap, partitions=2)
@@ -175,6 +188,15 @@ def test_crash_restores_only_the_changelog_tail(broker_factory, tmp_path) -> Non
     proc = run_process(broker.bootstrap, tmp_path / "s", "crashy")
     try:
         wait_until(lambda: counts(broker.bootstrap) == expected(300), what="counts before crash")
+        # A checkpoint exists once the input offsets are committed (stores flush first) ...
+        wait_until(lambda: committed_input(broker.bootstrap) == 300, what="first checkpoint")
+        # ... and the crash leaves a changelog tail after it.
+        produce(broker.bootstrap, "events", events(40))
+        final_before = Counter(expected(300)) + Counter(expected(40))
+        wait_until(
+            lambda: all(counts(broker.bootstrap).get(k, 0) >= v for k, v in final_before.items()),
+            what="tail processed",
+        )
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -186,7 +208,7 @@ def test_crash_restores_only_the_changelog_tail(broker_factory, tmp_path) -> Non
         restored = app.metadata_for_local_threads()[0].records_restored
         assert restored < changelog  # only what came after the last checkpoint
         produce(broker.bootstrap, "events", events(32))
-        final = Counter(expected(300)) + Counter(expected(32))
+        final = Counter(expected(300)) + Counter(expected(40)) + Counter(expected(32))
         # at-least-once: nothing lost; re-processing after a crash may only add
         wait_until(
             lambda: all(counts(broker.bootstrap).get(k, 0) >= v for k, v in final.items()),
