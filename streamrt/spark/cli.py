@@ -48,6 +48,16 @@ def register(subparsers: Any) -> None:
     deploy.add_argument("--master", default=None, help="Spark master (default local[2])")
     deploy.set_defaults(func=_deploy)
 
+    verify = reports.add_parser(
+        "verify", help="recompute the sessions app's profiles and compare them with its output"
+    )
+    verify.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    verify.add_argument("--application-id", default="sessions", help="for the report's title")
+    verify.add_argument("--input-topic", default="clicks")
+    verify.add_argument("--output-topic", default="session-profiles")
+    verify.add_argument("--master", default=None, help="Spark master (default local[2])")
+    verify.set_defaults(func=_verify)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -76,6 +86,28 @@ def _deploy(args: argparse.Namespace) -> int:
         print(f"{key:<18}{value}")
     print(f"report            {out / 'report.md'}")
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from streamrt.spark.session import get_session
+    from streamrt.spark.verify import verify_sessions
+
+    owned = SparkSession.getActiveSession() is None
+    spark = get_session(master=args.master, app_name="streamrt-report-verify")
+    try:
+        mismatches = verify_sessions(
+            spark, args.bootstrap_server, args.input_topic, args.output_topic
+        )
+    finally:
+        if owned:
+            spark.stop()
+    for m in mismatches:
+        print(f"MISMATCH key={m['key']} expected={m['expected']} actual={m['actual']}")
+    verdict = f"{len(mismatches)} mismatching keys" if mismatches else "all keys equal"
+    print(f"{args.application_id}: {args.input_topic} -> {args.output_topic}: {verdict}")
+    return 1 if mismatches else 0
 
 
 def _topic_stats(args: argparse.Namespace) -> int:
