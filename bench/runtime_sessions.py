@@ -108,9 +108,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         broker = subprocess.Popen(
-            [sys.executable, "-m", "streamrt.cli", "--log-level", "WARNING", "broker",
-             "--port", str(port), "--data-dir", f"{tmp}/broker",
-             "--override", "group.initial.rebalance.delay.ms=0"],
+            [
+                sys.executable,
+                "-m",
+                "streamrt.cli",
+                "--log-level",
+                "WARNING",
+                "broker",
+                "--port",
+                str(port),
+                "--data-dir",
+                f"{tmp}/broker",
+                "--override",
+                "group.initial.rebalance.delay.ms=0",
+            ],
             stdout=subprocess.PIPE,
         )
         assert broker.stdout is not None
@@ -148,9 +159,16 @@ def main() -> None:
                     sum(t.restore_time_ms for t in ts),
                 )
 
-            wait(lambda: restored()[0] >= args.users and all(
-                not t.restoring_tasks and t.active_tasks for t in app.metadata_for_local_threads()
-            ), 600)
+            wait(
+                lambda: (
+                    restored()[0] >= args.users
+                    and all(
+                        not t.restoring_tasks and t.active_tasks
+                        for t in app.metadata_for_local_threads()
+                    )
+                ),
+                600,
+            )
             records, nbytes, ms = restored()
             app.stop()
         finally:
