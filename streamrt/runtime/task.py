@@ -7,6 +7,7 @@ changelog records through a :class:`RecordCollector` (the thread's producer).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -309,8 +310,36 @@ class StreamTask:
         """Write each store's staged data with the changelog offset it reached, atomically."""
         for name, store in self.stores.items():
             store.store.flush(changelog_end.get(self.changelogs[name]))
+        if self.stores:
+            write_checkpoint_hint(
+                self.directory, {n: s.store.changelog_offset() for n, s in self.stores.items()}
+            )
 
     def take_offsets(self) -> dict[TopicPartition, int]:
         """Input offsets processed since the last commit (next offset to read)."""
         out, self.processed = self.processed, {}
         return out
+
+
+CHECKPOINT_HINT = ".checkpoint"
+
+
+def write_checkpoint_hint(directory: Path, offsets: dict[str, int | None]) -> None:
+    """Store → changelog offset, beside the stores, for the assignor's subscription.
+
+    The offsets inside each RocksDB WriteBatch stay the truth for restoration; this file is a
+    hint readable without opening (and locking) the stores, as Kafka Streams' ``.checkpoint``.
+    Written after the stores, so it never claims more than they hold.
+    """
+    tmp = directory / (CHECKPOINT_HINT + ".tmp")
+    tmp.write_text(json.dumps({k: v for k, v in offsets.items() if v is not None}))
+    tmp.replace(directory / CHECKPOINT_HINT)
+
+
+def read_checkpoint_hint(directory: Path) -> dict[str, int]:
+    """The offsets last written by :func:`write_checkpoint_hint`; empty if none or unreadable."""
+    try:
+        raw = json.loads((directory / CHECKPOINT_HINT).read_text())
+        return {str(k): int(v) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}

@@ -26,7 +26,7 @@ from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
 from streamrt.runtime.static_membership import install_static_heartbeat, is_fenced
-from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
+from streamrt.runtime.task import StreamTask, TaskId, TopicPartition, read_checkpoint_hint
 from streamrt.runtime.topology import SubTopology, Topology
 from streamrt.state import StateLockedError
 
@@ -406,14 +406,22 @@ class StreamThread:
 
 
 def local_task_offsets(app_state_dir: Path) -> dict[str, int]:
-    """Task ids with state on disk → a size hint (the task directory's store count).
+    """Task ids with state on disk → the sum of their stores' checkpointed changelog offsets.
 
-    Reading changelog offsets would need opening RocksDB under the task's lock; the presence
-    of state is what the assignor's stickiness needs.
+    Read from each task's checkpoint hint file, so no RocksDB (and no task lock) is opened. A
+    task directory with stores but no hint yet counts as 0: it has state, nothing checkpointed.
     """
     out: dict[str, int] = {}
     if not app_state_dir.is_dir():
         return out
+    for child in app_state_dir.iterdir():
+        try:
+            TaskId.parse(child.name)
+        except ValueError:
+            continue
+        if any(p.is_dir() for p in child.iterdir()):
+            out[child.name] = sum(read_checkpoint_hint(child).values())
+    return out
     for child in app_state_dir.iterdir():
         try:
             TaskId.parse(child.name)

@@ -201,3 +201,20 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
     assert collector.to("out") == [(b"a", struct.pack(">q", 2))]
     assert task.stores["buffer"].get("a") is None
     task.close()
+
+
+def test_checkpoint_hint_reports_store_offsets_for_the_subscription(tmp_path) -> None:
+    """The assignor's local-state offsets come from the hint written after the stores."""
+    from streamrt.runtime.task import read_checkpoint_hint, write_checkpoint_hint
+    from streamrt.runtime.thread import local_task_offsets
+
+    app_dir = tmp_path / "app"
+    task_dir = app_dir / "0_3"
+    (task_dir / "counts").mkdir(parents=True)
+    (app_dir / "0_4" / "counts").mkdir(parents=True)  # state, never checkpointed
+    (app_dir / "not-a-task").mkdir()
+    write_checkpoint_hint(task_dir, {"counts": 120, "other": 5, "never": None})
+    assert read_checkpoint_hint(task_dir) == {"counts": 120, "other": 5}
+    assert local_task_offsets(app_dir) == {"0_3": 125, "0_4": 0}
+    (task_dir / ".checkpoint").write_text("{garbage")
+    assert local_task_offsets(app_dir) == {"0_3": 0, "0_4": 0}
