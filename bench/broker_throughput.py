@@ -20,13 +20,9 @@ import sys
 import tempfile
 import time
 
+from _broker import free_port, start_broker
+
 RECORD = 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 SINK = r"""
@@ -68,27 +64,6 @@ def sink_rate(total_bytes: int) -> float:
     finally:
         proc.kill()
     return sent / elapsed / 1e6
-
-
-def start_broker(data_dir: str, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamrt.cli",
-            "--log-level",
-            "WARNING",
-            "broker",
-            "--port",
-            str(port),
-            "--data-dir",
-            data_dir,
-        ],
-        stdout=subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    proc.stdout.readline()
-    return proc
 
 
 def confluent_produce(bootstrap: str, topic: str, n: int, acks: str) -> float:

@@ -19,8 +19,6 @@ import asyncio
 import importlib
 import json
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,11 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from _broker import free_port, start_broker
 
 
 def produce(bootstrap: str, users: int, clicks: int) -> None:
@@ -107,25 +101,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        broker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamrt.cli",
-                "--log-level",
-                "WARNING",
-                "broker",
-                "--port",
-                str(port),
-                "--data-dir",
-                f"{tmp}/broker",
-                "--override",
-                "group.initial.rebalance.delay.ms=0",
-            ],
-            stdout=subprocess.PIPE,
-        )
-        assert broker.stdout is not None
-        broker.stdout.readline()
+        broker = start_broker(f"{tmp}/broker", port, "group.initial.rebalance.delay.ms=0")
         bootstrap = f"127.0.0.1:{port}"
         try:
             from confluent_kafka.admin import AdminClient, NewTopic

@@ -8,8 +8,6 @@ operator, is replaced by a rebalance; the broker's own restart changes nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -23,18 +21,10 @@ from tests.broker.test_groups_support import (
     produce,
     request_count,
     stable_with,
-    start_broker,
     wait_until,
 )
 
 PARTITIONS = 6
-
-
-@pytest.fixture
-def group_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = start_broker(tmp_path / "broker")
-    yield b
-    b.stop()
 
 
 class RevocationLog(ConsumerRebalanceListener):  # type: ignore[misc]

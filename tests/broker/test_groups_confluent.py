@@ -7,8 +7,7 @@ instance id), so it is the client that sees FENCED_INSTANCE_ID as the fatal erro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,18 +21,10 @@ from tests.broker.test_groups_support import (
     request_count,
     scrape,
     stable_with,
-    start_broker,
     wait_until,
 )
 
 PARTITIONS = 6
-
-
-@pytest.fixture
-def group_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = start_broker(tmp_path / "broker")
-    yield b
-    b.stop()
 
 
 class CKMember:
