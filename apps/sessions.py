@@ -2,42 +2,18 @@
 
 Clicks (JSON ``{"user": ..., "page": ..., "ts": ...}``, keyed by user) on ``clicks`` are
 folded into one profile per user, a few KB each: counters, the last pages seen and a padded
-attribute blob. Profiles go to ``session-profiles`` and live in the ``profiles`` store.
+attribute blob (``apps/session_profiles.py``). Profiles go to ``session-profiles`` and live
+in the ``profiles`` store.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from apps.session_profiles import PROFILE_PADDING, RECENT_PAGES, add_click, new_profile
 from streamrt.runtime import App
 
-RECENT_PAGES = 50
-PROFILE_PADDING = 2048  # bytes of attributes, so each profile is a few KB
+__all__ = ("PROFILE_PADDING", "RECENT_PAGES", "add_click", "app", "new_profile")
 
 app = App({"application.id": "sessions"})
-
-
-def new_profile() -> dict[str, Any]:
-    return {
-        "clicks": 0,
-        "pages": {},
-        "recent": [],
-        "first_ts": None,
-        "last_ts": None,
-        "attributes": "x" * PROFILE_PADDING,
-    }
-
-
-def add_click(user: str, click: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
-    page = str(click.get("page", "?"))
-    ts = click.get("ts")
-    profile["clicks"] += 1
-    profile["pages"][page] = profile["pages"].get(page, 0) + 1
-    profile["recent"] = ([page, *profile["recent"]])[:RECENT_PAGES]
-    profile["first_ts"] = profile["first_ts"] if profile["first_ts"] is not None else ts
-    profile["last_ts"] = ts
-    return profile
-
 
 (
     app.stream("clicks", key_serde="str", value_serde="json")

@@ -2,11 +2,17 @@
 
     .venv/bin/python bench/rolling_deploy.py --out docs/bench/rolling_deploy
 
-Contenders (``--runs``): ``static`` (KIP-345 static membership), ``dynamic`` (the same app
-without group.instance.id), and the edge cases ``static-late`` (each instance stays down
-longer than session.timeout.ms), ``static-kill`` (SIGKILL instead of SIGTERM). Every run
-restarts every instance, so the group leader's instance is always among them. Writes one JSON
-per run, ``table.md`` and ``gaps.png`` (processing gap per partition over the deploy).
+Contenders (``--runs``):
+- ``static``: KIP-345 static membership; ``dynamic``: the same app without group.instance.id;
+- ``faust``: the same app logic on faust-streaming with ``consumer_group_instance_id``
+  (``bench/faust_sessions.py``; one worker per instance, faust has no stream threads);
+  ``faust-dynamic``: the same without it;
+- edge cases: ``static-late`` (each instance stays down longer than session.timeout.ms) and
+  ``static-kill`` (SIGKILL instead of SIGTERM).
+
+Every run restarts every instance, so the group leader's instance is always among them; the
+report names it and the step that restarted it. Writes one JSON per run, ``table.md`` and
+``gaps.png`` (processing gap per partition over the deploy).
 """
 
 from __future__ import annotations
@@ -23,53 +29,77 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 
-RUNS = ("static", "dynamic", "static-late", "static-kill")
+RUNS = ("static", "dynamic", "faust", "faust-dynamic", "static-late", "static-kill")
+FAUST_WORKER = (sys.executable, str(Path(__file__).with_name("faust_sessions.py")), "worker")
+FAUST_WORKER += ("--without-web", "--loglevel", "info")
 
 
 def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig:
     late = run == "static-late"
+    faust = run.startswith("faust")
+    static = run not in ("dynamic", "faust-dynamic")
     return ScenarioConfig(
         work_dir=work / run,
-        static=run != "dynamic",
+        static=static,
         instances=args.instances,
-        threads=args.threads,
+        threads=1 if faust else args.threads,
         partitions=args.partitions,
         users=args.users,
         rate=args.rate,
         session_timeout_ms=args.session_timeout_ms,
         restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
         stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
-        label=f"streamrt {run}",
+        label=f"faust-streaming {'static' if static else 'dynamic'}"
+        if faust
+        else f"streamrt {run}",
+        command=FAUST_WORKER if faust else (),
     )
 
 
+def _leader(r: DeployReport) -> str:
+    if r.leader is None:
+        return "?"
+    who = r.leader["instance_id"] or f"pid {r.leader['pid']}"
+    step = r.leader.get("restart_step")
+    return f"{who}, step {step}" if step else f"{who}, not restarted"
+
+
 def table(reports: list[DeployReport]) -> list[str]:
-    head = "| run | rebalances | records restored | MB restored | longest gap s | "
-    head += "gap before s | deploy s | in / out | correct |"
-    lines = [head, "|" + "---|" * 9]
+    head = "| run | rebalances (coordinator) | records restored | MB restored | longest gap s | "
+    head += "gap before s | deploy s | in / out | correct | leader restarted |"
+    lines = [head, "|" + "---|" * 10]
     for r in reports:
         c = r.correctness
         verdict = "exact" if c.exactly_once_result else ("ok (+dups)" if c.ok else "WRONG")
+        coordinator = "?" if r.coordinator_rebalances is None else r.coordinator_rebalances
         lines.append(
-            f"| {r.contender} | {r.rebalances} | {r.restored_records:,} | "
+            f"| {r.contender} | {r.rebalances} ({coordinator}) | {r.restored_records:,} | "
             f"{r.restored_bytes / 1e6:.1f} | {r.longest_gap_s:.2f} | {r.baseline_gap_s:.2f} | "
             f"{r.timeline.end - r.timeline.start:.1f} | {r.records_in:,} / {r.records_out:,} | "
-            f"{verdict} |"
+            f"{verdict} | {_leader(r)} |"
         )
     return lines
 
 
+def _versus(a: DeployReport, b: DeployReport) -> str:
+    ratio = f"{a.longest_gap_s / b.longest_gap_s:.2f}" if b.longest_gap_s else "n/a"
+    deploy_a = a.timeline.end - a.timeline.start
+    deploy_b = b.timeline.end - b.timeline.start
+    return (
+        f"{a.contender} vs {b.contender}: rebalances {a.rebalances} vs {b.rebalances}; "
+        f"bytes restored {a.restored_bytes:,} vs {b.restored_bytes:,}; "
+        f"longest gap {a.longest_gap_s:.2f}s vs {b.longest_gap_s:.2f}s (ratio {ratio}); "
+        f"deploy {deploy_a:.1f}s vs {deploy_b:.1f}s (ratio {deploy_a / deploy_b:.2f})"
+    )
+
+
 def headline(reports: list[DeployReport]) -> list[str]:
     by = {r.contender: r for r in reports}
-    s, d = by.get("streamrt static"), by.get("streamrt dynamic")
-    if not (s and d):
+    static = by.get("streamrt static")
+    if static is None:
         return []
-    ratio = f"{s.longest_gap_s / d.longest_gap_s:.2f}" if d.longest_gap_s else "n/a"
-    return [
-        f"static vs dynamic: rebalances {s.rebalances} vs {d.rebalances}; "
-        f"bytes restored {s.restored_bytes:,} vs {d.restored_bytes:,}; "
-        f"longest gap {s.longest_gap_s:.2f}s vs {d.longest_gap_s:.2f}s (ratio {ratio})"
-    ]
+    others = [by.get("streamrt dynamic"), by.get("faust-streaming static")]
+    return [_versus(static, other) for other in others if other is not None]
 
 
 def chart(reports: list[DeployReport], path: Path) -> None:

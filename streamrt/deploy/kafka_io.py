@@ -1,15 +1,18 @@
-"""The few broker reads the scenario needs: topics, group lag, a whole topic's records."""
+"""The few broker reads the scenario needs: topics, group lag, a whole topic's records, and
+the embedded broker's own rebalance counter (its Prometheus endpoint)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import urllib.request
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
-__all__ = ("create_topics", "group_lag", "read_topic")
+__all__ = ("coordinator_rebalances", "create_topics", "group_lag", "read_topic")
 
 
 def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]]) -> None:
@@ -75,3 +78,12 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
             await consumer.stop()
 
     return asyncio.run(go())
+
+
+def coordinator_rebalances(metrics_url: str, group: str) -> int | None:
+    """``streamrt_group_rebalances_total`` of ``group`` (None: the group is not there yet)."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    pattern = rf'^streamrt_group_rebalances_total{{group="{re.escape(group)}"}} (\S+)$'
+    match = re.search(pattern, text, re.MULTILINE)
+    return int(float(match.group(1))) if match else None

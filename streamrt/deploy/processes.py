@@ -2,10 +2,17 @@
 
 The driver plays the orchestrator: SIGTERM (the runtime commits and exits without a
 LeaveGroup when static), wait for exit, start again with the same instance id and state dir.
+
+Another runtime (the benchmark's faust-streaming contender) runs through ``argv``: the driver
+then passes what it would have put on the ``streamrt run`` command line in the environment,
+``CONTENDER_BOOTSTRAP``, ``CONTENDER_INSTANCE_ID`` (absent: dynamic membership),
+``CONTENDER_STATE_DIR`` and ``CONTENDER_CONFIG`` (the settings as a JSON object). Not
+``STREAMRT_*``: the runtime reads those as its own settings.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -30,8 +37,11 @@ class InstanceSpec:
     log_path: Path
     settings: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    argv: tuple[str, ...] = ()  # run this instead of ``streamrt run`` (settings in the env)
 
     def command(self) -> list[str]:
+        if self.argv:
+            return list(self.argv)
         cmd = [sys.executable, "-m", "streamrt.cli", "--log-format", "json", "run", self.target]
         cmd += ["--threads", str(self.threads), "--bootstrap-server", self.bootstrap]
         cmd += ["--state-dir", str(self.state_dir)]
@@ -40,6 +50,19 @@ class InstanceSpec:
         for key, value in sorted(self.settings.items()):
             cmd += ["--config", f"{key}={value}"]
         return cmd
+
+    def environment(self) -> dict[str, str]:
+        """Variables for an ``argv`` command; ``streamrt run`` takes flags instead."""
+        if not self.argv:
+            return {}
+        env = {
+            "CONTENDER_BOOTSTRAP": self.bootstrap,
+            "CONTENDER_STATE_DIR": str(self.state_dir),
+            "CONTENDER_CONFIG": json.dumps(self.settings, sort_keys=True),
+        }
+        if self.instance_id is not None:
+            env["CONTENDER_INSTANCE_ID"] = self.instance_id
+        return env
 
 
 class LocalInstance:
@@ -64,6 +87,7 @@ class LocalInstance:
             raise RuntimeError(f"{self.spec.name} is already running")
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
+        env.update(self.spec.environment())
         cwd = self.spec.cwd or Path.cwd()
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH")) if p)
         with self.spec.log_path.open("ab") as log:

@@ -6,7 +6,11 @@
 - restored records/bytes: ``restore_complete`` (and unfinished ``restore_progress``) events;
 - processing gap: per output partition, the longest time without output, from the output
   topic's LogAppendTime timestamps, while the load generator kept producing;
-- correctness: each user's final profile click count against the clicks sent.
+- correctness: each user's final profile click count against the clicks sent;
+- the group leader's instance: the newest ``group_leader`` event before the deploy, and the
+  restart step that stopped that process;
+- the coordinator's own count of completed rebalances (the broker's
+  ``streamrt_group_rebalances`` metric), a cross-check that needs no client's word.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ __all__ = (
     "check_output",
     "count_rebalances",
     "count_restores",
+    "find_leader",
     "gap_series",
     "longest_gaps",
 )
@@ -65,6 +70,8 @@ class DeployReport:
     timeline: Timeline
     gap_points: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    leader: dict[str, Any] | None = None  # instance_id, pid, generation, restart_step (1-based)
+    coordinator_rebalances: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__ if k not in ("timeline", "correctness")}
@@ -78,7 +85,9 @@ class DeployReport:
         steps = self.timeline.steps
         return [
             f"contender                 {self.contender}",
-            f"rebalances during deploy  {self.rebalances}  (generations {self.generations})",
+            f"rebalances during deploy  {self.rebalances}  (generations {self.generations}; "
+            f"the coordinator counted {_or_unknown(self.coordinator_rebalances)})",
+            f"group leader              {self._leader_line()}",
             f"records restored          {self.restored_records}",
             f"bytes restored            {self.restored_bytes:,}",
             f"longest processing gap    {self.longest_gap_s:.2f}s on one partition "
@@ -92,6 +101,37 @@ class DeployReport:
             f"exact, {c.over} over-counted, {c.under} under-counted, {c.missing} missing",
             *[f"note                      {n}" for n in self.notes],
         ]
+
+    def _leader_line(self) -> str:
+        if self.leader is None:
+            return "unknown (no group_leader event before the deploy)"
+        who = self.leader["instance_id"] or "a dynamic member"
+        line = f"{who} (pid {self.leader['pid']}, generation {self.leader['generation']})"
+        step = self.leader.get("restart_step")
+        if step is None:
+            return line + "; its process was not restarted"
+        return line + f"; restarted in step {step} of {len(self.timeline.steps)}"
+
+
+def _or_unknown(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def find_leader(events: Iterable[dict[str, Any]], timeline: Timeline) -> dict[str, Any] | None:
+    """The instance whose thread last computed an assignment before the deploy began."""
+    leader: dict[str, Any] | None = None
+    for e in events:
+        if e["type"] == "group_leader" and e["ts"] < timeline.start:
+            leader = {
+                "instance_id": e.get("instance_id") or "",
+                "pid": e["pid"],
+                "thread": e.get("thread"),
+                "generation": e["fields"].get("generation"),
+            }
+    if leader is not None:
+        steps = [n for n, s in enumerate(timeline.steps, 1) if s.old_pid == leader["pid"]]
+        leader["restart_step"] = steps[0] if steps else None
+    return leader
 
 
 def count_rebalances(events: Iterable[dict[str, Any]], since: float) -> tuple[int, list[int]]:

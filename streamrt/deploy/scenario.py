@@ -17,7 +17,12 @@ from typing import Any
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.deploy.event_tail import EventTail
-from streamrt.deploy.kafka_io import create_topics, group_lag, read_topic
+from streamrt.deploy.kafka_io import (
+    coordinator_rebalances,
+    create_topics,
+    group_lag,
+    read_topic,
+)
 from streamrt.deploy.loadgen import LoadGenerator, preload
 from streamrt.deploy.processes import InstanceSpec, LocalInstance
 from streamrt.deploy.report import (
@@ -25,6 +30,7 @@ from streamrt.deploy.report import (
     check_output,
     count_rebalances,
     count_restores,
+    find_leader,
     gap_series,
     longest_gaps,
 )
@@ -59,6 +65,9 @@ class ScenarioConfig:
     output_topic: str = "session-profiles"
     timeout: float = 600.0
     label: str = ""
+    # Another runtime's worker instead of ``streamrt run`` (see ``deploy.processes``); its
+    # threads per instance are ``threads``.
+    command: tuple[str, ...] = ()
 
     @property
     def contender(self) -> str:
@@ -85,6 +94,8 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
         "commit.interval.ms": str(cfg.commit_interval_ms),
         "application.id": cfg.application_id,
     }
+    if cfg.command:
+        settings["num.partitions"] = str(cfg.partitions)
     return [
         InstanceSpec(
             name=f"instance-{n}",
@@ -96,6 +107,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             log_path=cfg.work_dir / "logs" / f"instance-{n}.log",
             settings=settings,
             cwd=REPO_ROOT,
+            argv=cfg.command,
         )
         for n in range(1, cfg.instances + 1)
     ]
@@ -120,10 +132,12 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
     """Run the whole scenario on a fresh embedded broker in ``cfg.work_dir``."""
     say = progress or (lambda _msg: None)
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
-    broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES).start()
+    broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
     instances: list[LocalInstance] = []
     try:
         bootstrap = broker.bootstrap
+        assert broker.broker is not None
+        metrics_url = f"http://127.0.0.1:{broker.broker.metrics_bound_port}/metrics"
         say(f"[{cfg.contender}] broker at {bootstrap}; topics {cfg.partitions} partitions")
         create_topics(
             bootstrap,
@@ -152,6 +166,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             load = LoadGenerator(bootstrap, cfg.input_topic, cfg.users, cfg.rate).start()
             time.sleep(cfg.baseline_seconds)
             say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
+            rebalances_before = coordinator_rebalances(metrics_url, cfg.application_id) or 0
             timeline = rolling_restart(
                 tail,
                 instances,
@@ -162,6 +177,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                 on_step=say,
             )
             time.sleep(cfg.after_seconds)
+            rebalances_after = coordinator_rebalances(metrics_url, cfg.application_id) or 0
             load.stop()
             say(f"  deploy done in {timeline.end - timeline.start:.1f}s; draining")
             _wait_caught_up(cfg, bootstrap, say, "draining")
@@ -170,7 +186,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             instance.stop()
         sent.update(load.sent)
         output = read_topic(bootstrap, cfg.output_topic, cfg.partitions)
-        return _report(cfg, timeline, events, output, sent)
+        report = _report(cfg, timeline, events, output, sent)
+        report.coordinator_rebalances = rebalances_after - rebalances_before
+        return report
     finally:
         for instance in instances:
             instance.stop(signal.SIGKILL)
@@ -207,5 +225,6 @@ def _report(
         correctness=correctness,
         timeline=timeline,
         gap_points=series,
+        leader=find_leader(events, timeline),
         notes=[],
     )

@@ -182,6 +182,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     :param stores: sub-topology id → its store names (published in the metadata).
     :param subscription: called at each join for this thread's current subscription info.
     :param on_info: receives this thread's decoded :class:`AssignmentInfo`.
+    :param on_leader: called with ``(members, tasks)`` when this thread, as the group
+        leader, computed an assignment (operators and the deploy report want to know which
+        instance leads).
     """
 
     def __init__(
@@ -190,11 +193,13 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         stores: Mapping[int, tuple[str, ...]],
         subscription: Callable[[], SubscriptionInfo],
         on_info: Callable[[AssignmentInfo], None],
+        on_leader: Callable[[int, int], None] | None = None,
     ) -> None:
         self.subtopologies = dict(subtopologies)
         self.stores = {str(k): tuple(v) for k, v in stores.items()}
         self._subscription = subscription
         self._on_info = on_info
+        self._on_leader = on_leader
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -256,4 +261,6 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 ],
                 info.encode(),
             )
+        if self._on_leader is not None:
+            self._on_leader(len(members), len(task_parts))
         return out

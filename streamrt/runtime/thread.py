@@ -168,6 +168,18 @@ class StreamThread:
             {s.id: s.stores for s in subs},
             self._subscription_info,
             self._on_assignment_info,
+            self._on_leader,
+        )
+
+    def _on_leader(self, members: int, tasks: int) -> None:
+        """This thread's consumer is the group leader and just computed the assignment."""
+        generation = self._generation()
+        logger.info(
+            "computed the group assignment as leader",
+            extra=fields(thread=self.name, generation=generation, members=members, tasks=tasks),
+        )
+        self.env.emit(
+            "group_leader", self.index, generation=generation, members=members, tasks=tasks
         )
 
     def _subscription_info(self) -> SubscriptionInfo:

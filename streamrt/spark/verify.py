@@ -1,7 +1,8 @@
 """Verify the sessions app (``apps/sessions.py``): recompute its profiles from the input topic.
 
-The app folds each user's clicks, in offset order, into a profile. Spark SQL recomputes the
-fields that follow from the clicks alone (``clicks``, ``pages``, ``recent``, ``first_ts``,
+The app folds each user's clicks, in offset order, into a profile
+(``apps/session_profiles.py``). Spark SQL recomputes the fields that follow from the clicks
+alone (``clicks``, ``pages``, ``recent``, ``first_ts``,
 ``last_ts``; ``attributes`` is constant padding) and compares them with the latest value per
 key of the output topic. Keys are compared both ways: a profile without clicks is a mismatch
 as much as clicks without a profile (``actual`` or ``expected`` is then null).
@@ -14,9 +15,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from apps.session_profiles import RECENT_PAGES
+
 __all__ = ("RECENT_PAGES", "expected_profiles", "latest_profiles", "verify_sessions")
 
-RECENT_PAGES = 50  # apps/sessions.py: RECENT_PAGES; the app is not imported (it builds an App)
 
 _CLICK_SCHEMA = "page string, ts double"
 _PROFILE_SCHEMA = (

@@ -9,9 +9,11 @@ from streamrt.deploy.report import (
     check_output,
     count_rebalances,
     count_restores,
+    find_leader,
     gap_series,
     longest_gaps,
 )
+from streamrt.deploy.rolling import RestartStep, Timeline
 
 
 def event(ts: float, type_: str, pid: int = 1, thread: int = 1, **fields: object) -> dict:
@@ -29,6 +31,25 @@ def test_rebalances_are_new_generations_after_the_deploy_began() -> None:
     ]
     assert count_rebalances(events, since=5) == (2, [3, 4])
     assert count_rebalances(events[:3], since=5) == (0, [])
+
+
+def test_the_leader_is_the_last_one_elected_before_the_deploy_and_its_step_is_named() -> None:
+    events = [
+        {**event(1, "group_leader", pid=11, generation=1), "instance_id": "a"},
+        {**event(2, "group_leader", pid=22, generation=2), "instance_id": "b"},
+        {**event(20, "group_leader", pid=33, generation=3), "instance_id": "c"},  # during it
+    ]
+    steps = [RestartStep("a", "SIGTERM", 11), RestartStep("b", "SIGTERM", 22)]
+    leader = find_leader(events, Timeline(start=10, end=30, steps=steps))
+    assert leader == {
+        "instance_id": "b",
+        "pid": 22,
+        "thread": 1,
+        "generation": 2,
+        "restart_step": 2,
+    }
+    assert find_leader(events, Timeline(start=10, end=30, steps=steps[:1]))["restart_step"] is None
+    assert find_leader(events[2:], Timeline(start=10, end=30)) is None
 
 
 def test_restores_count_completed_and_unfinished_ones_after_since() -> None:

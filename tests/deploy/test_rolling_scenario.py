@@ -1,11 +1,13 @@
 """The rolling deploy end to end: 2 instances x 2 threads of the sessions app, small state.
 
 Real broker, real ``streamrt run`` processes, real SIGTERM. Static membership must roll
-without a rebalance or a restore; dynamic membership rebalances. Both must be correct.
+without a rebalance or a restore; dynamic membership rebalances. Both must be correct. The
+benchmark's faust-streaming contender runs through the same driver and report.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +17,17 @@ from streamrt.deploy import ScenarioConfig, run_scenario
 pytestmark = pytest.mark.slow
 
 
-def small(tmp_path: Path, static: bool) -> ScenarioConfig:
+FAUST_WORKER = (sys.executable, str(Path(__file__).parents[2] / "bench" / "faust_sessions.py"))
+FAUST_WORKER += ("worker", "--without-web")
+
+
+def small(tmp_path: Path, static: bool, command: tuple[str, ...] = ()) -> ScenarioConfig:
     return ScenarioConfig(
         work_dir=tmp_path / ("static" if static else "dynamic"),
         static=static,
+        command=command,
         instances=2,
-        threads=2,
+        threads=1 if command else 2,
         partitions=4,
         users=500,
         rate=100,
@@ -38,11 +45,26 @@ def test_static_rolling_deploy_has_no_rebalance_and_restores_nothing(tmp_path: P
     assert report.restored_bytes == 0
     assert report.correctness.exactly_once_result  # a clean SIGTERM commits: no re-processing
     assert report.records_out == report.records_in > 500
+    assert report.coordinator_rebalances == 0  # the broker agrees
+    # the leader's instance was named and was among those restarted
+    assert report.leader is not None
+    assert report.leader["instance_id"] in ("instance-1", "instance-2")
+    assert report.leader["restart_step"] == int(report.leader["instance_id"][-1])
 
 
 def test_dynamic_rolling_deploy_rebalances_and_stays_correct(tmp_path: Path) -> None:
     report = run_scenario(small(tmp_path, static=False))
     assert report.rebalances >= 1
+    assert report.coordinator_rebalances == report.rebalances
     assert report.generations == sorted(report.generations)
     assert report.correctness.ok
     assert report.correctness.users == 500
+
+
+def test_faust_static_contender_runs_through_the_same_driver_and_report(tmp_path: Path) -> None:
+    report = run_scenario(small(tmp_path, static=True, command=FAUST_WORKER))
+    assert [s.exit_code for s in report.timeline.steps] == [0, 0]
+    assert report.rebalances == report.coordinator_rebalances == 0
+    assert report.leader is not None and report.leader["restart_step"] in (1, 2)
+    assert report.correctness.ok
+    assert report.records_out >= report.records_in > 500

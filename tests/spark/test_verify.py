@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from apps.sessions import add_click, new_profile
+from apps.session_profiles import add_click, new_profile
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
 from streamrt.spark.verify import verify_sessions

@@ -1,0 +1,38 @@
+"""The session-profile fold, shared by every implementation of the sessions app.
+
+Pure functions with no framework import, so the streamrt app (``apps/sessions.py``), the
+faust-streaming contender (``bench/faust_sessions.py``) and the Spark verification job
+(``streamrt report verify``) compute, or recompute, exactly the same profiles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ("PROFILE_PADDING", "RECENT_PAGES", "add_click", "new_profile")
+
+RECENT_PAGES = 50
+PROFILE_PADDING = 2048  # bytes of attributes, so each profile is a few KB
+
+
+def new_profile() -> dict[str, Any]:
+    return {
+        "clicks": 0,
+        "pages": {},
+        "recent": [],
+        "first_ts": None,
+        "last_ts": None,
+        "attributes": "x" * PROFILE_PADDING,
+    }
+
+
+def add_click(user: str, click: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
+    """Fold one click (``{"user", "page", "ts"}``) into ``user``'s profile."""
+    page = str(click.get("page", "?"))
+    ts = click.get("ts")
+    profile["clicks"] += 1
+    profile["pages"][page] = profile["pages"].get(page, 0) + 1
+    profile["recent"] = ([page, *profile["recent"]])[:RECENT_PAGES]
+    profile["first_ts"] = profile["first_ts"] if profile["first_ts"] is not None else ts
+    profile["last_ts"] = ts
+    return profile
