@@ -1,0 +1,42 @@
+"""The one ``streamrt`` command: subcommands, help, and what ``streamrt run`` imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from streamrt.cli import _requested_command, build_parser, main
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    for command in ("demo", "broker", "groups", "topics", "run", "instances", "deploy", "report"):
+        assert f"    {command} " in out
+
+
+def test_the_requested_command_skips_global_options() -> None:
+    assert _requested_command(["--log-level", "DEBUG", "--log-format", "json", "run", "x"]) == "run"
+    assert _requested_command(["--log-format=json", "groups", "list"]) == "groups"
+    assert _requested_command(["-h"]) is None
+
+
+def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser(["nosuch"]).parse_args(["nosuch"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'nosuch'" in capsys.readouterr().err
+
+
+def test_streamrt_run_imports_neither_the_broker_nor_spark_nor_the_deploy_driver() -> None:
+    """A rolling deploy restarts ``streamrt run``: every import there is downtime."""
+    code = (
+        "import sys; from streamrt.cli import build_parser; "
+        "build_parser(['--log-format', 'json', 'run', 'apps.wordcount:app']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow') "
+        "or m.startswith(('streamrt.broker', 'streamrt.spark', 'streamrt.deploy'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
