@@ -49,6 +49,7 @@ def side_by_side(reports: list[Any]) -> list[str]:
     rows = [
         ("", [r.contender for r in reports]),
         ("rebalances during deploy", [str(r.rebalances) for r in reports]),
+        ("  counted by the broker", [str(r.coordinator_rebalances) for r in reports]),
         ("records restored", [f"{r.restored_records:,}" for r in reports]),
         ("bytes restored", [f"{r.restored_bytes / 1e6:,.1f} MB" for r in reports]),
         ("longest partition gap", [f"{r.longest_gap_s:.2f} s" for r in reports]),
@@ -57,10 +58,16 @@ def side_by_side(reports: list[Any]) -> list[str]:
         ("records in / out", [f"{r.records_in:,} / {r.records_out:,}" for r in reports]),
         ("state size", [f"{r.state_bytes / 1e6:.1f} MB" for r in reports]),
         ("output correct", ["yes" if r.correctness.ok else "NO" for r in reports]),
+        ("leader's restart step", [_leader_step(r) for r in reports]),
     ]
     width = max(len(label) for label, _ in rows) + 2
     col = max(len(v) for _, vals in rows for v in vals) + 2
     return [label.ljust(width) + "".join(v.rjust(col) for v in vals) for label, vals in rows]
+
+
+def _leader_step(report: Any) -> str:
+    step = report.leader.get("restart_step") if report.leader else None
+    return "?" if step is None else f"{step} of {len(report.timeline.steps)}"
 
 
 def run_demo(args: argparse.Namespace) -> int:

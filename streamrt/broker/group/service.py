@@ -30,6 +30,7 @@ from streamrt.logs import fields
 
 __all__ = ("CONSUMER_OFFSETS", "GroupCoordinatorService", "GroupMetrics", "partition_for")
 
+_HEARTBEAT = 12  # api key
 logger = logging.getLogger(__name__)
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -192,6 +193,10 @@ class GroupCoordinatorService:
     async def handle(self, ctx: Any, request: Any) -> Any:
         """The kio response for ``ctx.api_version``; awaits while JoinGroup/SyncGroup is parked."""
         if self._state != "active":
+            if self._state == "loading" and ctx.api_key == _HEARTBEAT:
+                # Kafka answers a heartbeat during load blindly (NONE): the member's session
+                # timer restarts at load anyway, and it must not rejoin because of the load.
+                return error_response(ctx, request, ErrorCode.none)
             code = (
                 ErrorCode.coordinator_load_in_progress
                 if self._state == "loading"

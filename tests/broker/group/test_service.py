@@ -143,3 +143,26 @@ def test_stop_answers_parked_join_not_coordinator(tmp_path: Path) -> None:
         logs.close()
 
     asyncio.run(scenario())
+
+
+def test_before_load_completes_heartbeats_get_none_and_the_rest_load_in_progress(
+    tmp_path: Path,
+) -> None:
+    """Kafka answers a heartbeat during load blindly; JoinGroup and commits must retry."""
+
+    async def scenario() -> None:
+        logs = LogManager(tmp_path, CONFIG)
+        logs.load()
+        svc = GroupCoordinatorService(logs, CONFIG)  # not started: still loading
+        heartbeat = await svc.handle(
+            *_req(12, 4, group_id="g", generation_id=1, member_id="m", group_instance_id="i1")
+        )
+        assert heartbeat.error_code == ErrorCode.none
+        joined = await _join(svc, "i1")
+        assert joined.error_code == ErrorCode.coordinator_load_in_progress
+        await svc.start()
+        joined = await _join(svc, "i1")
+        assert joined.error_code == ErrorCode.none
+        await svc.stop()
+
+    asyncio.run(scenario())
