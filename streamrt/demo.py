@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ("register", "side_by_side")
+__all__ = ("reading", "register", "side_by_side")
 
 
 def register(sub: Any) -> None:
@@ -33,11 +33,17 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--users",
         type=int,
-        default=20_000,
-        help="users = profiles in state, ~2.2 KB each (default 20000: ~45 MB)",
+        default=100_000,
+        help="users = profiles in state, ~2.2 KB each (default 100000: ~220 MB)",
     )
     p.add_argument("--rate", type=float, default=300.0, help="clicks/s during the deploy")
-    p.add_argument("--restart-delay", type=float, default=0.0, help="seconds each is down")
+    p.add_argument(
+        "--restart-delay",
+        type=float,
+        default=2.0,
+        help="seconds each instance stays down after it exited, as a pod being replaced "
+        "does (default 2; 0 restarts in place)",
+    )
     p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
     p.add_argument("--work-dir", type=Path, default=None, help="where to keep it (default: temp)")
     p.add_argument("--json", type=Path, default=None, help="also write both reports as JSON")
@@ -63,6 +69,27 @@ def side_by_side(reports: list[Any]) -> list[str]:
     width = max(len(label) for label, _ in rows) + 2
     col = max(len(v) for _, vals in rows for v in vals) + 2
     return [label.ljust(width) + "".join(v.rjust(col) for v in vals) for label, vals in rows]
+
+
+def reading(reports: list[Any]) -> list[str]:
+    """What the numbers say, in a sentence per contender."""
+    out = []
+    for r in reports:
+        downtime = max((s.downtime for s in r.timeline.steps), default=0.0)
+        if r.rebalances == 0 and r.restored_bytes == 0:
+            out.append(
+                f"{r.contender}: nothing moved and nothing was restored; each partition waited "
+                f"for its own instance (longest gap {r.longest_gap_s:.1f} s, longest instance "
+                f"downtime {downtime:.1f} s)."
+            )
+        else:
+            share = r.restored_bytes / r.state_bytes if r.state_bytes else 0.0
+            out.append(
+                f"{r.contender}: {r.rebalances} rebalances moved partitions at once and "
+                f"{r.restored_bytes / 1e6:,.0f} MB was restored ({share:.1f}x the state); "
+                "restore time grows with state size, an instance's downtime does not."
+            )
+    return out
 
 
 def _leader_step(report: Any) -> str:
@@ -99,6 +126,8 @@ def run_demo(args: argparse.Namespace) -> int:
             reports.append(report)
     print(f"== side by side ({time.monotonic() - began:.0f}s in all) ==")
     print("\n".join(side_by_side(reports)))
+    print()
+    print("\n".join(reading(reports)))
     if args.json:
         args.json.write_text(json.dumps([r.to_json() for r in reports], indent=1))
     return 0 if all(r.correctness.ok for r in reports) else 1
