@@ -227,6 +227,9 @@ class GroupCoordinator:
 
     def _update_member(self, member: Member, join: _Join) -> None:
         """A previously parked JoinGroup of this member is superseded and never answered."""
+        superseded = member.awaiting_join
+        if superseded is not None and superseded.handle is not join.parked.handle:
+            self.out.abandon(superseded.handle)
         member.protocols = join.protocols
         member.rebalance_timeout_ms = join.rebalance_timeout_ms
         member.session_timeout_ms = join.session_timeout_ms

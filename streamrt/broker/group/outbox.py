@@ -26,6 +26,14 @@ class Outbox:
     def complete(self, handle: object, response: Any) -> None:
         self._completions.append((handle, response))
 
+    def abandon(self, handle: object) -> None:
+        """A parked request that will never be answered (Kafka drops it): a ``None`` response.
+
+        The network layer can then stop waiting for it instead of holding its connection open
+        until the broker stops.
+        """
+        self._completions.append((handle, None))
+
     def complete_join(
         self, member: Member, error: ErrorCode, member_id: str, **fields: Any
     ) -> bool:

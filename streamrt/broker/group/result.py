@@ -11,7 +11,8 @@ from streamrt.errors import ErrorCode
 
 __all__ = ("EMPTY_RESULT", "AppendCallback", "Completion", "Result")
 
-#: (opaque handle of a parked request, the kio response that answers it)
+#: (opaque handle of a parked request, the kio response that answers it); a ``None`` response
+#: abandons the request: Kafka never answers it (a superseded JoinGroup).
 Completion = tuple[object, Any]
 #: Called by the runtime after the append: ``None`` on success, else the storage error code.
 AppendCallback = Callable[[ErrorCode | None], "Result"]

@@ -210,7 +210,17 @@ class GroupCoordinatorService:
             except KafkaError as exc:
                 return error_response(ctx, request, exc.code)
             await self._apply(result, reply, ctx, request)
-        return await reply
+        try:
+            return await reply
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if reply.cancelled() and task is not None and not task.cancelling():
+                logger.info(
+                    "JoinGroup superseded by a newer one of the same member: dropped "
+                    "unanswered as in Kafka; closing its connection",
+                    extra=fields(client_id=ctx.client_id, client_host=ctx.client_host),
+                )
+            raise
 
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
@@ -246,7 +256,10 @@ class GroupCoordinatorService:
                     self.coordinator.replay(record)
         for handle, response in result.completions:
             if isinstance(handle, asyncio.Future) and not handle.done():
-                handle.set_result(response)
+                if response is None:  # never answered, as in Kafka: release its connection
+                    handle.cancel()
+                else:
+                    handle.set_result(response)
         if result.on_append is not None:
             await self._apply(result.on_append(None if error is None else map_append_error(error)))
         if reply is None or reply.done() or result.response is None:

@@ -33,6 +33,7 @@ class Pending:
     """A request's reply slot; ``response`` stays ``None`` while the request is parked."""
 
     response: Any = None
+    abandoned: bool = False  # the coordinator said it will never answer this request
 
     @property
     def done(self) -> bool:
@@ -79,6 +80,8 @@ class CoordinatorTestContext:
                         self.coordinator.replay(record)
         for handle, response in result.completions:
             assert isinstance(handle, Pending)
+            if response is None:
+                handle.abandoned = True
             handle.response = response
         if result.on_append is not None:
             self.apply(result.on_append(None if error is None else map_append_error(error)))

@@ -317,7 +317,9 @@ def test_superseded_join_is_never_answered(context: CoordinatorTestContext) -> N
     group = context.coordinator.groups["g"]
     leader_instance = next(i for i, m in ids.items() if m == group.leader_id)
     first = context.join(member_id=ids[leader_instance], instance_id=leader_instance)
+    assert not first.done and not first.abandoned
     second = context.join(member_id=ids[leader_instance], instance_id=leader_instance)
+    assert first.abandoned  # so the network layer can let its connection go
     context.sleep(10_000)
     assert second.done and not first.done
 
