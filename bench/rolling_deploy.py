@@ -60,7 +60,7 @@ def _leader(r: DeployReport) -> str:
     if r.leader is None:
         return "?"
     who = r.leader["instance_id"] or f"pid {r.leader['pid']}"
-    step = r.leader.get("restart_step")
+    step = r.leader_restart_step
     return f"{who}, step {step}" if step else f"{who}, not restarted"
 
 
@@ -75,7 +75,7 @@ def table(reports: list[DeployReport]) -> list[str]:
         lines.append(
             f"| {r.contender} | {r.rebalances} ({coordinator}) | {r.restored_records:,} | "
             f"{r.restored_bytes / 1e6:.1f} | {r.longest_gap_s:.2f} | {r.baseline_gap_s:.2f} | "
-            f"{r.timeline.end - r.timeline.start:.1f} | {r.records_in:,} / {r.records_out:,} | "
+            f"{r.timeline.duration:.1f} | {r.records_in:,} / {r.records_out:,} | "
             f"{verdict} | {_leader(r)} |"
         )
     return lines
@@ -83,8 +83,7 @@ def table(reports: list[DeployReport]) -> list[str]:
 
 def _versus(a: DeployReport, b: DeployReport) -> str:
     ratio = f"{a.longest_gap_s / b.longest_gap_s:.2f}" if b.longest_gap_s else "n/a"
-    deploy_a = a.timeline.end - a.timeline.start
-    deploy_b = b.timeline.end - b.timeline.start
+    deploy_a, deploy_b = a.timeline.duration, b.timeline.duration
     return (
         f"{a.contender} vs {b.contender}: rebalances {a.rebalances} vs {b.rebalances}; "
         f"bytes restored {a.restored_bytes:,} vs {b.restored_bytes:,}; "

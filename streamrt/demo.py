@@ -60,7 +60,7 @@ def side_by_side(reports: list[Any]) -> list[str]:
         ("bytes restored", [f"{r.restored_bytes / 1e6:,.1f} MB" for r in reports]),
         ("longest partition gap", [f"{r.longest_gap_s:.2f} s" for r in reports]),
         ("gap before deploy", [f"{r.baseline_gap_s:.2f} s" for r in reports]),
-        ("deploy duration", [f"{r.timeline.end - r.timeline.start:.1f} s" for r in reports]),
+        ("deploy duration", [f"{r.timeline.duration:.1f} s" for r in reports]),
         ("records in / out", [f"{r.records_in:,} / {r.records_out:,}" for r in reports]),
         ("state size", [f"{r.state_bytes / 1e6:.1f} MB" for r in reports]),
         ("output correct", ["yes" if r.correctness.ok else "NO" for r in reports]),
@@ -93,7 +93,7 @@ def reading(reports: list[Any]) -> list[str]:
 
 
 def _leader_step(report: Any) -> str:
-    step = report.leader.get("restart_step") if report.leader else None
+    step = report.leader_restart_step
     return "?" if step is None else f"{step} of {len(report.timeline.steps)}"
 
 

@@ -102,12 +102,17 @@ class DeployReport:
             *[f"note                      {n}" for n in self.notes],
         ]
 
+    @property
+    def leader_restart_step(self) -> int | None:
+        """Which restart (1-based) stopped the leader's process; None: unknown or not restarted."""
+        return None if self.leader is None else self.leader.get("restart_step")
+
     def _leader_line(self) -> str:
         if self.leader is None:
             return "unknown (no group_leader event before the deploy)"
         who = self.leader["instance_id"] or "a dynamic member"
         line = f"{who} (pid {self.leader['pid']}, generation {self.leader['generation']})"
-        step = self.leader.get("restart_step")
+        step = self.leader_restart_step
         if step is None:
             return line + "; its process was not restarted"
         return line + f"; restarted in step {step} of {len(self.timeline.steps)}"

@@ -54,6 +54,11 @@ class Timeline:
     end: float = 0.0
     steps: list[RestartStep] = field(default_factory=list)
 
+    @property
+    def duration(self) -> float:
+        """The whole deploy, first stop signal to the last instance RUNNING."""
+        return self.end - self.start
+
     def to_json(self) -> dict[str, Any]:
         return {
             "start": self.start,

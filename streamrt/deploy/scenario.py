@@ -179,7 +179,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             time.sleep(cfg.after_seconds)
             rebalances_after = coordinator_rebalances(metrics_url, cfg.application_id) or 0
             load.stop()
-            say(f"  deploy done in {timeline.end - timeline.start:.1f}s; draining")
+            say(f"  deploy done in {timeline.duration:.1f}s; draining")
             _wait_caught_up(cfg, bootstrap, say, "draining")
             events = tail.events()
         for instance in instances:
