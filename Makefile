@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,22 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy streamrt
 	$(BIN)/pytest -q
+
+# The inner loop: no Spark/JVM and no long integration scenarios (the full suite is `make test`).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow and not spark"
+
+# Every benchmark at a quick size (minutes, not the published runs: see docs/benchmarks.md for
+# the commands and sizes behind the published numbers). Results go to $(BENCH_OUT).
+BENCH_OUT ?= /tmp/streamrt-bench
+bench: $(STAMP)
+	mkdir -p $(BENCH_OUT)
+	$(BIN)/python bench/broker_throughput.py --records 20000 --json $(BENCH_OUT)/broker_throughput.json
+	$(BIN)/python bench/coordinator_static.py --members 100 --seconds 1 --initial-delay-ms 0
+	$(BIN)/python bench/runtime_sessions.py --users 2000 --clicks 10000
+	$(BIN)/python bench/spark_source.py --records 50000 --partitions 2
+	$(BIN)/python bench/rolling_deploy.py --runs static,dynamic,faust --users 2000 --rate 100 \
+		--out $(BENCH_OUT)/rolling_deploy --work-dir $(BENCH_OUT)/rolling_deploy-work
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy streamrt

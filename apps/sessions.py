@@ -2,13 +2,13 @@
 
 Clicks (JSON ``{"user": ..., "page": ..., "ts": ...}``, keyed by user) on ``clicks`` are
 folded into one profile per user, a few KB each: counters, the last pages seen and a padded
-attribute blob (``apps/session_profiles.py``). Profiles go to ``session-profiles`` and live
-in the ``profiles`` store.
+attribute blob (``streamrt/deploy/session_profiles.py``). Profiles go to
+``session-profiles`` and live in the ``profiles`` store.
 """
 
 from __future__ import annotations
 
-from apps.session_profiles import PROFILE_PADDING, RECENT_PAGES, add_click, new_profile
+from streamrt.deploy.session_profiles import PROFILE_PADDING, RECENT_PAGES, add_click, new_profile
 from streamrt.runtime import App
 
 __all__ = ("PROFILE_PADDING", "RECENT_PAGES", "add_click", "app", "new_profile")

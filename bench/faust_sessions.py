@@ -1,9 +1,10 @@
 """The sessions app on faust-streaming: the rolling-deploy benchmark's third contender.
 
-The same fold as ``apps/sessions.py`` (``apps/session_profiles.py``), the same topics, the same
-broker, written the way a faust user would: one agent, a RocksDB-backed ``app.Table`` (the
-rocksdict driver, changelog-backed), ``consumer_group_instance_id`` for static membership.
-faust's defaults are kept (one standby replica, at-least-once, its own partition assignor).
+The same fold as ``apps/sessions.py`` (``streamrt/deploy/session_profiles.py``), the same
+topics, the same broker, written the way a faust user would: one agent, a RocksDB-backed
+``app.Table`` (the rocksdict driver, changelog-backed), ``consumer_group_instance_id`` for
+static membership. faust's defaults are kept (one standby replica, at-least-once, its own
+partition assignor).
 
 So that one deploy driver and one report measure every contender alike, the worker publishes
 the few lifecycle events the report reads to ``<app>-events``, in streamrt's schema
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import faust
 from faust.assignor import PartitionAssignor
 
-from apps.session_profiles import add_click, new_profile
+from streamrt.deploy.session_profiles import add_click, new_profile
 
 APP_ID = "sessions"
 ENV = os.environ.get

@@ -1,8 +1,8 @@
 """Verify the sessions app (``apps/sessions.py``): recompute its profiles from the input topic.
 
 The app folds each user's clicks, in offset order, into a profile
-(``apps/session_profiles.py``). Spark SQL recomputes the fields that follow from the clicks
-alone (``clicks``, ``pages``, ``recent``, ``first_ts``,
+(``streamrt/deploy/session_profiles.py``). Spark SQL recomputes the fields that follow
+from the clicks alone (``clicks``, ``pages``, ``recent``, ``first_ts``,
 ``last_ts``; ``attributes`` is constant padding) and compares them with the latest value per
 key of the output topic. Keys are compared both ways: a profile without clicks is a mismatch
 as much as clicks without a profile (``actual`` or ``expected`` is then null).
@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from apps.session_profiles import RECENT_PAGES
+from streamrt.deploy.session_profiles import RECENT_PAGES
 
 __all__ = ("RECENT_PAGES", "expected_profiles", "latest_profiles", "verify_sessions")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from streamrt.admin.client import EARLIEST, LATEST, AdminClient
 from streamrt.admin.models import NewTopic
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
+from tests.kafka_helpers import wait_until_async
 
 # Static members keep their partitions through a session timeout this long; the removal must
 # rebalance the group long before it (the waits below are bounded well under it).
@@ -31,16 +32,6 @@ async def _cli(argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple
     code = await asyncio.to_thread(main, [*argv, "--output", "json"])
     out = capsys.readouterr().out
     return code, json.loads(out) if out.strip() else None
-
-
-async def _until(what: str, condition: Callable[[], Awaitable[bool]], limit: float = 20) -> None:
-    """Poll ``condition``; fail after ``limit`` seconds (a bound, never a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while not await condition():
-        if loop.time() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 def _static_consumer(bootstrap: str, topic: str, group: str, instance: str) -> AIOKafkaConsumer:
@@ -77,7 +68,7 @@ def test_remove_static_member_triggers_an_immediate_rebalance(
                 owned = [a.assignment(), b.assignment()]
                 return all(owned) and owned[0] | owned[1] == all_partitions
 
-            await _until("both static members to be assigned", both_assigned)
+            await wait_until_async(both_assigned, 20, "both static members to be assigned")
 
             code, described = await _cli(
                 ["groups", "describe", "--bootstrap-server", bootstrap, "--group", group], capsys
@@ -108,7 +99,7 @@ def test_remove_static_member_triggers_an_immediate_rebalance(
             async def survivor_owns_all() -> bool:
                 return a.assignment() == all_partitions
 
-            await _until("the survivor to own every partition", survivor_owns_all)
+            await wait_until_async(survivor_owns_all, 20, "the survivor to own every partition")
 
             code, described = await _cli(
                 ["groups", "describe", "--bootstrap-server", bootstrap, "--group", group], capsys

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamrt.broker.embedded import BrokerThread
-from tests.broker.test_groups_support import start_broker
+from tests.broker.groups_support import start_broker
 
 
 @pytest.fixture

@@ -15,14 +15,8 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from streamrt.admin.client import AdminClient
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
-from tests.broker.test_groups_support import (
-    create_topic,
-    group_gauges,
-    produce,
-    request_count,
-    stable_with,
-    wait_until,
-)
+from tests.broker.groups_support import group_gauges, request_count, stable_with
+from tests.kafka_helpers import create_topic, produce_tagged, wait_until_async
 
 PARTITIONS = 6
 
@@ -80,10 +74,6 @@ class Member:
         return got
 
 
-async def _until(what: str, condition: object, limit: float = 20) -> None:
-    await asyncio.to_thread(wait_until, what, condition, limit)  # type: ignore[arg-type]
-
-
 async def _form(members: list[Member], topic: str) -> None:
     everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
 
@@ -91,7 +81,7 @@ async def _form(members: list[Member], topic: str) -> None:
         owned = [m.assignment() for m in members]
         return all(owned) and set().union(*owned) == everything
 
-    await _until("every member to own partitions", formed)
+    await wait_until_async(formed, 20, "every member to own partitions")
 
 
 def test_static_member_restarted_within_session_keeps_partitions_without_rebalance(
@@ -99,7 +89,7 @@ def test_static_member_restarted_within_session_keeps_partitions_without_rebalan
 ) -> None:
     bootstrap, group = group_broker.bootstrap, "restart-within-session"
     create_topic(bootstrap, topic_name, PARTITIONS)
-    produce(bootstrap, topic_name, PARTITIONS, 2, "old")
+    produce_tagged(bootstrap, topic_name, PARTITIONS, 2, "old")
 
     async def scenario() -> None:
         ids = ["inst-0", "inst-1", "inst-2"]
@@ -107,7 +97,7 @@ def test_static_member_restarted_within_session_keeps_partitions_without_rebalan
         replacement: Member | None = None
         try:
             await _form(members, topic_name)
-            await _until("a stable group of 3", stable_with(group_broker, group, 3))
+            await wait_until_async(stable_with(group_broker, group, 3), 20, "a stable group of 3")
             for m in members:
                 await m.consume(2 * len(m.assignment()))
                 await m.consumer.commit()
@@ -119,11 +109,12 @@ def test_static_member_restarted_within_session_keeps_partitions_without_rebalan
 
             victim, others = members[1], [members[0], members[2]]
             await victim.consumer.stop()  # aiokafka sends no LeaveGroup for a static member
-            produce(bootstrap, topic_name, PARTITIONS, 1, "new")
+            produce_tagged(bootstrap, topic_name, PARTITIONS, 1, "new")
             replacement = await Member(bootstrap, topic_name, group, "inst-1", 6000).start()
-            await _until(
-                "the restarted member to get its partitions back",
+            await wait_until_async(
                 lambda: replacement is not None and replacement.assignment() == owned["inst-1"],
+                20,
+                "the restarted member to get its partitions back",
             )
             resumed = await replacement.consume(len(owned["inst-1"]))
             expected = sorted(tp.partition for tp in owned["inst-1"])
@@ -158,14 +149,16 @@ def test_static_member_away_past_its_session_timeout_is_removed_and_group_rebala
         b = await Member(bootstrap, topic_name, group, "inst-b", 2000).start()
         try:
             await _form([a, b], topic_name)
-            await _until("a stable group of 2", stable_with(group_broker, group, 2))
+            await wait_until_async(stable_with(group_broker, group, 2), 20, "a stable group of 2")
             before = group_gauges(group_broker, group)
             assert before is not None
             a.listener.revoked.clear()
             await b.consumer.stop()
             everything = {TopicPartition(topic_name, p) for p in range(PARTITIONS)}
-            await _until("the survivor to own all", lambda: a.assignment() == everything)
-            await _until("a stable group of 1", stable_with(group_broker, group, 1))
+            await wait_until_async(
+                lambda: a.assignment() == everything, 20, "the survivor to own all"
+            )
+            await wait_until_async(stable_with(group_broker, group, 1), 20, "a stable group of 1")
             after = group_gauges(group_broker, group)
             assert after is not None
             assert after.generation == before.generation + 1
@@ -192,7 +185,7 @@ def test_removing_a_static_member_through_the_cli_rebalances_at_once(
         b = await Member(bootstrap, topic_name, group, "inst-b", session_ms).start()
         try:
             await _form([a, b], topic_name)
-            await _until("a stable group of 2", stable_with(group_broker, group, 2))
+            await wait_until_async(stable_with(group_broker, group, 2), 20, "a stable group of 2")
             before = group_gauges(group_broker, group)
             assert before is not None
             await b.consumer.stop()
@@ -200,10 +193,10 @@ def test_removing_a_static_member_through_the_cli_rebalances_at_once(
             code = await asyncio.to_thread(main, [*argv, "--instance-id", "inst-b"])
             assert code == 0
             everything = {TopicPartition(topic_name, p) for p in range(PARTITIONS)}
-            await _until(
-                "the survivor to own every partition", lambda: a.assignment() == everything, 10
+            await wait_until_async(
+                lambda: a.assignment() == everything, 10, "the survivor to own every partition"
             )
-            await _until("a stable group of 1", stable_with(group_broker, group, 1), 10)
+            await wait_until_async(stable_with(group_broker, group, 1), 10, "a stable group of 1")
             after = group_gauges(group_broker, group)
             assert after is not None
             assert after.generation == before.generation + 1
@@ -219,7 +212,7 @@ def test_broker_restart_keeps_offsets_and_static_members_without_rebalance(
 ) -> None:
     bootstrap, group = group_broker.bootstrap, "broker-restart"
     create_topic(bootstrap, topic_name, PARTITIONS)
-    produce(bootstrap, topic_name, PARTITIONS, 2, "old")
+    produce_tagged(bootstrap, topic_name, PARTITIONS, 2, "old")
     session_ms = 6000
 
     async def scenario() -> None:
@@ -229,7 +222,7 @@ def test_broker_restart_keeps_offsets_and_static_members_without_rebalance(
         ]
         try:
             await _form(members, topic_name)
-            await _until("a stable group of 2", stable_with(group_broker, group, 2))
+            await wait_until_async(stable_with(group_broker, group, 2), 20, "a stable group of 2")
             for m in members:
                 await m.consume(2 * len(m.assignment()))
                 await m.consumer.commit()
@@ -245,10 +238,10 @@ def test_broker_restart_keeps_offsets_and_static_members_without_rebalance(
             # Heartbeats must reach the new broker for more than one session timeout: a
             # member that had not come back would have expired by then.
             heartbeats_per_session = 2 * session_ms // 300
-            await _until(
-                "members to heartbeat for a session timeout",
+            await wait_until_async(
                 lambda: request_count(group_broker, "heartbeat") > heartbeats_per_session,
                 30,
+                "members to heartbeat for a session timeout",
             )
             after = group_gauges(group_broker, group)
             assert after is not None
@@ -262,7 +255,7 @@ def test_broker_restart_keeps_offsets_and_static_members_without_rebalance(
             assert {k: v.offset for k, v in committed.items()} == {
                 (topic_name, p): 2 for p in range(PARTITIONS)
             }
-            produce(bootstrap, topic_name, PARTITIONS, 1, "new")
+            produce_tagged(bootstrap, topic_name, PARTITIONS, 1, "new")
             for m in members:
                 got = await m.consume(len(m.assignment()))
                 assert {o for _, o, _ in got} == {2}
@@ -285,7 +278,7 @@ def test_mixed_static_and_dynamic_members(group_broker: BrokerThread, topic_name
         replacement: Member | None = None
         try:
             await _form([*static, dynamic], topic_name)
-            await _until("a stable group of 3", stable_with(group_broker, group, 3))
+            await wait_until_async(stable_with(group_broker, group, 3), 20, "a stable group of 3")
             before = group_gauges(group_broker, group)
             assert before is not None
             assert (before.members_static, before.members_dynamic) == (2, 1)
@@ -296,7 +289,9 @@ def test_mixed_static_and_dynamic_members(group_broker: BrokerThread, topic_name
                 m.listener.revoked.clear()
             await static[1].consumer.stop()
             replacement = await Member(bootstrap, topic_name, group, "s-1", 6000).start()
-            await _until("s-1 to get its partitions", lambda: replacement.assignment() == owned)
+            await wait_until_async(
+                lambda: replacement.assignment() == owned, 20, "s-1 to get its partitions"
+            )
             bounced = group_gauges(group_broker, group)
             assert bounced is not None and bounced.generation == before.generation
             assert dynamic.listener.revoked == [] and static[0].listener.revoked == []
@@ -304,11 +299,12 @@ def test_mixed_static_and_dynamic_members(group_broker: BrokerThread, topic_name
             # A dynamic member leaves with LeaveGroup: the static ones take its partitions.
             await dynamic.consumer.stop()
             everything = {TopicPartition(topic_name, p) for p in range(PARTITIONS)}
-            await _until(
-                "the static members to own every partition",
+            await wait_until_async(
                 lambda: static[0].assignment() | replacement.assignment() == everything,
+                20,
+                "the static members to own every partition",
             )
-            await _until("a stable group of 2", stable_with(group_broker, group, 2))
+            await wait_until_async(stable_with(group_broker, group, 2), 20, "a stable group of 2")
             after = group_gauges(group_broker, group)
             assert after is not None
             assert after.generation == before.generation + 1

@@ -14,15 +14,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streamrt.broker.embedded import BrokerThread
-from tests.broker.test_groups_support import (
-    create_topic,
-    group_gauges,
-    produce,
-    request_count,
-    scrape,
-    stable_with,
-    wait_until,
-)
+from tests.broker.groups_support import group_gauges, request_count, scrape, stable_with
+from tests.kafka_helpers import create_topic, produce_tagged, wait_until
 
 PARTITIONS = 6
 
@@ -101,12 +94,12 @@ def test_confluent_static_member_restart_within_session_without_rebalance(
 ) -> None:
     bootstrap, group = group_broker.bootstrap, "ck-restart"
     create_topic(bootstrap, topic_name, PARTITIONS)
-    produce(bootstrap, topic_name, PARTITIONS, 2, "old")
+    produce_tagged(bootstrap, topic_name, PARTITIONS, 2, "old")
     members = [CKMember(bootstrap, topic_name, group, f"ck-{i}") for i in range(3)]
     replacement: CKMember | None = None
     try:
         pump(members, "every member to own partitions", _formed(members))
-        wait_until("a stable group of 3", stable_with(group_broker, group, 3))
+        wait_until(stable_with(group_broker, group, 3), 20, "a stable group of 3")
         pump(
             members,
             "each member to read its partitions to the end",
@@ -124,7 +117,7 @@ def test_confluent_static_member_restart_within_session_without_rebalance(
         victim.close()
         # librdkafka does not send LeaveGroup when group.instance.id is set.
         assert request_count(group_broker, "leave_group") == 0
-        produce(bootstrap, topic_name, PARTITIONS, 1, "new")
+        produce_tagged(bootstrap, topic_name, PARTITIONS, 1, "new")
         replacement = CKMember(bootstrap, topic_name, group, "ck-1")
         pump(
             [*others, replacement],
@@ -190,7 +183,7 @@ def test_metrics_show_groups_and_requests_per_api(
     ]
     try:
         pump(members, "both members to own partitions", _formed(members))
-        wait_until("a stable group of 2", stable_with(group_broker, group, 2))
+        wait_until(stable_with(group_broker, group, 2), 20, "a stable group of 2")
         samples = scrape(group_broker)
         g = (("group", group),)
         assert samples[("streamrt_group_state", (*g, ("state", "Stable")))] == 1

@@ -13,8 +13,7 @@ from pathlib import Path
 from streamrt.admin.connection import AdminConnectionError, BrokerConnection
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
-
-from .test_groups_support import start_broker
+from tests.broker.groups_support import start_broker
 
 JOIN = 11
 SYNC = 14

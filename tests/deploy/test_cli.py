@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runtime.kafka_helpers import create_topic, produce
+from tests.kafka_helpers import create_topic, produce
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

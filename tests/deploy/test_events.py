@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from streamrt.events import install_event_publisher
+from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 from tests.runtime.counting_app import make_app
-from tests.runtime.kafka_helpers import create_topic, produce, read_all, wait_until
 
 pytestmark = pytest.mark.slow
 

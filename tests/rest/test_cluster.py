@@ -14,8 +14,8 @@ import pytest
 
 from streamrt.cli import main as cli_main
 from streamrt.runtime import App
+from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.rest.instances import TOKEN, get, group_members, owned, running, start_instance, url
-from tests.runtime.kafka_helpers import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.slow
 

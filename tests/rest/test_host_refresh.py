@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from streamrt.runtime import App
+from tests.kafka_helpers import create_topic, wait_until
 from tests.rest.instances import free_port, running, start_instance
-from tests.runtime.kafka_helpers import create_topic, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Ok
 
 from streamrt.broker.embedded import BrokerThread
+from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.rest.instances import TOKEN, running, start_instance, url
-from tests.runtime.kafka_helpers import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.slow
 

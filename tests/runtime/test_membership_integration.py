@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from streamrt.runtime import App
+from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 from tests.runtime.counting_app import make_app
-from tests.runtime.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from streamrt.runtime import App
 from streamrt.runtime.dsl import WindowedSerde
 from streamrt.serde import StrSerde
-from tests.runtime.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
+from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 LINES = ["the quick brown fox", "the lazy dog", "The fox"]
 EXPECTED = {"the": 3, "quick": 1, "brown": 1, "fox": 2, "lazy": 1, "dog": 1}

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from apps.session_profiles import add_click, new_profile
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
+from streamrt.deploy.session_profiles import add_click, new_profile
 from streamrt.spark.verify import verify_sessions
 from tests.spark.conftest import create_topic, produce
 

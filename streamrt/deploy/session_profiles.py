@@ -1,8 +1,10 @@
-"""The session-profile fold, shared by every implementation of the sessions app.
+"""The session-profile fold: the workload of rolling-deploy scenarios, shared by every contender.
 
-Pure functions with no framework import, so the streamrt app (``apps/sessions.py``), the
-faust-streaming contender (``bench/faust_sessions.py``) and the Spark verification job
-(``streamrt report verify``) compute, or recompute, exactly the same profiles.
+Pure functions with no framework import, so the example streamrt app (``apps/sessions.py``),
+the faust-streaming contender (``bench/faust_sessions.py``), the deploy report's correctness
+check and the Spark verification job (``streamrt report verify``) compute, or recompute,
+exactly the same profiles. It lives in the library, not in ``apps/``, because the library's
+own jobs depend on it and ``apps`` is example code that is not installed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Shared helpers of the group tests: a broker serving /metrics, and readers of its gauges.
+"""Helpers of the group tests: a broker serving /metrics, and readers of its gauges.
+
+Generic Kafka helpers (topics, produce, ``wait_until``) live in ``tests/kafka_helpers.py``.
 
 The generation and the rebalance count are read from the broker's Prometheus endpoint, the
 same way an operator would check that a rolling bounce caused no rebalance.
@@ -7,15 +9,10 @@ same way an operator would check that a rolling bounce caused no rebalance.
 from __future__ import annotations
 
 import dataclasses
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from confluent_kafka.admin import AdminClient as CKAdmin
-from confluent_kafka.admin import NewTopic as CKNewTopic
-from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamrt.broker.embedded import BrokerThread
@@ -82,15 +79,6 @@ def request_count(broker: BrokerThread, api: str) -> int:
     return int(scrape(broker).get(("streamrt_broker_requests_total", (("api", api),)), 0))
 
 
-def wait_until(what: str, condition: Callable[[], bool], limit: float = 20.0) -> None:
-    """Poll ``condition``; fail after ``limit`` seconds (a bound, never a timing assertion)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def stable_with(broker: BrokerThread, group: str, members: int) -> Callable[[], bool]:
     def check() -> bool:
         g = group_gauges(broker, group)
@@ -101,18 +89,3 @@ def stable_with(broker: BrokerThread, group: str, members: int) -> Callable[[], 
         )
 
     return check
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = CKAdmin({"bootstrap.servers": bootstrap})
-    admin.create_topics([CKNewTopic(topic, partitions, 1)])[topic].result(10)
-
-
-def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, tag: str) -> None:
-    """``per_partition`` records to every partition, values ``<tag>-<partition>-<i>``."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    for p in range(partitions):
-        for i in range(per_partition):
-            producer.send(topic, value=f"{tag}-{p}-{i}".encode(), partition=p)
-    producer.flush(10)
-    producer.close()
