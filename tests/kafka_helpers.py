@@ -11,12 +11,13 @@ import asyncio
 import concurrent.futures
 import inspect
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
+from confluent_kafka import Producer
 
 T = TypeVar("T")
 
@@ -162,3 +163,41 @@ def latest_by_key(records: Iterable[Any]) -> dict[bytes, bytes]:
     for r in records:
         out[r.key] = r.value
     return out
+
+
+Produced = tuple[int, int, bytes | None, bytes]  # partition, offset, key, value
+
+
+def produce_acked(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[tuple[bytes | None, bytes]],
+    headers: Sequence[tuple[str, bytes]] | None = None,
+    partition: int = -1,
+) -> list[Produced]:
+    """Produce with confluent-kafka and return what the broker acknowledged: (partition,
+    offset, key, value). ``partition=-1`` lets the key choose (murmur2, as Kafka's Java
+    client does: Spark's readers and writers must agree with it).
+    """
+    acked: list[Produced] = []
+    failures: list[str] = []
+
+    def on_delivery(error: object, message: object) -> None:
+        if error is not None:
+            failures.append(str(error))
+        else:
+            acked.append((message.partition(), message.offset(), message.key(), message.value()))  # type: ignore[attr-defined]
+
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for key, value in records:
+        producer.produce(
+            topic,
+            key=key,
+            value=value,
+            headers=headers,
+            partition=partition,
+            on_delivery=on_delivery,
+        )
+    assert producer.flush(30) == 0
+    assert not failures, failures
+    return sorted(acked)

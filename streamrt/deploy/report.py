@@ -4,8 +4,9 @@
   began (the coordinator's count, not the members' callbacks: a static member rejoining
   into the same generation is not a rebalance);
 - restored records/bytes: ``restore_complete`` (and unfinished ``restore_progress``) events;
-- processing gap: per output partition, the longest time without output, from the output
-  topic's LogAppendTime timestamps, while the load generator kept producing;
+- processing gap (:func:`processing_gaps`, the one definition, which the Spark report shares):
+  per partition, the longest time between two marks of progress, here the output topic's
+  LogAppendTime timestamps while the load generator kept producing;
 - correctness: each user's final profile click count against the clicks sent;
 - the group leader's instance: the newest ``group_leader`` event before the deploy, and the
   restart step that stopped that process;
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,13 +27,18 @@ from streamrt.deploy.rolling import Timeline
 __all__ = (
     "Correctness",
     "DeployReport",
+    "PartitionGap",
     "check_output",
+    "commit_marks",
     "count_rebalances",
     "count_restores",
     "find_leader",
     "gap_series",
     "longest_gaps",
+    "processing_gaps",
 )
+
+Mark = tuple[str, int, float]  # (topic, partition, time in epoch seconds): progress was made
 
 
 @dataclass(slots=True)
@@ -175,26 +181,76 @@ def count_restores(events: Iterable[dict[str, Any]], since: float) -> tuple[int,
     )
 
 
-def gap_series(
-    records: Iterable[Any], start: float, end: float
-) -> dict[int, list[tuple[float, float]]]:
-    """Per partition, (time, seconds since the previous output) for outputs in [start, end]."""
-    last: dict[int, float] = {}
-    out: dict[int, list[tuple[float, float]]] = {}
-    for r in records:
-        t = r.timestamp / 1000
+@dataclass(frozen=True, slots=True)
+class PartitionGap:
+    """The longest processing gap of one partition: ``gap_end_ts - gap_start_ts`` seconds."""
+
+    topic: str
+    partition: int
+    longest_gap_s: float
+    gap_start_ts: float
+    gap_end_ts: float
+
+
+def _series(
+    marks: Iterable[Mark], start: float, end: float
+) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """Per (topic, partition), (end time, length) of every gap that ends in ``[start, end]``.
+
+    The definition of a processing gap: the time between two consecutive progress marks of a
+    partition, taken in the order the marks were recorded. A gap that began before ``start``
+    counts whole (it ended in the window); with no mark before ``start`` the first gap begins
+    at ``start``; marks after ``end`` are ignored; and the silence from a partition's last
+    mark to ``end`` is a gap too (a partition that stopped making progress).
+    """
+    last: dict[tuple[str, int], float] = {}
+    out: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for topic, partition, t in marks:
+        key = (topic, partition)
         if t < start:
-            last[r.partition] = t
+            last[key] = t
             continue
         if t > end:
             continue
-        prev = last.get(r.partition, start)
-        out.setdefault(r.partition, []).append((t, t - prev))
-        last[r.partition] = t
-    for p, t in last.items():  # the tail: no output between the last record and the end
-        if t <= end:
-            out.setdefault(p, []).append((end, end - t))
+        prev = last.get(key, start)
+        out.setdefault(key, []).append((t, t - prev))
+        last[key] = t
+    for key, t in last.items():
+        out.setdefault(key, []).append((end, end - t))
     return out
+
+
+def processing_gaps(marks: Iterable[Mark], start: float, end: float) -> list[PartitionGap]:
+    """The longest gap per partition (see :func:`_series`), sorted by topic and partition;
+    among equal gaps, the first one."""
+    gaps = []
+    for (topic, partition), points in sorted(_series(marks, start, end).items()):
+        gap_end, gap = max(points, key=lambda point: point[1])
+        gaps.append(PartitionGap(topic, partition, gap, gap_end - gap, gap_end))
+    return gaps
+
+
+def commit_marks(events: Iterable[dict[str, Any]]) -> Iterator[Mark]:
+    """Progress marks from ``commit`` events: each commit that advanced a partition's offset
+    (the first commit seen of a partition counts as an advance)."""
+    committed: dict[str, int] = {}
+    for e in events:
+        if e["type"] != "commit":
+            continue
+        for topic_partition, offset in (e["fields"].get("offsets") or {}).items():
+            previous = committed.get(topic_partition)
+            if previous is None or offset > previous:
+                topic, _, partition = topic_partition.rpartition("-")
+                yield topic, int(partition), float(e["ts"])
+            committed[topic_partition] = offset
+
+
+def gap_series(
+    records: Iterable[Any], start: float, end: float
+) -> dict[int, list[tuple[float, float]]]:
+    """Per output partition, (time, gap) with output records (LogAppendTime) as the marks."""
+    marks = ((getattr(r, "topic", ""), r.partition, r.timestamp / 1000) for r in records)
+    return {partition: points for (_, partition), points in _series(marks, start, end).items()}
 
 
 def longest_gaps(series: dict[int, list[tuple[float, float]]]) -> dict[int, float]:

@@ -69,7 +69,8 @@ def _deploy(args: argparse.Namespace) -> int:
 
     from pyspark.sql import SparkSession
 
-    from streamrt.spark.deploy_report import deploy_report, write_deploy_report
+    from streamrt.spark.deploy_render import write_deploy_report
+    from streamrt.spark.deploy_report import deploy_report
     from streamrt.spark.session import get_session
 
     owned = SparkSession.getActiveSession() is None

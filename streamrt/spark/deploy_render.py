@@ -1,4 +1,5 @@
-"""Markdown, HTML and PNG charts of a deploy report (tables are small: rendered in Python)."""
+"""Markdown, HTML and PNG charts of a deploy report (tables are small: rendered in Python),
+and the report's files: Parquet per table, ``report.md``, ``report.html`` and the charts."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from streamrt.spark.deploy_report import DeployReport
+    from pyspark.sql import DataFrame
 
-__all__ = ("render_charts", "render_html", "render_markdown")
+    from streamrt.spark.deploy_report import DeployTables
+
+__all__ = ("render_charts", "render_html", "render_markdown", "write_deploy_report")
 
 _TITLES = {
     "rebalances": "Generations",
@@ -19,7 +22,7 @@ _TITLES = {
 }
 
 
-def render_charts(report: DeployReport, out: Path) -> list[str]:
+def render_charts(report: DeployTables, out: Path) -> list[str]:
     """Bar charts of downtime per instance and longest gap per partition; returns file names."""
     import matplotlib
 
@@ -35,8 +38,8 @@ def render_charts(report: DeployReport, out: Path) -> list[str]:
         ),
         "gaps.png": (
             "Longest processing gap per partition (s)",
-            [f"{r['topic']}-{r['partition']}" for r in report.partition_gaps],
-            [r["longest_gap_s"] for r in report.partition_gaps],
+            [f"{g.topic}-{g.partition}" for g in report.partition_gaps],
+            [g.longest_gap_s for g in report.partition_gaps],
         ),
     }
     for name, (title, labels, values) in series.items():
@@ -56,7 +59,7 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def render_markdown(report: DeployReport, charts: list[str]) -> str:
+def render_markdown(report: DeployTables, charts: list[str]) -> str:
     s = report.summary
     lines = [f"# Deploy report: {s['application_id']}", ""]
     lines += [f"- **{k}**: {_cell(v)}" for k, v in s.items() if k != "application_id"]
@@ -75,7 +78,7 @@ def render_markdown(report: DeployReport, charts: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(report: DeployReport, charts: list[str]) -> str:
+def render_html(report: DeployTables, charts: list[str]) -> str:
     s = report.summary
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -106,3 +109,14 @@ def render_html(report: DeployReport, charts: list[str]) -> str:
     parts += [f"<img src='{html.escape(c)}' alt='{html.escape(c)}'>" for c in charts]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def write_deploy_report(report: DeployTables, frames: dict[str, DataFrame], out: Path) -> Path:
+    """Parquet per table under ``out/<table>/``, plus ``report.md``, ``report.html`` and PNGs."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, df in frames.items():
+        df.write.mode("overwrite").parquet(str(out / name))
+    charts = render_charts(report, out)
+    (out / "report.md").write_text(render_markdown(report, charts))
+    (out / "report.html").write_text(render_html(report, charts))
+    return out

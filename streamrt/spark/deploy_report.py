@@ -7,9 +7,11 @@ is one deploy. Events before ``from_ts`` only set the baseline generation, as in
 - ``summary``: one row: window, rebalances (new generations), restored records/bytes.
 - ``rebalances``: per ``rebalance_complete`` generation in the window: first/last time and the
   number of thread members that reported it; ``new`` says whether it counts as a rebalance.
-- ``partition_gaps``: per input partition, the longest time between two ``commit`` events
-  that advanced its offset, ending inside the window (a gap may start before it); a
-  partition whose committed offset does not move is not being processed.
+- ``partition_gaps``: per input partition, its longest processing gap as
+  ``streamrt.deploy.report.processing_gaps`` defines it (one definition for both reports),
+  with the ``commit`` events that advanced its offset as the marks of progress
+  (``commit_marks``): a partition whose committed offset does not move is not being
+  processed. Without ``from_ts``/``to_ts`` the window is the first to the last event.
 - ``restores``: per (pid, thread, task): records/bytes from ``restore_complete``, or the last
   ``restore_progress`` of a restore that did not complete (``count_restores``).
 - ``downtime``: per pid change of an instance id: last event of the old pid to the time the
@@ -18,15 +20,16 @@ is one deploy. Events before ``from_ts`` only set the baseline generation, as in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-__all__ = ("DeployReport", "deploy_report", "load_events", "write_deploy_report")
+from streamrt.deploy.report import PartitionGap
+
+__all__ = ("DeployTables", "deploy_report", "load_events")
 
 _EVENT_SCHEMA = T.StructType(
     [
@@ -42,12 +45,15 @@ _EVENT_SCHEMA = T.StructType(
 
 
 @dataclass(slots=True)
-class DeployReport:
-    """The tables of one deploy as collected rows (small: one row per generation, task...)."""
+class DeployTables:
+    """The tables of one deploy as collected rows (small: one row per generation, task...).
+
+    Not a second deploy report: the events-only view of one, with the processing gap of
+    ``streamrt.deploy.report`` (the rolling-deploy driver's :class:`DeployReport`)."""
 
     summary: dict[str, Any]
     rebalances: list[dict[str, Any]]
-    partition_gaps: list[dict[str, Any]]
+    partition_gaps: list[PartitionGap]
     restores: list[dict[str, Any]]
     downtime: list[dict[str, Any]]
 
@@ -55,7 +61,7 @@ class DeployReport:
         return {
             "summary": [self.summary],
             "rebalances": self.rebalances,
-            "partition_gaps": self.partition_gaps,
+            "partition_gaps": [asdict(g) for g in self.partition_gaps],
             "restores": self.restores,
             "downtime": self.downtime,
         }
@@ -82,40 +88,41 @@ def deploy_report(
     application_id: str,
     from_ts: float | None = None,
     to_ts: float | None = None,
-) -> tuple[DeployReport, dict[str, DataFrame]]:
+) -> tuple[DeployTables, dict[str, DataFrame]]:
     """Compute the report; also returns the DataFrames behind it (for Parquet)."""
     events = load_events(spark, bootstrap_servers, application_id).cache()
     upper = events if to_ts is None else events.where(F.col("ts") <= F.lit(to_ts))
     start = F.lit(from_ts if from_ts is not None else float("-inf"))
     window = upper.where(F.col("ts") >= start)
+    bounds = window.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi")).first()
+    lo = from_ts if from_ts is not None else (bounds["lo"] if bounds else None)
+    hi = to_ts if to_ts is not None else (bounds["hi"] if bounds else None)
 
     frames = {
         "rebalances": _rebalances(upper, start),
-        "partition_gaps": _partition_gaps(upper, start),
+        "partition_gaps": _partition_gaps(upper, lo, hi),
         "restores": _restores(window),
         "downtime": _downtime(window),
     }
     collected = {
         name: [r.asDict(recursive=True) for r in df.collect()] for name, df in frames.items()
     }
+    gaps = [PartitionGap(**row) for row in collected.pop("partition_gaps")]
     new_generations = [r["generation"] for r in collected["rebalances"] if r["new"]]
-    bounds = window.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi")).first()
     summary = {
         "application_id": application_id,
-        "from_ts": from_ts if from_ts is not None else (bounds["lo"] if bounds else None),
-        "to_ts": to_ts if to_ts is not None else (bounds["hi"] if bounds else None),
+        "from_ts": lo,
+        "to_ts": hi,
         "events": window.count(),
         "rebalances": len(new_generations),
         "generations": new_generations,
         "restored_records": sum(r["records"] for r in collected["restores"]),
         "restored_bytes": sum(r["bytes"] for r in collected["restores"]),
-        "longest_gap_s": max(
-            (r["longest_gap_s"] for r in collected["partition_gaps"]), default=0.0
-        ),
+        "longest_gap_s": max((g.longest_gap_s for g in gaps), default=0.0),
         "max_downtime_s": max((r["downtime_s"] for r in collected["downtime"]), default=0.0),
     }
     events.unpersist()
-    report = DeployReport(summary=summary, **collected)
+    report = DeployTables(summary=summary, partition_gaps=gaps, **collected)
     frames["summary"] = spark.createDataFrame([summary], schema=_SUMMARY_SCHEMA)
     return report, frames
 
@@ -165,7 +172,9 @@ def _rebalances(events: DataFrame, start: Any) -> DataFrame:
     )
 
 
-def _partition_gaps(events: DataFrame, start: Any) -> DataFrame:
+def _partition_gaps(events: DataFrame, start: float | None, end: float | None) -> DataFrame:
+    """``processing_gaps(commit_marks(events), start, end)`` of streamrt.deploy.report, in Spark:
+    the same marks, the same gaps, the same tie-break (the first longest gap)."""
     commits = events.where(F.col("type") == "commit").select(
         "seq",
         "ts",
@@ -173,24 +182,49 @@ def _partition_gaps(events: DataFrame, start: Any) -> DataFrame:
             "topic_partition", "offset"
         ),
     )
+    if start is None or end is None:  # no events at all
+        commits = commits.where(F.lit(False))
+        start = end = 0.0
     by_partition = Window.partitionBy("topic_partition").orderBy("seq")
-    advanced = commits.withColumn("previous", F.lag("offset").over(by_partition)).where(
-        F.col("previous").isNull() | (F.col("offset") > F.col("previous"))
+    # commit_marks: a commit that advanced the offset (a partition's first commit counts).
+    marks = (
+        commits.withColumn("previous", F.lag("offset").over(by_partition))
+        .where(F.col("previous").isNull() | (F.col("offset") > F.col("previous")))
+        .where(F.col("ts") <= F.lit(end))
+        .withColumn("prev_ts", F.lag("ts").over(by_partition))
     )
-    # The gap that spans the window's start counts: it began before, it ended in the deploy.
-    gaps = advanced.withColumn("gap_s", F.col("ts") - F.lag("ts").over(by_partition)).where(
-        F.col("gap_s").isNotNull() & (F.col("ts") >= start)
+    # A gap ending in the window counts whole; with no earlier mark it begins at the start.
+    ended = marks.where(F.col("ts") >= F.lit(start)).select(
+        "topic_partition",
+        "seq",
+        F.col("ts").alias("gap_end_ts"),
+        (F.col("ts") - F.coalesce(F.col("prev_ts"), F.lit(start))).alias("gap_s"),
     )
-    longest = Window.partitionBy("topic_partition").orderBy(F.col("gap_s").desc_nulls_last())
+    # The silence after a partition's last mark, up to the end, is a gap too.
+    newest = Window.partitionBy("topic_partition").orderBy(F.col("seq").desc())
+    tail = (
+        marks.withColumn("rank", F.row_number().over(newest))
+        .where(F.col("rank") == 1)
+        .select(
+            "topic_partition",
+            F.lit(None).cast("long").alias("seq"),
+            F.lit(end).alias("gap_end_ts"),
+            (F.lit(end) - F.col("ts")).alias("gap_s"),
+        )
+    )
+    longest = Window.partitionBy("topic_partition").orderBy(
+        F.col("gap_s").desc(), F.col("seq").asc_nulls_last()
+    )
     return (
-        gaps.withColumn("rank", F.row_number().over(longest))
+        ended.unionByName(tail)
+        .withColumn("rank", F.row_number().over(longest))
         .where(F.col("rank") == 1)
         .select(
             F.regexp_extract("topic_partition", r"^(.*)-(\d+)$", 1).alias("topic"),
             F.regexp_extract("topic_partition", r"^(.*)-(\d+)$", 2).cast("int").alias("partition"),
             F.col("gap_s").alias("longest_gap_s"),
-            (F.col("ts") - F.col("gap_s")).alias("gap_start_ts"),
-            F.col("ts").alias("gap_end_ts"),
+            (F.col("gap_end_ts") - F.col("gap_s")).alias("gap_start_ts"),
+            "gap_end_ts",
         )
         .orderBy("topic", "partition")
     )
@@ -256,16 +290,3 @@ def _downtime(events: DataFrame) -> DataFrame:
         .withColumn("downtime_s", F.col("ready_ts") - F.col("down_ts"))
         .orderBy("instance_id", "down_ts")
     )
-
-
-def write_deploy_report(report: DeployReport, frames: dict[str, DataFrame], out: Path) -> Path:
-    """Parquet per table under ``out/<table>/``, plus ``report.md``, ``report.html`` and PNGs."""
-    from streamrt.spark.deploy_render import render_charts, render_html, render_markdown
-
-    out.mkdir(parents=True, exist_ok=True)
-    for name, df in frames.items():
-        df.write.mode("overwrite").parquet(str(out / name))
-    charts = render_charts(report, out)
-    (out / "report.md").write_text(render_markdown(report, charts))
-    (out / "report.html").write_text(render_html(report, charts))
-    return out

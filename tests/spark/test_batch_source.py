@@ -7,7 +7,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from streamrt.broker.embedded import BrokerThread
-from tests.spark.conftest import create_topic, produce
+from tests.kafka_helpers import create_topic, produce_acked
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +31,7 @@ def test_reads_exactly_what_was_produced(
 ) -> None:
     create_topic(broker.bootstrap, topic_name, 3)
     records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)]
-    produced = produce(broker.bootstrap, topic_name, records, headers=[("src", b"test")])
+    produced = produce_acked(broker.bootstrap, topic_name, records, headers=[("src", b"test")])
     assert len({p for p, *_ in produced}) == 3  # keys spread over every partition
 
     df = read(spark, broker.bootstrap, subscribe=topic_name)
@@ -46,8 +46,8 @@ def test_offset_bounds_and_splitting(
     spark: SparkSession, broker: BrokerThread, topic_name: str
 ) -> None:
     create_topic(broker.bootstrap, topic_name, 2)
-    produced = produce(broker.bootstrap, topic_name, [(b"a", b"1")] * 7, partition=0)
-    produced += produce(broker.bootstrap, topic_name, [(b"b", b"2")] * 9, partition=1)
+    produced = produce_acked(broker.bootstrap, topic_name, [(b"a", b"1")] * 7, partition=0)
+    produced += produce_acked(broker.bootstrap, topic_name, [(b"b", b"2")] * 9, partition=1)
     df = read(
         spark,
         broker.bootstrap,
@@ -65,7 +65,7 @@ def test_offset_bounds_and_splitting(
 def test_subscribe_pattern(spark: SparkSession, broker: BrokerThread, topic_name: str) -> None:
     for suffix in ("x", "y"):
         create_topic(broker.bootstrap, f"{topic_name}-{suffix}", 1)
-        produce(broker.bootstrap, f"{topic_name}-{suffix}", [(None, suffix.encode())])
+        produce_acked(broker.bootstrap, f"{topic_name}-{suffix}", [(None, suffix.encode())])
     df = read(spark, broker.bootstrap, subscribePattern=f"{topic_name}-.*")
     assert sorted((r.topic, r.value) for r in df.collect()) == [
         (f"{topic_name}-x", b"x"),
@@ -82,7 +82,7 @@ def test_out_of_range_offset_names_the_partition(
     spark: SparkSession, broker: BrokerThread, topic_name: str
 ) -> None:
     create_topic(broker.bootstrap, topic_name, 1)
-    produce(broker.bootstrap, topic_name, [(None, b"v")] * 3)
+    produce_acked(broker.bootstrap, topic_name, [(None, b"v")] * 3)
     with pytest.raises(
         AnalysisException, match=f"endingOffsets: offset 99 for {topic_name}-0 is out of range"
     ):

@@ -11,8 +11,9 @@ from pyspark.sql import SparkSession
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
+from streamrt.deploy.report import commit_marks, processing_gaps
 from streamrt.spark.deploy_report import deploy_report
-from tests.spark.conftest import create_topic, produce
+from tests.kafka_helpers import create_topic, produce_acked
 
 pytestmark = pytest.mark.spark
 
@@ -68,7 +69,7 @@ def _publish(bootstrap: str) -> None:
     topic = f"{APP}-events"
     create_topic(bootstrap, topic, 1)
     records = [(e["instance_id"].encode(), json.dumps(e).encode()) for e in EVENTS]
-    produce(bootstrap, topic, records, partition=0)
+    produce_acked(bootstrap, topic, records, partition=0)
 
 
 def test_deploy_report_numbers_and_files(
@@ -82,9 +83,11 @@ def test_deploy_report_numbers_and_files(
     assert (s["rebalances"], s["generations"]) == (1, [2])
     assert (s["restored_records"], s["restored_bytes"]) == (100, 1000)
     assert [(r["generation"], r["members"], r["new"]) for r in report.rebalances] == [(2, 2, True)]
-    assert [
-        (r["topic"], r["partition"], round(r["longest_gap_s"], 3)) for r in report.partition_gaps
-    ] == [("clicks", 0, 7.0), ("clicks", 1, 2.8)]
+    # clicks-1: 106.0 was its last advance; the silence to the last event (109.0) is the gap.
+    assert [(g.topic, g.partition, round(g.longest_gap_s, 3)) for g in report.partition_gaps] == [
+        ("clicks", 0, 7.0),
+        ("clicks", 1, 3.0),
+    ]
     assert [(r["task"], r["records"], r["bytes"], r["complete"]) for r in report.restores] == [
         ("0_0", 100, 1000, True)
     ]
@@ -105,3 +108,18 @@ def test_deploy_report_numbers_and_files(
     assert "<h2>Instance downtime</h2>" in (out / "report.html").read_text()
     for chart in ("downtime.png", "gaps.png"):
         assert (out / chart).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(("from_ts", "to_ts"), [(103.0, None), (None, None), (101.5, 105.0)])
+def test_spark_and_python_reports_agree_on_processing_gaps(
+    spark: SparkSession, broker: BrokerThread, from_ts: float | None, to_ts: float | None
+) -> None:
+    """One definition of a processing gap: the Spark job computes what processing_gaps does."""
+    _publish(broker.bootstrap)
+    report, _ = deploy_report(spark, broker.bootstrap, APP, from_ts=from_ts, to_ts=to_ts)
+    start = from_ts if from_ts is not None else EVENTS[0]["ts"]
+    end = to_ts if to_ts is not None else EVENTS[-1]["ts"]
+    upper = [e for e in EVENTS if e["ts"] <= end]
+    expected = processing_gaps(commit_marks(upper), start, end)
+    assert report.partition_gaps == expected
+    assert report.summary["longest_gap_s"] == max(g.longest_gap_s for g in expected)

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
-from tests.spark.conftest import create_topic, produce
+from tests.kafka_helpers import create_topic, produce_acked
 
 pytestmark = pytest.mark.spark
 
@@ -21,8 +21,8 @@ def test_topic_stats_per_partition(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     create_topic(broker.bootstrap, topic_name, 2)
-    produce(broker.bootstrap, topic_name, [(b"k", b"abc")] * 3, partition=0)
-    produce(broker.bootstrap, topic_name, [(None, b"z")] * 2, partition=1)
+    produce_acked(broker.bootstrap, topic_name, [(b"k", b"abc")] * 3, partition=0)
+    produce_acked(broker.bootstrap, topic_name, [(None, b"z")] * 2, partition=1)
     args = ["report", "topic-stats", "--bootstrap-server", broker.bootstrap, "--topic", topic_name]
 
     assert main([*args, "--json"]) == 0

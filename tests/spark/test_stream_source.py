@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from streamrt.broker.embedded import BrokerThread
-from tests.spark.conftest import create_topic, produce
+from tests.kafka_helpers import create_topic, produce_acked
 
 pytestmark = pytest.mark.spark
 
@@ -43,13 +43,17 @@ def test_available_now_resumes_from_checkpoint(
     spark: SparkSession, broker: BrokerThread, topic_name: str, tmp_path: Path
 ) -> None:
     create_topic(broker.bootstrap, topic_name, 2)
-    first = produce(broker.bootstrap, topic_name, [(f"k{i}".encode(), b"old") for i in range(6)])
+    first = produce_acked(
+        broker.bootstrap, topic_name, [(f"k{i}".encode(), b"old") for i in range(6)]
+    )
     checkpoint = tmp_path / "checkpoint"
 
     assert run_available_now(spark, broker.bootstrap, topic_name, checkpoint) == [
         (p, o, v) for p, o, _, v in first
     ]
-    second = produce(broker.bootstrap, topic_name, [(f"k{i}".encode(), b"new") for i in range(5)])
+    second = produce_acked(
+        broker.bootstrap, topic_name, [(f"k{i}".encode(), b"new") for i in range(5)]
+    )
     assert run_available_now(spark, broker.bootstrap, topic_name, checkpoint) == [
         (p, o, v) for p, o, _, v in second
     ]
@@ -107,7 +111,9 @@ def test_streaming_write_copies_a_topic(
     source, sink = f"{topic_name}-in", f"{topic_name}-out"
     create_topic(broker.bootstrap, source, 2)
     create_topic(broker.bootstrap, sink, 1)
-    produce(broker.bootstrap, source, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(8)])
+    produce_acked(
+        broker.bootstrap, source, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(8)]
+    )
     query = (
         spark.readStream.format("streamrt")
         .option("bootstrap.servers", broker.bootstrap)

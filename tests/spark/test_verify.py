@@ -16,7 +16,7 @@ from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main
 from streamrt.deploy.session_profiles import add_click, new_profile
 from streamrt.spark.verify import verify_sessions
-from tests.spark.conftest import create_topic, produce
+from tests.kafka_helpers import create_topic, produce_acked
 
 pytestmark = pytest.mark.spark
 
@@ -50,11 +50,15 @@ def test_verify_finds_exactly_the_wrong_key(
     clicks, good, bad = f"{topic_name}-clicks", f"{topic_name}-good", f"{topic_name}-bad"
     for topic in (clicks, good, bad):
         create_topic(broker.bootstrap, topic, 2)
-    produce(broker.bootstrap, clicks, [(u.encode(), json.dumps(c).encode()) for u, c in CLICKS])
+    produce_acked(
+        broker.bootstrap, clicks, [(u.encode(), json.dumps(c).encode()) for u, c in CLICKS]
+    )
     updates = _fold()
-    produce(broker.bootstrap, good, [(u.encode(), json.dumps(p).encode()) for u, p in updates])
+    produce_acked(
+        broker.bootstrap, good, [(u.encode(), json.dumps(p).encode()) for u, p in updates]
+    )
     wrong = [(u, {**p, "clicks": p["clicks"] + 1} if u == "bob" else p) for u, p in updates]
-    produce(broker.bootstrap, bad, [(u.encode(), json.dumps(p).encode()) for u, p in wrong])
+    produce_acked(broker.bootstrap, bad, [(u.encode(), json.dumps(p).encode()) for u, p in wrong])
 
     assert verify_sessions(spark, broker.bootstrap, clicks, good) == []
 
