@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -75,6 +76,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # MODULE:ATTR targets (``streamrt run apps.wordcount:app``) resolve from the working
+    # directory, as with ``python -m`` and uvicorn; a console script alone would not look there.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

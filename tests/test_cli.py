@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +42,22 @@ def test_streamrt_run_imports_neither_the_broker_nor_spark_nor_the_deploy_driver
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_streamrt_run_finds_app_modules_in_the_working_directory(tmp_path: Path) -> None:
+    """The console script, run from a checkout, imports ``apps.x:app`` from there (``apps``
+    is example code, not installed)."""
+    (tmp_path / "here_app.py").write_text("app = 42\n")
+    script = Path(sys.executable).with_name("streamrt")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # this checkout's streamrt
+    proc = subprocess.run(
+        [str(script), "run", "here_app:app", "--bootstrap-server", "127.0.0.1:1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "here_app:app is not a streamrt App" in proc.stderr
