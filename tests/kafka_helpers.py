@@ -104,7 +104,7 @@ def read_all(bootstrap: str, topic: str) -> list[Any]:
 
 
 def wait_until(
-    condition: Callable[[], Any], timeout: float = 60.0, what: str = "", interval: float = 0.1
+    condition: Callable[[], Any], timeout: float = 60.0, what: str = "", interval: float = 0.25
 ) -> Any:
     """Poll ``condition`` until it returns a truthy value (returned); fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout
