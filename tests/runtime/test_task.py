@@ -78,7 +78,7 @@ def test_wordcount_splits_at_the_repartition_topic_and_counts(tmp_path: Path) ->
         ("app-counts-changelog", b"a", 0),
     ]
     assert counter.take_offsets() == {TopicPartition("app-words-repartition", 0): 3}
-    counter.flush_stores({TopicPartition("app-counts-changelog", 0): 3})
+    counter.flush_state({TopicPartition("app-counts-changelog", 0): 3})
     counter.close()
     split.close()
     reopened = make_task(app, 1, 0, tmp_path, ListCollector())
@@ -205,7 +205,7 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
 
 def test_checkpoint_hint_reports_store_offsets_for_the_subscription(tmp_path) -> None:
     """The assignor's local-state offsets come from the hint written after the stores."""
-    from streamrt.runtime.task import read_checkpoint_hint, write_checkpoint_hint
+    from streamrt.state import read_checkpoint_hint, write_checkpoint_hint
     from streamrt.runtime.thread import local_task_offsets
 
     app_dir = tmp_path / "app"
