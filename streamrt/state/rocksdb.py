@@ -117,7 +117,7 @@ class RocksDBStore:
             key = bytes(k)  # type: ignore[arg-type]  # raw mode: keys and values are bytes
             if end is not None and key >= end:
                 break
-            merged[key] = bytes(v)  # type: ignore[arg-type]
+            merged[key] = bytes(v)
         merged.update(
             (k, v)
             for k, v in self._pending.items()
