@@ -24,7 +24,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.demo": ("demo",),
     "streamrt.broker.cli": ("broker",),
     "streamrt.admin.cli": ("groups", "topics"),
-    "streamrt.runtime.cli": ("run",),
+    "streamrt.run": ("run",),
     "streamrt.rest.cli": ("instances",),
     "streamrt.deploy.cli": ("deploy",),
     "streamrt.spark.cli": ("report",),

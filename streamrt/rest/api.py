@@ -28,8 +28,8 @@ from streamrt.rest.models import (
     RemoveMembersResponse,
 )
 from streamrt.rest.settings import RestSettings
-from streamrt.runtime.app import StoreNotReadyError
 from streamrt.runtime.metadata import StreamsMetadata
+from streamrt.runtime.queries import StoreNotReadyError
 
 if TYPE_CHECKING:
     from streamrt.runtime.app import App

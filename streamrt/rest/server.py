@@ -72,7 +72,7 @@ class RestServer:
         self._thread.join(timeout)
 
     def _on_hosts(self, hosts: dict[str, str]) -> None:
-        self.app.peer_hosts = hosts
+        self.app.queries.set_peer_hosts(hosts)
 
     def _run(self) -> None:
         asyncio.run(self._main())

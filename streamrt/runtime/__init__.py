@@ -1,19 +1,26 @@
-"""The stream runtime: App, DSL, processor API, stream threads, tasks and the assignor."""
+"""The stream runtime: App, StreamsBuilder and DSL, processor API, stream threads, tasks,
+the commit, restoration and the assignor. Talks to Kafka through aiokafka only."""
 
 from streamrt.runtime.app import App, AppError
+from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.dsl import KGroupedStream, KStream, KTable, TimeWindowedKStream
-from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata, ThreadState
+from streamrt.runtime.metadata import AppState, StreamsMetadata, ThreadMetadata, ThreadState
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 
 __all__ = (
     "App",
     "AppError",
+    "AppState",
     "KGroupedStream",
     "KStream",
     "KTable",
     "Processor",
     "ProcessorContext",
+    "StoreNotReadyError",
+    "StreamsBuilder",
     "StreamsMetadata",
+    "StreamsQueries",
     "ThreadMetadata",
     "ThreadState",
     "TimeWindowedKStream",

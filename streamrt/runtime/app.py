@@ -1,53 +1,67 @@
-"""App: the object users build a topology on and run.
+"""App: one instance of a streams application — lifecycle, supervision and overall state.
 
-Responsibilities: hold the config and topology; create internal topics; run and supervise
-``num.stream.threads`` stream threads (a dead thread is replaced with the same index, so its
-static member id is kept); publish events and metadata; stop the instance on fatal errors
-such as FENCED_INSTANCE_ID.
+The app resolves the config, creates internal topics, runs ``num.stream.threads`` stream
+threads and replaces a dead one with the same index (so its static member id is kept), stops
+the instance on fatal errors such as FENCED_INSTANCE_ID, and reports an overall
+:class:`AppState` to a state listener, as Kafka Streams' ``KafkaStreams``. The DSL lives in
+:class:`StreamsBuilder` and the metadata/query facade in :class:`StreamsQueries`; the app
+delegates to both so ``app.stream(...)`` and ``app.metadata_for_key(...)`` keep working.
+Services such as the REST endpoint are attached from outside (``add_service``): the runtime
+does not know the REST layer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import dataclasses
 import logging
 import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from aiokafka.partitioner import murmur2
-
+from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
 from streamrt.logs import fields
-from streamrt.runtime import operators as ops
+from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
 from streamrt.runtime.internal_topics import ensure_internal_topics
-from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
+from streamrt.runtime.metadata import (
+    APP_ALLOWED_NEXT,
+    AppState,
+    StreamsMetadata,
+    ThreadMetadata,
+    ThreadState,
+)
+from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
-from streamrt.runtime.topology import StoreSpec, Topology
-from streamrt.serde import SerdeLike, serde_for
+from streamrt.runtime.topology import Topology
+from streamrt.serde import SerdeLike
 
-if TYPE_CHECKING:
-    from streamrt.rest.server import RestServer
-
-__all__ = ("App", "AppError", "StoreNotReadyError")
+__all__ = ("App", "AppError", "Service", "StateListener", "StoreNotReadyError")
 
 logger = logging.getLogger(__name__)
 
 EventCallback = Callable[[dict[str, Any]], None]
+StateListener = Callable[[AppState, AppState], None]  # (new, old), as Kafka's StateListener
 
 
 class AppError(StreamrtError):
     """The instance stopped because of a fatal error (its message says which)."""
 
 
-class StoreNotReadyError(StreamrtError):
-    """The key's task is not open here yet (rebalancing or restoring): ask again shortly."""
+class Service(Protocol):
+    """Something that lives as long as the started app (e.g. the REST endpoint).
+
+    ``start`` runs after the config is resolved and before any stream thread, so a failure
+    (a taken port) stops the start; ``stop`` runs first when the app stops.
+    """
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class App:
@@ -57,24 +71,39 @@ class App:
     app.stream("text", value_serde="str").flat_map(...).group_by_key().count("counts")
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        builder: StreamsBuilder | None = None,
+        clock: Clock | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.settings: dict[str, Any] = dict(config or {})
         self.settings.update({k.replace("_", "."): v for k, v in kwargs.items()})
-        self.topology = Topology()
+        self.builder = builder or StreamsBuilder()
+        self.clock: Clock = clock or SystemClock()
         self.config: StreamsConfig | None = None
         self.instance_id = ""
         self.threads: dict[int, StreamThread] = {}
         self.fatal_error: BaseException | None = None
+        self.queries = StreamsQueries(self.topology, self._thread_list)
+        self._state = AppState.CREATED
+        self._state_lock = threading.Lock()
+        self._state_listeners: list[StateListener] = []
         self._callbacks: list[EventCallback] = []
+        self._services: list[Service] = []
+        self._started_services: list[Service] = []
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
-        self._rest: RestServer | None = None
-        # instance id → application.server, newest first-hand value (see rest.host_directory)
-        self.peer_hosts: dict[str, str] = {}
 
-    # -- configuration and DSL -------------------------------------------------------------------
+    @property
+    def topology(self) -> Topology:
+        return self.builder.topology
+
+    # -- configuration and DSL -------------------------------------------------------------
 
     def configure(self, overrides: Mapping[str, Any]) -> None:
         """Merge settings (file, env, CLI) before start; later calls win."""
@@ -85,9 +114,8 @@ class App:
     def stream(
         self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
     ) -> KStream:
-        kser, vser = serde_for(key_serde), serde_for(value_serde)
-        name = self.topology.add_source(self.topology.new_name("KSTREAM-SOURCE"), topic, kser, vser)
-        return KStream(self.topology, name, kser, vser)
+        """``builder.stream``: a KStream reading ``topic``."""
+        return self.builder.stream(topic, key_serde=key_serde, value_serde=value_serde)
 
     def table(
         self,
@@ -96,26 +124,56 @@ class App:
         store: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
+        in_memory: bool | None = None,
     ) -> KTable:
-        """A KTable materialised from a (compacted) topic into ``store``."""
-        kser, vser = serde_for(key_serde), serde_for(value_serde)
-        store_name = store or f"{topic}-table"
-        source = self.topology.add_source(
-            self.topology.new_name("KTABLE-SOURCE"), topic, kser, vser
+        """``builder.table``: a KTable materialised from a (compacted) topic into ``store``."""
+        return self.builder.table(
+            topic, store=store, key_serde=key_serde, value_serde=value_serde, in_memory=in_memory
         )
-        self.topology.add_store(StoreSpec(store_name, kser, vser))
-        node = self.topology.add_processor(
-            self.topology.new_name("KTABLE-MATERIALIZE"),
-            lambda: ops.TableSourceProcessor(store_name),
-            source,
-            stores=(store_name,),
-        )
-        return KTable(self.topology, node, store_name, kser, vser)
+
+    # -- events, services and the state listener -------------------------------------------
 
     def on_event(self, callback: EventCallback) -> None:
         """``callback(event)`` for each runtime event: dict with ts, instance_id, thread,
         type and fields. Called from stream threads; must be quick and thread-safe."""
         self._callbacks.append(callback)
+
+    def add_service(self, service: Service) -> None:
+        """Run ``service`` for as long as the app runs (see :class:`Service`)."""
+        if self.config is not None:
+            raise StreamrtError("add_service() must be called before start()")
+        self._services.append(service)
+
+    def set_state_listener(self, listener: StateListener) -> None:
+        """``listener(new, old)`` on each change of :attr:`state`; from any thread, quick."""
+        self._state_listeners.append(listener)
+
+    @property
+    def state(self) -> AppState:
+        return self._state
+
+    def _set_state(self, new: AppState) -> bool:
+        with self._state_lock:
+            old = self._state
+            if old is new or new not in APP_ALLOWED_NEXT[old]:
+                return False
+            self._state = new
+        logger.info("instance state", extra=fields(old=old.name, new=new.name))
+        self._emit("app_state", None, old=old.name, new=new.name)
+        for listener in list(self._state_listeners):
+            try:
+                listener(new, old)
+            except Exception:
+                logger.exception("state listener failed")
+        return True
+
+    def _on_thread_state(self) -> None:
+        """RUNNING when every thread runs, REBALANCING otherwise (while running at all)."""
+        if not self._state.is_running_or_rebalancing:
+            return
+        threads = self._thread_list()
+        running = bool(threads) and all(t.state is ThreadState.RUNNING for t in threads)
+        self._set_state(AppState.RUNNING if running else AppState.REBALANCING)
 
     def _emit(self, type_: str, thread_index: int | None, **kv: Any) -> None:
         event = {
@@ -130,28 +188,29 @@ class App:
                 callback(event)
             except Exception:
                 logger.exception("event callback failed", extra=fields(type=type_))
+        if type_ == "thread_state":
+            self._on_thread_state()
 
-    # -- lifecycle -------------------------------------------------------------------------------
+    def _thread_list(self) -> list[StreamThread]:
+        with self._lock:
+            return [t for _i, t in sorted(self.threads.items())]
+
+    # -- lifecycle -------------------------------------------------------------------------
 
     def resolve_config(self) -> StreamsConfig:
         """Validate settings (code < env < ``configure``) and return the config."""
         known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__}
         env = {k: v for k, v in read_env().items() if k in known}
-        # ``rest.*`` keys are streamrt's REST settings (streamrt.rest.settings), not Streams'.
+        # ``rest.*`` keys belong to the REST service attached by ``streamrt run``, not Streams.
         streams = {k: v for k, v in self.settings.items() if not k.startswith("rest.")}
         return StreamsConfig.from_mapping({**env, **streams})
 
     def start(self) -> None:
-        """Validate config, create internal topics and start the stream threads."""
+        """Validate config, create internal topics, start services and the stream threads."""
         with self._lock:
             if self.config is not None:
                 raise StreamrtError("app already started")
             config = self.resolve_config()
-            rest_settings = None
-            if config.application_server is not None:
-                from streamrt.rest.settings import RestSettings
-
-                rest_settings = RestSettings.from_mapping(self.settings)
             if not self.topology.nodes:
                 raise ConfigError("the topology is empty: define at least one stream")
             subs = self.topology.subtopologies(config.application_id)
@@ -164,8 +223,9 @@ class App:
             static = config.group_instance_id is not None
             self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
             self._env = ThreadEnv(
-                config, self.topology, tuple(subs), self.instance_id, static, self._emit
+                config, self.topology, tuple(subs), self.instance_id, static, self._emit, self.clock
             )
+            self.queries.bind(config, self.instance_id, subs)
             logger.info(
                 "starting",
                 extra=fields(
@@ -175,11 +235,10 @@ class App:
                     static=static,
                 ),
             )
-            if rest_settings is not None:  # first: a taken port fails before any thread runs
-                from streamrt.rest.server import RestServer
-
-                self._rest = RestServer(self, rest_settings)
-                self._rest.start()
+            for service in self._services:  # first: a taken port fails before any thread runs
+                service.start()
+                self._started_services.append(service)
+            self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
                 self._start_thread(index)
             self._supervisor = threading.Thread(
@@ -208,6 +267,7 @@ class App:
                             extra=fields(error=str(thread.error)),
                         )
                         self._emit("fatal_error", index, error=str(thread.error))
+                        self._set_state(AppState.PENDING_ERROR)
                         threading.Thread(target=self.stop, daemon=True).start()
                         return
                     logger.warning(
@@ -235,15 +295,20 @@ class App:
             thread = self.threads.pop(index)
         thread.stop()
         thread.join(timeout)
+        self._on_thread_state()
         return index
 
     def stop(self, timeout: float = 30.0) -> None:
         """Commit and stop every thread. Static members send no LeaveGroup."""
         self._stopping.set()
-        if self._rest is not None:
-            self._rest.stop()
-        with self._lock:
-            threads = list(self.threads.values())
+        self._set_state(AppState.PENDING_SHUTDOWN)
+        for service in reversed(self._started_services):
+            try:
+                service.stop()
+            except Exception:
+                logger.exception("service stop failed")
+        self._started_services.clear()
+        threads = self._thread_list()
         for thread in threads:
             thread.stop()
         for thread in threads:
@@ -251,6 +316,9 @@ class App:
         if self.fatal_error is None:
             fatal = [t.error for t in threads if isinstance(t.error, FatalThreadError)]
             self.fatal_error = fatal[0] if fatal else None
+        if self.fatal_error is not None:
+            self._set_state(AppState.PENDING_ERROR)
+        self._set_state(AppState.ERROR if self.fatal_error is not None else AppState.NOT_RUNNING)
 
     def run(self) -> int:
         """Start, block until SIGTERM/SIGINT or a fatal error, stop; returns an exit code."""
@@ -272,141 +340,19 @@ class App:
             raise AppError(str(self.fatal_error))
         return 0
 
-    # -- observability ---------------------------------------------------------------------------
+    # -- metadata and queries (see StreamsQueries) -----------------------------------------
 
     def metadata_for_local_threads(self) -> list[ThreadMetadata]:
-        with self._lock:
-            threads = [t for _i, t in sorted(self.threads.items())]
-        return [dataclasses.replace(t.metadata(), member_id=_member_id(t)) for t in threads]
+        return self.queries.metadata_for_local_threads()
 
     def metadata_for_all_clients(self) -> list[StreamsMetadata]:
-        """Every instance of the application, from the newest assignment any thread holds."""
-        with self._lock:
-            infos = [t.assignment_info for t in self.threads.values() if t.assignment_info]
-        if not infos:
-            return []
-        info = infos[-1]
-        by_instance: dict[str, list[Any]] = {}
-        for ct in info.cluster:
-            by_instance.setdefault(ct.instance_id, []).append(ct)
-        out = []
-        for instance, threads in sorted(by_instance.items()):
-            server = threads[0].application_server
-            if instance == self.instance_id and self.config is not None:
-                server = self.config.application_server
-            server = self.peer_hosts.get(instance, server)
-            host, port = server.rsplit(":", 1) if server else (None, None)
-            tasks = tuple(t for ct in threads for t in ct.tasks)
-            subs = {t.split("_")[0] for t in tasks}
-            out.append(
-                StreamsMetadata(
-                    instance_id=instance,
-                    host=host,
-                    port=int(port) if port else None,
-                    thread_instance_ids=tuple(sorted(ct.thread_instance_id for ct in threads)),
-                    tasks=tasks,
-                    topic_partitions=tuple(sorted(p for ct in threads for p in ct.partitions)),
-                    state_store_names=tuple(
-                        sorted({s for sub in subs for s in info.stores.get(sub, ())})
-                    ),
-                )
-            )
-        return out
+        return self.queries.metadata_for_all_clients()
 
     def metadata_for_key(self, store: str, key: Any) -> StreamsMetadata | None:
-        """The instance that owns ``key`` of ``store`` (None while no assignment is known).
-
-        The partition is the producer's: Kafka's default partitioner, murmur2 of the key
-        serialized with the store's key serde, over the store's source topic partitions.
-        Raises KeyError for an unknown store and ValueError for a key the serde cannot encode.
-        """
-        task_id = self._task_for_key(store, key)
-        for instance in self.metadata_for_all_clients():
-            if task_id in instance.tasks:
-                return instance
-        return None
-
-    def _task_for_key(self, store: str, key: Any) -> str:
-        if self._env is None:
-            raise StreamrtError("app is not started")
-        spec = self.topology.stores.get(store)
-        sub = next((s for s in self._env.subtopologies if store in s.stores), None)
-        if spec is None or sub is None:
-            raise KeyError(store)
-        try:
-            key_bytes = spec.key_serde.serialize(key)
-        except Exception as exc:
-            raise ValueError(f"store {store}: cannot serialize key {key!r}: {exc}") from exc
-        if not isinstance(key_bytes, bytes):
-            raise ValueError(f"store {store}: key {key!r} serializes to no bytes")
-        topic = sub.source_topics[0]
-        partitions = {
-            p for m in self.metadata_for_all_clients() for t, p in m.topic_partitions if t == topic
-        }
-        if not partitions:
-            raise StoreNotReadyError(f"no assignment of {topic} is known yet")
-        partition = (murmur2(key_bytes) & 0x7FFFFFFF) % (max(partitions) + 1)
-        return f"{sub.id}_{partition}"
+        return self.queries.metadata_for_key(store, key)
 
     def query_local(self, store: str, key: Any, timeout: float = 10.0) -> Any:
-        """Read ``key`` from ``store`` on the local thread that owns its task.
-
-        The read runs on that stream thread's event loop under its commit lock, so it never
-        races a task being closed or restored. Raises KeyError (unknown store), ValueError
-        (bad key), StoreNotReadyError (the task is not open and running here).
-        """
-        task_id = self._task_for_key(store, key)
-        with self._lock:
-            owner = next((t for t in self.threads.values() if task_id in t.tasks), None)
-        loop = getattr(owner, "_loop", None)
-        if owner is None or loop is None:
-            raise StoreNotReadyError(f"task {task_id} of store {store} is not active here")
-
-        async def read() -> Any:
-            lock = owner._commit_lock
-            assert lock is not None
-            async with lock:
-                task = owner.tasks.get(task_id)
-                if task is None or task_id in owner.restoring or task_id in owner.locked:
-                    raise StoreNotReadyError(f"task {task_id} is not running here")
-                return task.stores[store].get(key)
-
-        try:
-            return asyncio.run_coroutine_threadsafe(read(), loop).result(timeout)
-        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
-            raise StoreNotReadyError(f"task {task_id} did not answer: {exc!r}") from exc
+        return self.queries.query_local(store, key, timeout)
 
     def remove_members(self, instance_ids: Sequence[str]) -> dict[str, KafkaError | None]:
-        """Remove static members now (one batch LeaveGroup, KIP-345) instead of waiting for
-        ``session.timeout.ms``. An instance id expands to its threads' ``group.instance.id``s
-        (as the coordinator lists them); the result maps each id sent to None or its error."""
-        if self.config is None:
-            raise StreamrtError("app is not started")
-        from streamrt.admin import AdminClient
-
-        group = self.config.application_id
-
-        async def go() -> dict[str, KafkaError | None]:
-            async with AdminClient(self.config.bootstrap_servers) as admin:  # type: ignore[union-attr]
-                described = (await admin.describe_groups([group]))[group]
-                members = [m.group_instance_id for m in described.members if m.group_instance_id]
-                return await admin.remove_members(group, expand_instance_ids(instance_ids, members))
-
-        return asyncio.run(go())
-
-
-def expand_instance_ids(requested: Sequence[str], members: Sequence[str]) -> list[str]:
-    """An instance id ``web-3`` → its members ``web-3-thread-N``; other ids stay as they are.
-    Each id appears once, so nothing is removed twice."""
-    out: list[str] = []
-    for wanted in requested:
-        threads = [m for m in members if m.startswith(f"{wanted}-thread-")]
-        out.extend(threads if threads and wanted not in members else [wanted])
-    return list(dict.fromkeys(out))
-
-
-def _member_id(thread: StreamThread) -> str | None:
-    """The consumer's current member id (assigned by the coordinator), if it has one."""
-    coordinator = getattr(getattr(thread, "_consumer", None), "_coordinator", None)
-    member = getattr(coordinator, "member_id", None)
-    return str(member) if member else None
+        return self.queries.remove_members(instance_ids)

@@ -1,8 +1,9 @@
 """ProducerCollector: buffers a task's output and sends it through the thread's producer.
 
 Processing is synchronous; sends are queued here in order and drained by the thread with
-``await producer.send`` so order per partition is kept. Changelog deliveries are tracked so a
-commit can store the changelog offset each store has reached.
+``await producer.send`` so order per partition is kept. :meth:`flush` reports the end offset
+delivered per partition; each task's state manager takes the ones of the changelog
+partitions it registered (the collector does not know which topics are changelogs).
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from streamrt.runtime.task import TopicPartition
+from streamrt.state import TopicPartition
 
 __all__ = ("ProducerCollector",)
 
 
 class ProducerCollector:
-    def __init__(self, producer: AIOKafkaProducer, changelog_suffix: str = "-changelog") -> None:
+    def __init__(self, producer: AIOKafkaProducer) -> None:
         self.producer = producer
-        self.changelog_suffix = changelog_suffix
         self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int]] = []
         self._inflight: list[asyncio.Future[Any]] = []
 
@@ -44,7 +44,8 @@ class ProducerCollector:
             self._inflight.append(fut)
 
     async def flush(self) -> dict[TopicPartition, int]:
-        """Send and wait for delivery of everything; returns changelog end offsets reached.
+        """Send and wait for delivery of everything; returns the next offset reached per
+        partition written since the last flush.
 
         Raises if any record was not delivered, so the commit stops before offsets move.
         """
@@ -54,7 +55,6 @@ class ProducerCollector:
         reached: dict[TopicPartition, int] = {}
         for fut in inflight:
             md = await fut
-            if md.topic.endswith(self.changelog_suffix):
-                tp = TopicPartition(md.topic, md.partition)
-                reached[tp] = max(reached.get(tp, 0), md.offset + 1)
+            tp = TopicPartition(md.topic, md.partition)
+            reached[tp] = max(reached.get(tp, 0), md.offset + 1)
         return reached

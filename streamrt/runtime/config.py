@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamrt.errors import ConfigError
+from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
 
@@ -43,6 +44,7 @@ class StreamsConfig:
     application_server: str | None = None
     processing_guarantee: str = "at_least_once"
     default_deserialization_exception_handler: str = "log_and_fail"
+    default_dsl_store: StoreKind = ROCKS_DB
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -63,6 +65,11 @@ class StreamsConfig:
             kwargs[name] = _coerce(key, name, raw)
         if "application_id" not in kwargs:
             raise ConfigError("application.id is required")
+        store = str(kwargs.get("default_dsl_store", ROCKS_DB))
+        kinds: dict[str, StoreKind] = {ROCKS_DB.lower(): ROCKS_DB, IN_MEMORY: IN_MEMORY}
+        if store.lower() not in kinds:
+            raise ConfigError(f"default.dsl.store must be {ROCKS_DB} or {IN_MEMORY}, got {store!r}")
+        kwargs["default_dsl_store"] = kinds[store.lower()]
         config = cls(**kwargs, extra=extra)
         config.validate()
         return config

@@ -11,6 +11,7 @@ from streamrt.runtime import operators as ops
 from streamrt.runtime.processor import Processor, Windowed
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec, Topology
 from streamrt.serde import IntSerde, Serde, SerdeLike, serde_for
+from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("KGroupedStream", "KStream", "KTable", "TimeWindowedKStream", "WindowedSerde")
 
@@ -232,26 +233,34 @@ class KGroupedStream:
         value_serde: Serde[Any],
         supplier: Callable[[], Processor],
         key_serde: Serde[Any],
+        in_memory: bool | None = None,
     ) -> KTable:
         topology = self.stream.topology
-        topology.add_store(StoreSpec(store, key_serde, value_serde))
+        topology.add_store(StoreSpec(store, key_serde, value_serde, store_kind(in_memory)))
         node = topology.add_processor(
             topology.new_name(prefix), supplier, self.stream.node, stores=(store,)
         )
         return KTable(topology, node, store, key_serde, value_serde)
 
-    def count(self, store: str) -> KTable:
+    def count(self, store: str, *, in_memory: bool | None = None) -> KTable:
         return self.aggregate(
-            lambda: 0, lambda _k, _v, agg: agg + 1, store=store, value_serde=IntSerde()
+            lambda: 0,
+            lambda _k, _v, agg: agg + 1,
+            store=store,
+            value_serde=IntSerde(),
+            in_memory=in_memory,
         )
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], store: str) -> KTable:
+    def reduce(
+        self, reducer: Callable[[Any, Any], Any], store: str, *, in_memory: bool | None = None
+    ) -> KTable:
         first = object()
         return self.aggregate(
             lambda: first,
             lambda _k, v, agg: v if agg is first else reducer(agg, v),
             store=store,
             value_serde=self.stream.value_serde,
+            in_memory=in_memory,
         )
 
     def aggregate(
@@ -261,7 +270,9 @@ class KGroupedStream:
         *,
         store: str,
         value_serde: SerdeLike = "json",
+        in_memory: bool | None = None,
     ) -> KTable:
+        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config)."""
         serde = serde_for(value_serde)
         return self._aggregate(
             "KSTREAM-AGGREGATE",
@@ -269,6 +280,7 @@ class KGroupedStream:
             serde,
             lambda: ops.AggregateProcessor(store, initializer, aggregator),
             self.stream.key_serde,
+            in_memory,
         )
 
     def windowed_by(self, size_ms: int, advance_ms: int | None = None) -> TimeWindowedKStream:
@@ -285,9 +297,13 @@ class TimeWindowedKStream:
         self.size_ms = size_ms
         self.advance_ms = advance_ms
 
-    def count(self, store: str) -> KTable:
+    def count(self, store: str, *, in_memory: bool | None = None) -> KTable:
         return self.aggregate(
-            lambda: 0, lambda _k, _v, agg: agg + 1, store=store, value_serde=IntSerde()
+            lambda: 0,
+            lambda _k, _v, agg: agg + 1,
+            store=store,
+            value_serde=IntSerde(),
+            in_memory=in_memory,
         )
 
     def aggregate(
@@ -297,7 +313,9 @@ class TimeWindowedKStream:
         *,
         store: str,
         value_serde: SerdeLike = "json",
+        in_memory: bool | None = None,
     ) -> KTable:
+        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config)."""
         size, advance = self.size_ms, self.advance_ms
         return self.grouped._aggregate(
             "KSTREAM-WINDOWED-AGGREGATE",
@@ -305,6 +323,7 @@ class TimeWindowedKStream:
             serde_for(value_serde),
             lambda: ops.WindowedAggregateProcessor(store, size, advance, initializer, aggregator),
             WindowedSerde(self.grouped.stream.key_serde),
+            in_memory,
         )
 
 
@@ -330,6 +349,11 @@ class KTable:
             self.topology.new_name("KTABLE-TOSTREAM"), ops.PassThroughProcessor, self.node
         )
         return KStream(self.topology, name, self.key_serde, self.value_serde)
+
+
+def store_kind(in_memory: bool | None) -> StoreKind | None:
+    """The store kind an ``in_memory=`` argument asks for (None: ``default.dsl.store``)."""
+    return None if in_memory is None else (IN_MEMORY if in_memory else ROCKS_DB)
 
 
 def _opt(spec: SerdeLike) -> Serde[Any] | None:

@@ -7,13 +7,13 @@ changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
+from streamrt.runtime.source_topics import wait_for_source_topics
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 
 __all__ = ("ensure_internal_topics",)
@@ -50,15 +50,11 @@ async def ensure_internal_topics(
     try:
         repartition = set(topology.repartition_topics(application_id))
         external = [t for t in topology.source_topics(application_id) if t not in repartition]
-        deadline = asyncio.get_running_loop().time() + wait_s
-        while True:
-            counts = await _partition_counts(admin, external)
-            missing = [t for t in external if t not in counts]
-            if not missing:
-                break
-            if asyncio.get_running_loop().time() > deadline:
-                raise ConfigError(f"source topics do not exist: {', '.join(missing)}")
-            await asyncio.sleep(0.5)
+        # Says at once which source topics are missing and how to create them, then waits.
+        await wait_for_source_topics(
+            bootstrap_servers, external, wait_s=wait_s, client_id=f"{application_id}-admin"
+        )
+        counts = await _partition_counts(admin, external)
         wanted: dict[str, tuple[int, dict[str, str]]] = {}
         width = max(counts.values(), default=1)
         for topic in sorted(repartition):

@@ -1,7 +1,8 @@
 """Metadata the runtime publishes: per local thread, and per instance of the whole cluster.
 
 The REST layer reads these from ``App.metadata_for_all_clients()`` and
-``App.metadata_for_local_threads()``; the cluster view comes from the assignment user data.
+``App.metadata_for_local_threads()`` (see :mod:`streamrt.runtime.queries`); the cluster view
+comes from the assignment user data. ``AppState`` is the instance's overall state.
 """
 
 from __future__ import annotations
@@ -9,7 +10,43 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ("StreamsMetadata", "ThreadMetadata", "ThreadState")
+__all__ = ("APP_ALLOWED_NEXT", "AppState", "StreamsMetadata", "ThreadMetadata", "ThreadState")
+
+
+class AppState(enum.Enum):
+    """An instance's life, as Kafka Streams' ``KafkaStreams.State``.
+
+    CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING; on a fatal error
+    REBALANCING/RUNNING → PENDING_ERROR → ERROR. RUNNING means every stream thread runs.
+    """
+
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+    @property
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (AppState.RUNNING, AppState.REBALANCING)
+
+
+APP_ALLOWED_NEXT: dict[AppState, frozenset[AppState]] = {
+    AppState.CREATED: frozenset({AppState.REBALANCING, AppState.PENDING_SHUTDOWN}),
+    AppState.REBALANCING: frozenset(
+        {AppState.RUNNING, AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR}
+    ),
+    AppState.RUNNING: frozenset(
+        {AppState.REBALANCING, AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR}
+    ),
+    # ERROR: a thread's fatal error found while shutting down
+    AppState.PENDING_SHUTDOWN: frozenset({AppState.NOT_RUNNING, AppState.ERROR}),
+    AppState.NOT_RUNNING: frozenset(),
+    AppState.PENDING_ERROR: frozenset({AppState.ERROR}),
+    AppState.ERROR: frozenset(),
+}
 
 
 class ThreadState(enum.Enum):

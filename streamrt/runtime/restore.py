@@ -2,7 +2,8 @@
 
 Each store resumes from the changelog offset stored in its own WriteBatch; a store whose
 offset equals the changelog end restores nothing. Restoration is done in steps, between
-processing batches, so tasks that are ready keep processing while others restore.
+processing batches, so tasks that are ready keep processing while others restore. Stores are
+reached only through each task's :class:`~streamrt.state.StateManager`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.task import StreamTask, TopicPartition
+from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
 
@@ -33,7 +34,7 @@ class RestoreStats:
 
 @dataclass(slots=True)
 class _Pending:
-    task: StreamTask
+    state: StateManager
     ends: dict[TopicPartition, int]
     started: float = field(default_factory=time.monotonic)
     records: int = 0
@@ -54,14 +55,16 @@ class ChangelogRestorer:
         self.emit = emit or (lambda type_, **kv: None)  # emit(type, **fields): lifecycle events
         self.stats = RestoreStats()
         self._pending: dict[str, _Pending] = {}
-        self._store_of: dict[TopicPartition, tuple[StreamTask, str]] = {}
+        self._state_of: dict[TopicPartition, StateManager] = {}
 
     @property
-    def restoring(self) -> list[StreamTask]:
-        return [p.task for p in self._pending.values()]
+    def restoring(self) -> list[str]:
+        """Ids of the tasks still restoring."""
+        return list(self._pending)
 
-    async def add(self, task: StreamTask, positions: dict[TopicPartition, int | None]) -> bool:
-        """Register an opened task; returns True if it is ready at once (nothing to restore)."""
+    async def add(self, state: StateManager) -> bool:
+        """Register an opened task's state; returns True if it is ready at once."""
+        positions = state.positions()
         if not positions:
             return True
         tps = [KafkaTP(*tp) for tp in positions]
@@ -69,33 +72,30 @@ class ChangelogRestorer:
         todo: dict[TopicPartition, int] = {}
         for tp, position in positions.items():
             end = ends[KafkaTP(*tp)]
-            store_name = next(n for n, c in task.changelogs.items() if c == tp)
-            store = task.stores[store_name].store
             if position is None and end == 0:
-                store.flush(0)  # an empty changelog: the empty store is complete
+                state.mark_restored(tp, 0)  # an empty changelog: the empty store is complete
                 continue
             if position is not None and position >= end:
                 continue  # the checkpoint is at the changelog end: nothing to restore
             todo[tp] = end
-            self._store_of[tp] = (task, store_name)
-        fields_ = {str(tp.topic) + "-" + str(tp.partition): e for tp, e in todo.items()}
+            self._state_of[tp] = state
         logger.info(
             "restoration needed" if todo else "state is up to date, nothing to restore",
             extra=fields(
                 thread=self.thread_name,
-                task=str(task.task_id),
+                task=state.task_id,
                 **{"from": {f"{t.topic}-{t.partition}": positions[t] for t in positions}},
-                to=fields_,
+                to={f"{tp.topic}-{tp.partition}": e for tp, e in todo.items()},
             ),
         )
         if not todo:
             return True
         self.emit(
             "restore_started",
-            task=str(task.task_id),
+            task=state.task_id,
             to={f"{tp.topic}-{tp.partition}": end for tp, end in todo.items()},
         )
-        self._pending[str(task.task_id)] = _Pending(task, todo)
+        self._pending[state.task_id] = _Pending(state, todo)
         await self._reassign()
         return False
 
@@ -108,58 +108,58 @@ class ChangelogRestorer:
         tps = [tp for p in self._pending.values() for tp in p.ends]
         self.consumer.assign([KafkaTP(*tp) for tp in tps])
         for tp in tps:
-            task, store_name = self._store_of[tp]
-            position = task.stores[store_name].store.changelog_offset()
+            position = self._state_of[tp].position(tp)
             if position is None:
                 await self.consumer.seek_to_beginning(KafkaTP(*tp))
             else:
                 self.consumer.seek(KafkaTP(*tp), position)
 
-    async def remove(self, task: StreamTask) -> None:
+    async def remove(self, task_id: str) -> None:
         """Drop a task (revoked while restoring)."""
-        pending = self._pending.pop(str(task.task_id), None)
+        pending = self._pending.pop(task_id, None)
         if pending is None:
             return
         for tp in pending.ends:
-            self._store_of.pop(tp, None)
+            self._state_of.pop(tp, None)
         await self._reassign()
 
-    async def step(self, timeout_ms: int = 50) -> list[StreamTask]:
-        """Apply one batch of changelog records; returns tasks that finished restoring."""
+    async def step(self, timeout_ms: int = 50) -> list[str]:
+        """Apply one batch of changelog records; returns ids of tasks that finished."""
         if not self._pending:
             return []
         began = time.monotonic()
         batches = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
         for ktp, records in batches.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
-            if tp not in self._store_of or not records:
+            state = self._state_of.get(tp)
+            if state is None or not records:
                 continue
-            task, store_name = self._store_of[tp]
-            store = task.stores[store_name].store
-            store.restore([(r.key, r.value) for r in records], records[-1].offset + 1)
+            store_name = state.store_for(tp)
+            next_offset = records[-1].offset + 1
+            state.restore_batch(tp, [(r.key, r.value) for r in records], next_offset)
             size = sum(len(r.key or b"") + len(r.value or b"") for r in records)
             self.stats.records += len(records)
             self.stats.bytes += size
-            pending_task = self._pending[str(task.task_id)]
-            pending_task.records += len(records)
-            pending_task.bytes += size
+            pending = self._pending[state.task_id]
+            pending.records += len(records)
+            pending.bytes += size
             self.emit(
                 "restore_progress",
-                task=str(task.task_id),
+                task=state.task_id,
                 store=store_name,
-                records=pending_task.records,
-                bytes=pending_task.bytes,
-                offset=records[-1].offset + 1,
-                end=pending_task.ends.get(tp),
+                records=pending.records,
+                bytes=pending.bytes,
+                offset=next_offset,
+                end=pending.ends.get(tp),
             )
             logger.info(
                 "restoring",
                 extra=fields(
                     thread=self.thread_name,
-                    task=str(task.task_id),
+                    task=state.task_id,
                     store=store_name,
-                    offset=records[-1].offset + 1,
-                    end=self._pending[str(task.task_id)].ends.get(tp),
+                    offset=next_offset,
+                    end=pending.ends.get(tp),
                 ),
             )
         done = []
@@ -167,8 +167,7 @@ class ChangelogRestorer:
             for tp in list(pending.ends):
                 if await self.consumer.position(KafkaTP(*tp)) >= pending.ends[tp]:
                     # the position can pass compacted-away or marker offsets: record the end
-                    task, store_name = self._store_of.pop(tp)
-                    task.stores[store_name].store.flush(pending.ends.pop(tp))
+                    self._state_of.pop(tp).mark_restored(tp, pending.ends.pop(tp))
             if not pending.ends:
                 del self._pending[task_id]
                 elapsed = time.monotonic() - pending.started
@@ -188,7 +187,7 @@ class ChangelogRestorer:
                     bytes=pending.bytes,
                     seconds=round(elapsed, 3),
                 )
-                done.append(pending.task)
+                done.append(task_id)
         self.stats.seconds += time.monotonic() - began
         if done:
             await self._reassign()

@@ -8,35 +8,43 @@ checkpoints equal to the changelog ends, and restores nothing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
+from streamrt.runtime import kafka_adapter
 from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, SubscriptionInfo
 from streamrt.runtime.collector import ProducerCollector
+from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
-from streamrt.runtime.static_membership import install_static_heartbeat, is_fenced
-from streamrt.runtime.task import StreamTask, TaskId, TopicPartition, read_checkpoint_hint
+from streamrt.runtime.task import DeserializationError, StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology
-from streamrt.state import StateLockedError
+from streamrt.state import StateLockedError, read_checkpoint_hint
 
-__all__ = ("FatalThreadError", "StreamThread", "ThreadEnv")
+__all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 
 class FatalThreadError(Exception):
     """An error that must stop the whole instance (fencing, log_and_fail), not one thread."""
+
+
+class ThreadNotRunningError(Exception):
+    """The thread has no event loop (not started yet, or stopped), or did not answer in time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,17 @@ class ThreadEnv:
     instance_id: str
     static: bool
     emit: Callable[..., None]  # emit(type, thread_index, **fields)
+    clock: Clock = field(default_factory=SystemClock)  # punctuation and commit interval
+
+
+class _ConsumerCommitter:
+    """Step 3 of a commit: the group consumer commits input offsets."""
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -108,6 +127,45 @@ class StreamThread:
     def alive(self) -> bool:
         return self._os_thread.is_alive()
 
+    @property
+    def member_id(self) -> str | None:
+        """The consumer's member id in the group (assigned by the coordinator), once joined."""
+        return kafka_adapter.member_id(self._consumer)
+
+    @property
+    def generation(self) -> int | None:
+        """The group generation this thread's consumer last joined."""
+        return kafka_adapter.generation(self._consumer)
+
+    def owns(self, task_id: str) -> bool:
+        """True if the task is assigned to this thread (open, restoring or waiting for a lock)."""
+        return task_id in self.tasks
+
+    def running_task(self, task_id: str) -> StreamTask | None:
+        """The task if it is open and processing here; call on this thread's loop."""
+        if task_id in self.restoring or task_id in self.locked:
+            return None
+        return self.tasks.get(task_id)
+
+    def run_on_loop(self, fn: Callable[[], Awaitable[T]], timeout: float) -> T:
+        """Run ``fn()`` on this thread's event loop under its commit lock, from another thread.
+
+        Under the lock no task is being processed, committed, closed or opened, so ``fn`` sees
+        a consistent state. Raises ThreadNotRunningError if the loop is gone or too slow.
+        """
+        loop, lock = self._loop, self._commit_lock
+        if loop is None or lock is None or loop.is_closed():
+            raise ThreadNotRunningError(f"thread {self.name} is not running")
+
+        async def locked() -> T:
+            async with lock:
+                return await fn()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(locked(), loop).result(timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            raise ThreadNotRunningError(f"thread {self.name} did not answer: {exc!r}") from exc
+
     def metadata(self) -> ThreadMetadata:
         tasks = dict(self.tasks)
         stats = self._restorer.stats if self._restorer else None
@@ -145,7 +203,7 @@ class StreamThread:
             asyncio.run(self._main())
         except BaseException as exc:
             self.error = exc
-            if is_fenced(exc):
+            if kafka_adapter.is_fenced(exc):
                 self.env.emit("fenced", self.index, thread_instance_id=self.thread_instance_id)
                 self.error = FatalThreadError(
                     f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
@@ -173,7 +231,7 @@ class StreamThread:
 
     def _on_leader(self, members: int, tasks: int) -> None:
         """This thread's consumer is the group leader and just computed the assignment."""
-        generation = self._generation()
+        generation = self.generation
         logger.info(
             "computed the group assignment as leader",
             extra=fields(thread=self.name, generation=generation, members=members, tasks=tasks),
@@ -236,7 +294,7 @@ class StreamThread:
             topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
             consumer.subscribe(topics, listener=_Listener(self))
             await consumer.start()
-            install_static_heartbeat(consumer)
+            kafka_adapter.install_static_heartbeat(consumer)
             await self._loop_until_stopped(consumer)
             self._transition(ThreadState.PENDING_SHUTDOWN)
             async with self._commit_lock:
@@ -251,23 +309,24 @@ class StreamThread:
 
     async def _loop_until_stopped(self, consumer: AIOKafkaConsumer) -> None:
         assert self._commit_lock is not None and self._restorer is not None
-        next_commit = time.monotonic() + self.env.config.commit_interval_ms / 1000
+        clock = self.env.clock
+        schedule = CommitSchedule(clock, self.env.config.commit_interval_ms)
         while not self._stop_requested.is_set():
             batches = await consumer.getmany(timeout_ms=100, max_records=2000)
             async with self._commit_lock:
                 await self._retry_locked()
-                for task in await self._restorer.step():
-                    self._ready(task)
+                for task_id in await self._restorer.step():
+                    self._ready(self.tasks[task_id])
                 self._process(batches)
-                now_ms = int(time.time() * 1000)
+                now_ms = clock.now_ms()
                 for task_id, task in self.tasks.items():
                     if task_id not in self.restoring:
                         task.punctuate(now_ms)
                 assert self._collector is not None
                 await self._collector.drain()
-                if time.monotonic() >= next_commit:
+                if schedule.due():
                     await self._commit(consumer)
-                    next_commit = time.monotonic() + self.env.config.commit_interval_ms / 1000
+                    schedule.committed()
 
     def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
         by_input = {tp: t for t in self.tasks.values() for tp in t.inputs}
@@ -278,28 +337,15 @@ class StreamThread:
             for r in records:
                 try:
                     task.process(r.topic, r.offset, r.timestamp, r.key, r.value)
-                except Exception as exc:
-                    from streamrt.runtime.task import DeserializationError
-
-                    if isinstance(exc, DeserializationError):
-                        raise FatalThreadError(str(exc)) from exc
-                    raise
+                except DeserializationError as exc:
+                    raise FatalThreadError(str(exc)) from exc
 
     async def _commit(self, consumer: AIOKafkaConsumer) -> None:
-        """Commit at-least-once, in this order:
-
-        1. flush sinks and changelogs: wait until the producer delivered everything;
-        2. write each store's data with the changelog offset it reached (one WriteBatch);
-        3. commit the input offsets.
-        """
+        """Commit at-least-once (the numbered order lives in :func:`runtime.commit.commit`)."""
         assert self._collector is not None
-        changelog_end = await self._collector.flush()  # 1
-        offsets: dict[KafkaTP, int] = {}
-        for task in self.tasks.values():
-            task.flush_stores(changelog_end)  # 2
-            offsets.update({KafkaTP(*tp): off for tp, off in task.take_offsets().items()})
+        open_tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
+        offsets = await commit(self._collector, open_tasks, _ConsumerCommitter(consumer))
         if offsets:
-            await consumer.commit(offsets)  # 3
             self.env.emit(
                 "commit",
                 self.index,
@@ -317,7 +363,7 @@ class StreamThread:
             "partitions revoked",
             extra=fields(thread=self.name, partitions=sorted(revoked), tasks=gone),
         )
-        self.env.emit("rebalance_started", self.index, generation=self._generation())
+        self.env.emit("rebalance_started", self.index, generation=self.generation)
         self.env.emit("revocation", self.index, partitions=sorted(revoked), tasks=gone)
         async with self._commit_lock:
             try:
@@ -339,7 +385,7 @@ class StreamThread:
             "partitions assigned",
             extra=fields(thread=self.name, partitions=sorted(assigned), tasks=sorted(wanted)),
         )
-        self.env.emit("rebalance_complete", self.index, generation=self._generation())
+        self.env.emit("rebalance_complete", self.index, generation=self.generation)
         self.env.emit("assignment", self.index, partitions=sorted(assigned), tasks=sorted(wanted))
         async with self._commit_lock:
             await self._close_tasks([t for t in self.tasks if t not in wanted])
@@ -349,11 +395,6 @@ class StreamThread:
             self._previous_tasks = tuple(sorted(wanted))
             if not self.restoring and not self.locked:
                 self._transition(ThreadState.RUNNING)
-
-    def _generation(self) -> int | None:
-        """The group generation this member last joined (aiokafka keeps it on its coordinator)."""
-        coordinator = getattr(self._consumer, "_coordinator", None)
-        return getattr(coordinator, "generation", None)
 
     def _create(self, task_id: TaskId) -> None:
         assert self._collector is not None
@@ -366,6 +407,7 @@ class StreamThread:
             Path(self.env.config.state_dir),
             self._collector,
             deserialization_handler=self.env.config.default_deserialization_exception_handler,
+            default_store=self.env.config.default_dsl_store,
         )
         self.tasks[str(task_id)] = task
         self.locked.add(str(task_id))
@@ -377,7 +419,7 @@ class StreamThread:
         for task_id in sorted(self.locked):
             task = self.tasks[task_id]
             try:
-                positions = task.open()
+                task.open()
             except StateLockedError as exc:
                 logger.warning(
                     "task state is locked, will retry",
@@ -386,8 +428,8 @@ class StreamThread:
                 continue
             self.locked.discard(task_id)
             self.restoring.add(task_id)
-            self.env.emit("restoration_started", self.index, task=task_id)
-            if await self._restorer.add(task, positions):
+            self.env.emit("restore_check", self.index, task=task_id)
+            if await self._restorer.add(task.state):
                 self._ready(task)
 
     def _ready(self, task: StreamTask) -> None:
@@ -395,7 +437,7 @@ class StreamThread:
         self.restoring.discard(task_id)
         assert self._consumer is not None
         self._consumer.resume(*[KafkaTP(*tp) for tp in task.inputs])
-        self.env.emit("restoration_complete", self.index, task=task_id)
+        self.env.emit("restore_ready", self.index, task=task_id)
         if not self.restoring and not self.locked and self.state is ThreadState.PARTITIONS_ASSIGNED:
             self._transition(ThreadState.RUNNING)
 
@@ -410,7 +452,7 @@ class StreamThread:
             if task is None:
                 continue
             if self._restorer is not None:
-                await self._restorer.remove(task)
+                await self._restorer.remove(task_id)
             self.restoring.discard(task_id)
             self.locked.discard(task_id)
             self._records_processed_closed += task.records_processed
@@ -433,11 +475,4 @@ def local_task_offsets(app_state_dir: Path) -> dict[str, int]:
             continue
         if any(p.is_dir() for p in child.iterdir()):
             out[child.name] = sum(read_checkpoint_hint(child).values())
-    return out
-    for child in app_state_dir.iterdir():
-        try:
-            TaskId.parse(child.name)
-        except ValueError:
-            continue
-        out[child.name] = sum(1 for p in child.iterdir() if p.is_dir())
     return out

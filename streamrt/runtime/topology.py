@@ -14,6 +14,7 @@ from typing import Any
 from streamrt.errors import ConfigError
 from streamrt.runtime.processor import Processor
 from streamrt.serde import Serde
+from streamrt.state.store import StoreKind
 
 __all__ = (
     "ProcessorNode",
@@ -40,9 +41,12 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
+    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config."""
+
     name: str
     key_serde: Serde[Any]
     value_serde: Serde[Any]
+    kind: StoreKind | None = None
 
 
 @dataclass(slots=True)

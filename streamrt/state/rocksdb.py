@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import rocksdict
@@ -86,12 +86,16 @@ class RocksDBStore:
     def is_open(self) -> bool:
         return self._db is not None
 
+    @property
+    def persistent(self) -> bool:
+        return True
+
     def get(self, key: bytes) -> bytes | None:
         staged = self._pending.get(key)
         if staged is _DELETED:
             return None
-        if staged is not None:
-            return staged  # type: ignore[return-value]
+        if isinstance(staged, bytes):
+            return staged
         value = self._require_db().get(key)
         return None if value is None else bytes(value)
 
@@ -103,15 +107,26 @@ class RocksDBStore:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every key/value, staged writes included (ascending key order)."""
-        merged: dict[bytes, bytes | object] = {
-            bytes(k): bytes(v)  # type: ignore[arg-type]
-            for k, v in self._require_db().items()
-        }
-        merged.update(self._pending)
+        return self.range(None, None)
+
+    def range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys in ``[start, end)`` (``None``: unbounded), staged writes included."""
+        db = self._require_db()
+        merged: dict[bytes, bytes | object] = {}
+        for k, v in db.items(from_key=start) if start is not None else db.items():
+            key = bytes(k)  # type: ignore[arg-type]  # raw mode: keys and values are bytes
+            if end is not None and key >= end:
+                break
+            merged[key] = bytes(v)
+        merged.update(
+            (k, v)
+            for k, v in self._pending.items()
+            if (start is None or k >= start) and (end is None or k < end)
+        )
         for key in sorted(merged):
             value = merged[key]
-            if value is not _DELETED:
-                yield key, value  # type: ignore[misc]
+            if isinstance(value, bytes):
+                yield key, value
 
     @property
     def pending_count(self) -> int:
@@ -119,7 +134,8 @@ class RocksDBStore:
 
     def changelog_offset(self) -> int | None:
         """The next changelog offset to restore from, or ``None`` if never checkpointed."""
-        assert self._meta is not None, "store is not open"
+        if self._meta is None:
+            raise RuntimeError(f"state store {self.name} is not open")
         raw = self._meta.get(_CHANGELOG_OFFSET_KEY)
         return None if raw is None else int(_OFFSET.unpack(bytes(raw))[0])
 
@@ -139,9 +155,10 @@ class RocksDBStore:
             db.write(batch)
         self._pending.clear()
 
-    def restore(self, records: list[tuple[bytes, bytes | None]], next_offset: int) -> None:
-        """Apply changelog records and advance the offset, in one batch."""
-        assert not self._pending, "restore must not interleave with processing"
+    def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
+        """Apply changelog records and advance the offset, in one batch (restoration)."""
+        if self._pending:
+            raise RuntimeError(f"state store {self.name}: restore interleaved with processing")
         for key, value in records:
             if value is None:
                 self.delete(key)

@@ -66,7 +66,13 @@ def test_runtime_events_are_published_keyed_by_instance(broker, tmp_path: Path) 
     assert {r.key for r in records} == {b"web-1"}
     assert all(set(e) == SCHEMA_KEYS for e in events)
     assert {e["application_id"] for e in events} == {"counting"}
-    assert {e["thread_id"] for e in events} == {"web-1-thread-1", "web-1-thread-2"}
+    assert {e["thread_id"] for e in events if e["type"] != "app_state"} == {
+        "web-1-thread-1",
+        "web-1-thread-2",
+    }
+    app_states = [e for e in events if e["type"] == "app_state"]  # instance-wide: no thread
+    assert app_states and all(e["thread"] is None for e in app_states)
+    assert app_states[0]["fields"] == {"old": "CREATED", "new": "REBALANCING"}
     types = {e["type"] for e in events}
     assert {"thread_state", "rebalance_complete", "assignment", "commit"} <= types
     generations = [e["fields"]["generation"] for e in events if e["type"] == "rebalance_complete"]

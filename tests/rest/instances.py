@@ -10,6 +10,7 @@ import httpx
 
 from streamrt.admin import AdminClient
 from streamrt.admin.consumer_protocol import decode_assignment
+from streamrt.rest.wiring import attach_rest
 from streamrt.runtime import App
 from tests.runtime.counting_app import make_app
 
@@ -45,6 +46,7 @@ def start_instance(
     if token:
         settings["rest.auth.token"] = token
     app = make_app(settings)
+    attach_rest(app)
     app.start()
     return app
 

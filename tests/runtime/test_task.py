@@ -78,7 +78,7 @@ def test_wordcount_splits_at_the_repartition_topic_and_counts(tmp_path: Path) ->
         ("app-counts-changelog", b"a", 0),
     ]
     assert counter.take_offsets() == {TopicPartition("app-words-repartition", 0): 3}
-    counter.flush_stores({TopicPartition("app-counts-changelog", 0): 3})
+    counter.flush_state({TopicPartition("app-counts-changelog", 0): 3})
     counter.close()
     split.close()
     reopened = make_task(app, 1, 0, tmp_path, ListCollector())
@@ -205,8 +205,8 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
 
 def test_checkpoint_hint_reports_store_offsets_for_the_subscription(tmp_path) -> None:
     """The assignor's local-state offsets come from the hint written after the stores."""
-    from streamrt.runtime.task import read_checkpoint_hint, write_checkpoint_hint
     from streamrt.runtime.thread import local_task_offsets
+    from streamrt.state import read_checkpoint_hint, write_checkpoint_hint
 
     app_dir = tmp_path / "app"
     task_dir = app_dir / "0_3"
@@ -218,3 +218,43 @@ def test_checkpoint_hint_reports_store_offsets_for_the_subscription(tmp_path) ->
     assert local_task_offsets(app_dir) == {"0_3": 125, "0_4": 0}
     (task_dir / ".checkpoint").write_text("{garbage")
     assert local_task_offsets(app_dir) == {"0_3": 0, "0_4": 0}
+
+
+def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
+    """The thread passes its injected clock's time; a manual clock drives punctuation."""
+    from streamrt.clock import ManualClock
+
+    fired: list[int] = []
+
+    class Ticker(Processor):
+        def init(self, context: Any) -> None:
+            super().init(context)
+            context.schedule(1_000, fired.append)
+
+    app = App({"application.id": "app"})
+    app.stream("in").process(Ticker)
+    collector = ListCollector()
+    task = make_task(app, 0, 0, tmp_path, collector)
+    task.open()
+    clock = ManualClock(10_000)
+    assert task.punctuate(clock.now_ms()) == 0  # the first call schedules
+    clock.advance(999)
+    assert task.punctuate(clock.now_ms()) == 0
+    clock.advance(1)
+    assert task.punctuate(clock.now_ms()) == 1
+    clock.advance(2_500)
+    assert task.punctuate(clock.now_ms()) == 1
+    assert fired == [11_000, 13_500]
+    task.close()
+
+
+def test_in_memory_store_selected_per_store(tmp_path: Path) -> None:
+    app = App({"application.id": "app"})
+    app.stream("in", key_serde="str").group_by_key().count("c", in_memory=True)
+    task = make_task(app, 0, 0, tmp_path, ListCollector())
+    task.open()
+    task.process("in", 0, 1, b"a", b"x")
+    task.flush_state({TopicPartition("app-c-changelog", 0): 1})
+    assert dict(task.stores["c"].items()) == {"a": 1}
+    assert not (task.directory / "c").exists()
+    task.close()

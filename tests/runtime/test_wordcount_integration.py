@@ -130,3 +130,41 @@ def test_threads_added_and_removed_keep_stable_ids_and_events_flow(broker, tmp_p
     assert event["instance_id"] == "ev" and event["thread"] == 1
     assert {"partitions", "tasks"} <= set(event["fields"])
     assert {e["type"] for e in events} >= {"thread_state", "assignment", "revocation"}
+
+
+def test_in_memory_stores_restore_fully_and_the_app_reports_its_state(broker, tmp_path) -> None:
+    """``default.dsl.store=in_memory``: counts stay exact across a restart because the store
+    is rebuilt from its changelog; the state listener sees REBALANCING → RUNNING → ... →
+    NOT_RUNNING."""
+    create_topic(broker.bootstrap, "lines", 2)
+    create_topic(broker.bootstrap, "counts-out", 2)
+    produce(broker.bootstrap, "lines", [(None, line.encode()) for line in LINES])
+    settings = {"group.instance.id": "mem-1", "default.dsl.store": "in_memory"}
+    app = wordcount_app(broker.bootstrap, tmp_path / "state", **settings)
+    states: list[tuple[str, str]] = []
+    app.set_state_listener(lambda new, old: states.append((old.name, new.name)))
+    app.start()
+    try:
+        wait_until(lambda: counts(broker.bootstrap) == EXPECTED, what="word counts")
+        wait_until(lambda: app.state.name == "RUNNING", what="app RUNNING")
+    finally:
+        app.stop()
+    assert states[0] == ("CREATED", "REBALANCING")
+    assert ("REBALANCING", "RUNNING") in states
+    assert states[-2:] == [(states[-2][0], "PENDING_SHUTDOWN"), ("PENDING_SHUTDOWN", "NOT_RUNNING")]
+    assert not (tmp_path / "state" / "wc" / "1_0" / "counts").exists()  # nothing on disk
+
+    produce(broker.bootstrap, "lines", [(None, b"fox")])
+    again = wordcount_app(broker.bootstrap, tmp_path / "state", **settings)
+    events: list[dict] = []
+    again.on_event(events.append)
+    again.start()
+    try:
+        wait_until(
+            lambda: counts(broker.bootstrap) == {**EXPECTED, "fox": 3}, what="counts after restart"
+        )
+    finally:
+        again.stop()
+    restored = sum(e["fields"]["records"] for e in events if e["type"] == "restore_complete")
+    assert restored >= len(EXPECTED)  # the in-memory store came back from its changelog
+    assert {"restore_check", "restore_ready"} <= {e["type"] for e in events}

@@ -52,7 +52,7 @@ def test_flush_without_offset_keeps_the_previous_checkpoint(tmp_path: Path) -> N
 
 def test_restore_applies_tombstones_and_advances_offset(tmp_path: Path) -> None:
     store = open_store(tmp_path / "s")
-    store.restore([(b"a", b"1"), (b"b", b"2"), (b"a", None)], next_offset=10)
+    store.write_batch([(b"a", b"1"), (b"b", b"2"), (b"a", None)], next_offset=10)
     assert list(store.items()) == [(b"b", b"2")]
     assert store.changelog_offset() == 10
     store.close()

@@ -1,4 +1,9 @@
-"""``streamrt run MODULE:APP``: run an application object with CLI overrides."""
+"""``streamrt run MODULE:APP``: run an application object with CLI overrides.
+
+This command sits above the runtime: it loads the App, merges settings, and wires what the
+runtime does not know — the REST endpoint (``streamrt.rest``, only when
+``application.server`` is set, so a plain run does not import it) and the events publisher.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.app import App, AppError
-from streamrt.runtime.config import load_config_file
+from streamrt.runtime.config import load_config_file, read_env
 
 __all__ = ("register",)
 
@@ -50,8 +55,6 @@ def _run(args: argparse.Namespace) -> int:
     settings: dict[str, Any] = {}
     if args.config_file:
         settings.update(load_config_file(args.config_file))
-    from streamrt.runtime.config import read_env
-
     settings.update(read_env())
     for item in args.config:
         key, sep, value = item.partition("=")
@@ -70,6 +73,10 @@ def _run(args: argparse.Namespace) -> int:
     settings = {k: v for k, v in settings.items() if v is not None}
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
+    if app.resolve_config().application_server is not None:
+        from streamrt.rest.wiring import attach_rest
+
+        attach_rest(app)
     from streamrt.events import install_event_publisher
 
     publisher = install_event_publisher(app, to_topic=not args.no_events_topic)

@@ -1,0 +1,164 @@
+"""StateManager: the stores of one task and their changelog partitions (Kafka Streams'
+ProcessorStateManager).
+
+It is the only owner of a task's stores: it locks the task directory, opens each registered
+store, flushes data with the changelog offset reached, writes the checkpoint hint, and offers
+restoration its entry points (positions, apply a batch, mark restored). Nothing else holds a
+store's lifecycle, and stores know nothing of their task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from streamrt.state.checkpoint import write_checkpoint_hint
+from streamrt.state.lock import DirectoryLock
+from streamrt.state.memory import InMemoryStore
+from streamrt.state.rocksdb import RocksDBStore
+from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
+
+__all__ = ("TopicPartition", "StateManager", "StoreRegistration", "make_store")
+
+logger = logging.getLogger(__name__)
+
+
+class TopicPartition(NamedTuple):
+    """A Kafka topic partition; the runtime uses the same type for inputs and changelogs."""
+
+    topic: str
+    partition: int
+
+
+StoreFactory = Callable[[str, Path], KeyValueStore]
+
+
+def make_store(kind: StoreKind, name: str, directory: Path) -> KeyValueStore:
+    """A store of ``kind`` named ``name`` under a task's ``directory``."""
+    if kind == IN_MEMORY:
+        return InMemoryStore(name)
+    return RocksDBStore(name, directory / name)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRegistration:
+    name: str
+    changelog: TopicPartition
+    kind: StoreKind
+
+
+class StateManager:
+    """Responsibilities: lock the task directory, open/close/flush stores, checkpoint hint,
+    restoration entry points. Changelog partitions are registered explicitly, never guessed."""
+
+    def __init__(self, task_id: str, directory: Path) -> None:
+        self.task_id = task_id
+        self.directory = directory
+        self._lock = DirectoryLock(directory)
+        self._registered: dict[str, StoreRegistration] = {}
+        self._by_changelog: dict[TopicPartition, str] = {}
+        self._stores: dict[str, KeyValueStore] = {}
+
+    # -- registration and lifecycle --------------------------------------------------------
+
+    def register(self, name: str, changelog: TopicPartition, kind: StoreKind) -> None:
+        """Declare a store and its changelog partition; done before :meth:`open`."""
+        if name in self._registered or changelog in self._by_changelog:
+            raise ValueError(f"task {self.task_id}: store {name} or {changelog} registered twice")
+        self._registered[name] = StoreRegistration(name, changelog, kind)
+        self._by_changelog[changelog] = name
+
+    def open(self) -> dict[TopicPartition, int | None]:
+        """Lock the directory and open every registered store.
+
+        Returns each changelog partition with the offset its store reached (``None``: never
+        checkpointed, restore from the beginning). Raises StateLockedError if another owner
+        holds the directory.
+        """
+        self._lock.acquire()
+        try:
+            for reg in self._registered.values():
+                store = make_store(reg.kind, reg.name, self.directory)
+                store.open()
+                self._stores[reg.name] = store
+        except BaseException:
+            self.close()
+            raise
+        return self.positions()
+
+    def close(self) -> None:
+        """Close every store (unflushed writes are covered by the changelog), release the lock."""
+        for name, store in self._stores.items():
+            try:
+                store.close()
+            except Exception:
+                logger.exception("store close failed", extra={"task": self.task_id, "store": name})
+        self._stores.clear()
+        self._lock.release()
+
+    @property
+    def is_open(self) -> bool:
+        return self._lock.held
+
+    # -- what the task and the commit need -------------------------------------------------
+
+    def store(self, name: str) -> KeyValueStore:
+        """The open store ``name`` (KeyError if not registered or not open)."""
+        return self._stores[name]
+
+    @property
+    def store_names(self) -> tuple[str, ...]:
+        return tuple(self._registered)
+
+    def changelog_of(self, name: str) -> TopicPartition:
+        return self._registered[name].changelog
+
+    @property
+    def changelog_partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(self._by_changelog)
+
+    def flush(self, changelog_end: Mapping[TopicPartition, int]) -> None:
+        """Write each store's staged data with the changelog offset it reached (one batch per
+        store), then the checkpoint hint. Partitions not in ``changelog_end`` keep their
+        stored offset: nothing of theirs was delivered since."""
+        for name, store in self._stores.items():
+            store.flush(changelog_end.get(self._registered[name].changelog))
+        self.write_checkpoint()
+
+    def write_checkpoint(self) -> None:
+        persistent = {n: s.changelog_offset() for n, s in self._stores.items() if s.persistent}
+        if persistent:
+            write_checkpoint_hint(self.directory, persistent)
+
+    # -- restoration entry points ----------------------------------------------------------
+
+    def positions(self) -> dict[TopicPartition, int | None]:
+        """Changelog partition → the offset its store reached (``None``: from the start)."""
+        return {
+            self._registered[n].changelog: s.changelog_offset() for n, s in self._stores.items()
+        }
+
+    def position(self, changelog: TopicPartition) -> int | None:
+        return self._stores[self._by_changelog[changelog]].changelog_offset()
+
+    def store_for(self, changelog: TopicPartition) -> str:
+        """The name of the store restored from ``changelog``."""
+        return self._by_changelog[changelog]
+
+    def restore_batch(
+        self,
+        changelog: TopicPartition,
+        records: Iterable[tuple[bytes, bytes | None]],
+        next_offset: int,
+    ) -> None:
+        """Apply a batch of changelog records and the offset after them, atomically."""
+        self._stores[self._by_changelog[changelog]].write_batch(records, next_offset)
+
+    def mark_restored(self, changelog: TopicPartition, end: int) -> None:
+        """Record that the store is complete up to ``end`` (the position may pass compacted
+        or marker offsets without a record), and refresh the checkpoint hint."""
+        self._stores[self._by_changelog[changelog]].flush(end)
+        self.write_checkpoint()
