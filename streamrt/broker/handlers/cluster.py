@@ -80,10 +80,11 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 "partitions": _partitions(info.num_partitions, core.node_id),
             }
         )
+    host, port = core.endpoint(ctx)
     return respond(
         ctx,
         throttle_time=0,
-        brokers=[{"node_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        brokers=[{"node_id": core.node_id, "host": host, "port": port, "rack": None}],
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
         topics=out,
@@ -115,7 +116,7 @@ async def find_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> A
     key_type = int(getattr(req, "key_type", 0))
     code, message = _coordinator_for(core, key_type)
     node = core.node_id if code == ErrorCode.none else -1
-    host, port = (core.host, core.port) if code == ErrorCode.none else ("", -1)
+    host, port = core.endpoint(ctx) if code == ErrorCode.none else ("", -1)
     if ctx.api_version >= 4:
         coords = [
             {
@@ -141,6 +142,7 @@ async def find_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> A
 
 
 async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    host, port = core.endpoint(ctx)
     return respond(
         ctx,
         throttle_time=0,
@@ -149,6 +151,6 @@ async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> A
         endpoint_type=1,
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
-        brokers=[{"broker_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        brokers=[{"broker_id": core.node_id, "host": host, "port": port, "rack": None}],
         cluster_authorized_operations=-(2**31),
     )

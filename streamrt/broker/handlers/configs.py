@@ -27,13 +27,15 @@ def register(table: ApiTable) -> None:
     table.register(INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
 
 
-def _entry(name: str, value: str, source: int, read_only: bool, doc: str) -> dict[str, Any]:
+def _entry(
+    name: str, value: str, source: int, read_only: bool, doc: str, sensitive: bool = False
+) -> dict[str, Any]:
     return {
         "name": name,
-        "value": value,
+        "value": None if sensitive else value,
         "read_only": read_only,
         "config_source": source,
-        "is_sensitive": False,
+        "is_sensitive": sensitive,
         "synonyms": [],
         "config_type": 0,
         "documentation": doc,
@@ -60,7 +62,14 @@ def _describe_one(core: BrokerCore, res: Any) -> list[dict[str, Any]]:
         if res.resource_name not in ("", str(core.node_id)):
             raise KafkaError(ErrorCode.invalid_request, f"unknown broker {res.resource_name!r}")
         return [
-            _entry(name, value, _STATIC_BROKER_CONFIG, True, BROKER_CONFIGS[name].doc)
+            _entry(
+                name,
+                value,
+                _STATIC_BROKER_CONFIG,
+                True,
+                BROKER_CONFIGS[name].doc,
+                BROKER_CONFIGS[name].sensitive,
+            )
             for name, value in sorted(core.config.items())
             if keys is None or name in keys
         ]
