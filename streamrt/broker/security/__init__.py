@@ -45,3 +45,42 @@ def allowed(
 
 def allowed_cluster(core: BrokerCore, ctx: RequestContext, op: AclOperation) -> bool:
     return allowed(core, ctx, op, CLUSTER, CLUSTER_NAME)
+
+
+def require(
+    core: BrokerCore,
+    ctx: RequestContext,
+    op: AclOperation,
+    rtype: ResourceType,
+    name: str,
+    *,
+    or_cluster: bool = False,
+) -> None:
+    """Raise the API's authorization error (TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED…).
+
+    ``or_cluster``: the same operation on the cluster also grants it (CREATE of topics).
+    """
+    if allowed(core, ctx, op, rtype, name):
+        return
+    if or_cluster and allowed_cluster(core, ctx, op):
+        return
+    from streamrt.errors import ErrorCode, KafkaError
+
+    code = {
+        ResourceType.TOPIC: ErrorCode.topic_authorization_failed,
+        ResourceType.GROUP: ErrorCode.group_authorization_failed,
+        ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
+    }.get(rtype, ErrorCode.cluster_authorization_failed)
+    raise KafkaError(code, f"{ctx.principal} is not authorized to {op.name} {rtype.name} {name}")
+
+
+def allowed_on_any(
+    core: BrokerCore, ctx: RequestContext, op: AclOperation, rtype: ResourceType
+) -> bool:
+    """Is there any resource of this type the principal may ``op``? (KIP-679's idempotent write)."""
+    security = getattr(core, "security", None)
+    if security is None or security.authorizer is None:
+        return True
+    return bool(
+        security.authorizer.authorize_any(ctx.principal, ctx.client_host.lstrip("/"), op, rtype)
+    )

@@ -88,6 +88,33 @@ class Authorizer:
         allowed_by = _IMPLIED.get(operation, frozenset({operation})) | {AclOperation.ALL}
         return any(b.permission == Permission.ALLOW and b.operation in allowed_by for b in mine)
 
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """May the principal do ``operation`` on some resource of this type?
+
+        True for super users, or when an ALLOW binding grants it and no wildcard (``*``) DENY
+        binding takes it back from every resource.
+        """
+        if principal in self.super_users:
+            return True
+        allowed_by = _IMPLIED.get(operation, frozenset({operation})) | {AclOperation.ALL}
+        mine = [
+            b
+            for b in self._bindings()
+            if b.resource_type == resource_type
+            and b.principal in (principal, WILDCARD_PRINCIPAL)
+            and b.host in (host, "*")
+        ]
+        if any(
+            b.permission == Permission.DENY
+            and b.resource_name == "*"
+            and b.operation in (operation, AclOperation.ALL)
+            for b in mine
+        ):
+            return False
+        return any(b.permission == Permission.ALLOW and b.operation in allowed_by for b in mine)
+
     def authorized_operations(
         self, principal: str, host: str, resource_type: ResourceType, name: str
     ) -> int:
