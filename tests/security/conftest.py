@@ -80,9 +80,7 @@ def _make_pki(root: Path) -> Pki:
         + ca_cert.public_bytes(pem)
     )
     (root / "client.pem").write_bytes(
-        cli_key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        cli_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
         + cli_cert.public_bytes(pem)
     )
     for f in root.iterdir():

@@ -3,6 +3,7 @@ ClientConfig.librdkafka(); wrong credentials give an authentication error."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import uuid
@@ -72,9 +73,11 @@ KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 
 
 def _kcat_librdkafka() -> tuple[int, ...]:
-    out = subprocess.run([KCAT, "-V"], capture_output=True, text=True, check=False) if KCAT else None
+    out = (
+        subprocess.run([KCAT, "-V"], capture_output=True, text=True, check=False) if KCAT else None
+    )
     words = (out.stdout + out.stderr).split() if out else []
-    for prev, word in zip(words, words[1:], strict=False):
+    for prev, word in itertools.pairwise(words):
         if prev == "librdkafka" and word[:1].isdigit():
             return tuple(int(x) for x in word.split(".") if x.isdigit())
     return (0,)
