@@ -13,6 +13,7 @@ from streamrt.broker.core import BrokerCore
 from streamrt.broker.handlers import build_api_table
 from streamrt.broker.log import LogManager
 from streamrt.broker.metrics import BrokerMetrics
+from streamrt.broker.security.manager import BrokerSecurity
 from streamrt.broker.server import KafkaServer
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
@@ -58,6 +59,7 @@ class Broker:
         self.host = host
         self.port = port
         self.advertised_host = advertised_host or host
+        self._advertised_override = advertised_host
         self.metrics_port = metrics_port
         self.clock = clock or SystemClock()
         self.metrics = BrokerMetrics()
@@ -65,6 +67,7 @@ class Broker:
         self._server: KafkaServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.metrics_bound_port: int | None = None
+        self.listener_addresses: dict[str, str] = {}  # listener name -> "host:port", once started
 
     @property
     def bootstrap(self) -> str:
@@ -84,9 +87,19 @@ class Broker:
             clock=self.clock,
         )
         self.core.coordinator = await self._start_coordinator(self.core)
+        self.core.security = BrokerSecurity(self.config, self.data_dir)
+        listeners = self.core.security.listeners(self.host, self.port)
         table = build_api_table(self.core)
         self._server = KafkaServer(self.core, table, self.metrics)
-        self.core.port = await self._server.start(self.host, self.port)
+        for i, listener in enumerate(listeners):
+            port = await self._server.start(listener.host, listener.port, listener)
+            host = self._advertised_override or (
+                listener.host if listener.host != "0.0.0.0" else self.advertised_host
+            )
+            self.core.endpoints[listener.name] = (host, port)
+            self.listener_addresses[listener.name] = f"{host}:{port}"
+            if i == 0:
+                self.core.host, self.core.port = host, port
         if self.core.coordinator is not None:
             self.metrics.watch_groups(self.core.coordinator.group_metrics)
         if self.metrics_port is not None:

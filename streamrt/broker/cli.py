@@ -47,6 +47,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
+    # -- security (streamrt.broker.security) --
+    p.add_argument(
+        "--listener",
+        action="append",
+        default=[],
+        metavar="NAME://HOST:PORT",
+        help="listen here, e.g. SASL_SSL://127.0.0.1:9093 (repeatable; sets 'listeners'; "
+        "names map to protocols via listener.security.protocol.map)",
+    )
+    p.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="store a SCRAM credential before starting, as kafka-storage.sh format: "
+        "'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)",
+    )
     p.set_defaults(func=run_broker)
 
 
@@ -61,11 +78,17 @@ def parse_config(args: argparse.Namespace) -> BrokerConfig:
         values[key.strip()] = value.strip()
     if args.fsync:
         values["streamrt.log.fsync"] = args.fsync
+    if getattr(args, "listener", None):
+        values["listeners"] = ",".join(args.listener)
     return BrokerConfig(values)
 
 
 def run_broker(args: argparse.Namespace) -> int:
     config = parse_config(args)
+    if args.add_scram:
+        from streamrt.broker.security.bootstrap import add_scram
+
+        add_scram(args.data_dir, args.add_scram)
 
     async def main() -> None:
         broker = Broker(
@@ -82,6 +105,8 @@ def run_broker(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await broker.start()
         print(f"streamrt broker listening on {broker.bootstrap}", flush=True)
+        for name, address in broker.listener_addresses.items():
+            print(f"  listener {name}: {address}", flush=True)
         await stop.wait()
         await broker.stop()
 

@@ -24,6 +24,7 @@ __all__ = (
 )
 
 _MAX_LONG = 2**63 - 1
+_LISTENER_PREFIX = "listener.name."
 _MAX_INT = 2**31 - 1
 
 
@@ -77,6 +78,7 @@ class ConfigDef:
     default: str
     doc: str
     topic_name: str | None = None
+    sensitive: bool = False  # a secret: DescribeConfigs returns no value, as for Kafka PASSWORD
 
 
 _DEFS: tuple[ConfigDef, ...] = (
@@ -218,6 +220,47 @@ _DEFS: tuple[ConfigDef, ...] = (
         "104857600",
         "Largest request frame; a bigger one closes the connection.",
     ),
+    # -- security (streamrt.broker.security): listeners, TLS, SASL, ACLs -----------------------
+    ConfigDef(
+        "listener.security.protocol.map",
+        str,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "Listener name to security protocol.",
+    ),
+    ConfigDef(
+        "sasl.enabled.mechanisms",
+        str,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "SASL mechanisms of SASL listeners (GSSAPI and OAUTHBEARER are not supported).",
+    ),
+    ConfigDef("ssl.keystore.type", _choice("PEM"), "PEM", "Only PEM keystores are supported."),
+    ConfigDef("ssl.keystore.location", str, "", "PEM file: private key and certificate chain."),
+    ConfigDef("ssl.keystore.password", str, "", "Password of the keystore.", sensitive=True),
+    ConfigDef("ssl.key.password", str, "", "Password of the private key.", sensitive=True),
+    ConfigDef("ssl.keystore.key", str, "", "Inline PEM private key.", sensitive=True),
+    ConfigDef("ssl.keystore.certificate.chain", str, "", "Inline PEM certificate chain."),
+    ConfigDef("ssl.truststore.type", _choice("PEM"), "PEM", "Only PEM truststores."),
+    ConfigDef("ssl.truststore.location", str, "", "PEM file of CAs trusted for client certs."),
+    ConfigDef("ssl.truststore.certificates", str, "", "Inline PEM CA certificates."),
+    ConfigDef(
+        "ssl.client.auth",
+        _choice("none", "requested", "required"),
+        "none",
+        "Ask TLS clients for a certificate; its DN becomes the principal.",
+    ),
+    ConfigDef(
+        "authorizer.class.name",
+        str,
+        "",
+        "Empty: no authorization. StandardAuthorizer/AclAuthorizer: enforce ACLs.",
+    ),
+    ConfigDef("super.users", str, "", "Principals allowed everything, ';'-separated."),
+    ConfigDef(
+        "allow.everyone.if.no.acl.found",
+        _bool,
+        "false",
+        "Allow access to resources that have no ACL at all.",
+    ),
 )
 
 BROKER_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _DEFS}
@@ -261,10 +304,14 @@ class BrokerConfig:
     def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
         self._raw: dict[str, str] = {}
         self._typed: dict[str, Any] = {}
+        self._listener_overrides: dict[str, str] = {}
         for d in _DEFS:
             self._set(d, d.default)
         for key, value in (overrides or {}).items():
             known = BROKER_CONFIGS.get(key)
+            if known is None and key.startswith(_LISTENER_PREFIX):
+                self._listener_overrides[key] = str(value)
+                continue
             if known is None:
                 raise ConfigError(f"unknown broker config {key!r}")
             self._set(known, str(value))
@@ -282,8 +329,24 @@ class BrokerConfig:
     def raw(self, key: str) -> str:
         return self._raw[key]
 
+    def extra(self, key: str) -> str | None:
+        """A ``listener.name.<listener>.…`` setting (e.g. a listener's PLAIN JAAS config)."""
+        return self._listener_overrides.get(key)
+
+    def listener_value(self, listener: str, key: str) -> Any:
+        """``listener.name.<listener>.<key>`` if set, else ``key`` (Kafka's override)."""
+        raw = self._listener_overrides.get(f"{_LISTENER_PREFIX}{listener.lower()}.{key}")
+        if raw is None:
+            return self[key]
+        try:
+            return BROKER_CONFIGS[key].parse(raw)
+        except ValueError as exc:
+            raise ConfigError(
+                f"invalid value {raw!r} for listener {listener} {key!r}: {exc}"
+            ) from None
+
     def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
-        return BrokerConfig({**self._raw, **overrides})
+        return BrokerConfig({**self._raw, **self._listener_overrides, **overrides})
 
     def topic_defaults(self) -> dict[str, str]:
         """Broker-level defaults for every topic-level key."""

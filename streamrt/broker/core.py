@@ -20,6 +20,7 @@ from streamrt.wire.context import RequestContext
 if TYPE_CHECKING:
     from streamrt.broker.group.service import GroupCoordinatorService
     from streamrt.broker.log import LogManager
+    from streamrt.broker.security.manager import BrokerSecurity
 
 __all__ = ("ApiTable", "BrokerCore", "Handler", "respond")
 
@@ -59,10 +60,17 @@ class BrokerCore:
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     coordinator: GroupCoordinatorService | None = None
     data_arrived: DataArrived = dataclasses.field(default_factory=DataArrived)
+    security: BrokerSecurity | None = None
+    # listener name -> advertised (host, port); clients are told the listener they came in on
+    endpoints: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def node_id(self) -> int:
         return int(self.config["node.id"])
+
+    def endpoint(self, ctx: RequestContext) -> tuple[str, int]:
+        """The advertised address of the listener this request arrived on."""
+        return self.endpoints.get(ctx.listener, (self.host, self.port))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import struct
 import time
@@ -18,6 +19,8 @@ from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore
 from streamrt.broker.metrics import BrokerMetrics
+from streamrt.broker.security.listeners import Listener
+from streamrt.broker.security.sasl import ConnectionAuth
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.wire.codec import build, codec_for, encode_response
@@ -43,34 +46,52 @@ class KafkaServer:
         self.core = core
         self.table = table
         self.metrics = metrics
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._max_frame = int(core.config["socket.request.max.bytes"])
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._on_connect, host, port, backlog=512)
-        return int(self._server.sockets[0].getsockname()[1])
+    async def start(self, host: str, port: int, listener: Listener | None = None) -> int:
+        """Serve one listener (default PLAINTEXT) and return its port; once per listener."""
+        listener = listener or Listener("PLAINTEXT", "PLAINTEXT", host, port)
+        security = self.core.security
+        tls = security.ssl_context(listener) if security is not None else None
+        server = await asyncio.start_server(
+            functools.partial(self._on_connect, listener=listener),
+            host,
+            port,
+            backlog=512,
+            ssl=tls,
+            ssl_handshake_timeout=10 if tls is not None else None,
+        )
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._server is not None:
+        for server in self._servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+                await asyncio.wait_for(server.wait_closed(), 2)
 
-    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _on_connect(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: Listener | None = None,
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
         client_host = f"/{peer[0]}"
         try:
-            await self._serve(reader, writer, client_host)
+            auth = _connection_auth(self.core, listener, writer)
+            await self._serve(reader, writer, client_host, auth)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away
         except ProtocolViolation as exc:
@@ -86,24 +107,38 @@ class KafkaServer:
                 await writer.wait_closed()
 
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_host: str
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client_host: str,
+        auth: ConnectionAuth,
     ) -> None:
         while True:
             size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
-            if size < _PREFIX.size or size > self._max_frame:
+            min_size = 0 if auth.expects_raw_token else _PREFIX.size
+            if size < min_size or size > self._max_frame:
                 raise ProtocolViolation(
-                    f"frame size {size} outside [{_PREFIX.size}, {self._max_frame}] "
+                    f"frame size {size} outside [{min_size}, {self._max_frame}] "
                     "(socket.request.max.bytes)"
                 )
             frame = await reader.readexactly(size)
-            chunks = await self._handle_frame(frame, client_host)
+            if auth.expects_raw_token:  # SaslHandshake v0: bare SASL tokens, no Kafka header
+                chunks: list[bytes] | None = [_raw_sasl_token(auth, frame)]
+            else:
+                chunks = await self._handle_frame(frame, client_host, auth)
             if chunks is not None:
                 size_prefix = sum(map(len, chunks)).to_bytes(4, "big")
                 writer.writelines([size_prefix, *chunks])
                 await writer.drain()
+            if auth.closing:
+                return
 
-    async def _handle_frame(self, frame: bytes, client_host: str) -> list[bytes] | None:
+    async def _handle_frame(
+        self, frame: bytes, client_host: str, auth: ConnectionAuth | None = None
+    ) -> list[bytes] | None:
         api_key, api_version, correlation_id = _PREFIX.unpack_from(frame)
+        if auth is not None and not auth.permits(api_key):
+            raise ProtocolViolation(auth.refusal(api_key))
         entry = self.table.get(api_key)
         if entry is None:
             raise ProtocolViolation(f"unsupported API key {api_key}")
@@ -128,6 +163,9 @@ class KafkaServer:
             correlation_id=correlation_id,
             client_id=header.client_id or "",
             client_host=client_host,
+            listener=auth.listener if auth is not None else "PLAINTEXT",
+            principal=auth.principal if auth is not None else "User:ANONYMOUS",
+            auth=auth,
         )
         started = time.perf_counter()
         try:
@@ -151,6 +189,24 @@ class KafkaServer:
         ]
         body = build(codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys)
         return encode_response(codec, correlation_id, body)
+
+
+def _connection_auth(
+    core: BrokerCore, listener: Listener | None, writer: asyncio.StreamWriter
+) -> ConnectionAuth:
+    """The connection's authentication state: open on PLAINTEXT/SSL, SASL pending otherwise."""
+    if core.security is None or listener is None:
+        return ConnectionAuth(listener.name if listener is not None else "PLAINTEXT")
+    return core.security.connection(listener, writer.get_extra_info("ssl_object"))
+
+
+def _raw_sasl_token(auth: ConnectionAuth, token: bytes) -> bytes:
+    from streamrt.broker.security.sasl import SaslFailure
+
+    try:
+        return auth.authenticate(token)
+    except SaslFailure as exc:
+        raise ProtocolViolation(f"SASL authentication failed: {exc}") from None
 
 
 def _error_response(ctx: RequestContext, code: ErrorCode) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 __all__ = ("RequestContext",)
 
@@ -19,3 +20,8 @@ class RequestContext:
     correlation_id: int
     client_id: str
     client_host: str
+    # security (streamrt.broker.security): who is asking, on which listener; ``auth`` is the
+    # connection's mutable SASL state, used only by SaslHandshake/SaslAuthenticate.
+    listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
+    auth: Any = None

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from streamrt.broker.core import ApiTable, BrokerCore
-from streamrt.broker.handlers import cluster, configs, fetch, groups, offsets, produce, topics
+from streamrt.broker.handlers import (
+    cluster,
+    configs,
+    fetch,
+    groups,
+    offsets,
+    produce,
+    security,
+    topics,
+)
 
 __all__ = ("build_api_table",)
 
 
 def build_api_table(core: BrokerCore) -> ApiTable:
     table = ApiTable()
-    for module in (cluster, topics, configs, produce, fetch, offsets):
+    for module in (cluster, topics, configs, produce, fetch, offsets, security):
         module.register(table)
     groups.register(table, core)
     return table

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import CREATE, DESCRIBE, GROUP, TOPIC, allowed, require
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -61,8 +62,13 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     out = []
     for name in sorted(topics) if requested is None else requested:
         info = topics.get(name)
+        if not allowed(core, ctx, DESCRIBE, TOPIC, name):  # unlisted, or an error if asked for
+            if requested is not None:
+                out.append(_topic_error(name, ErrorCode.topic_authorization_failed))
+            continue
         if info is None and allow_create:
             try:
+                require(core, ctx, CREATE, TOPIC, name, or_cluster=True)
                 info = core.logs.create_topic(name, int(core.config["num.partitions"]))
                 logger.info("auto-created topic %s", name)
             except KafkaError as exc:
@@ -80,10 +86,11 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 "partitions": _partitions(info.num_partitions, core.node_id),
             }
         )
+    host, port = core.endpoint(ctx)
     return respond(
         ctx,
         throttle_time=0,
-        brokers=[{"node_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        brokers=[{"node_id": core.node_id, "host": host, "port": port, "rack": None}],
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
         topics=out,
@@ -111,36 +118,34 @@ def _coordinator_for(core: BrokerCore, key_type: int) -> tuple[ErrorCode, str | 
     return ErrorCode.none, None
 
 
+def _coordinator_entry(
+    core: BrokerCore, ctx: RequestContext, key_type: int, key: str
+) -> dict[str, Any]:
+    code, message = _coordinator_for(core, key_type)
+    if key_type == 0 and not allowed(core, ctx, DESCRIBE, GROUP, key):
+        code, message = ErrorCode.group_authorization_failed, None
+    ok = code == ErrorCode.none
+    host, port = core.endpoint(ctx) if ok else ("", -1)
+    return {
+        "key": key,
+        "node_id": core.node_id if ok else -1,
+        "host": host,
+        "port": port,
+        "error_code": code,
+        "error_message": message,
+    }
+
+
 async def find_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     key_type = int(getattr(req, "key_type", 0))
-    code, message = _coordinator_for(core, key_type)
-    node = core.node_id if code == ErrorCode.none else -1
-    host, port = (core.host, core.port) if code == ErrorCode.none else ("", -1)
     if ctx.api_version >= 4:
-        coords = [
-            {
-                "key": key,
-                "node_id": node,
-                "host": host,
-                "port": port,
-                "error_code": code,
-                "error_message": message,
-            }
-            for key in req.coordinator_keys
-        ]
+        coords = [_coordinator_entry(core, ctx, key_type, key) for key in req.coordinator_keys]
         return respond(ctx, throttle_time=0, coordinators=coords)
-    return respond(
-        ctx,
-        throttle_time=0,
-        error_code=code,
-        error_message=message,
-        node_id=node,
-        host=host,
-        port=port,
-    )
+    return respond(ctx, throttle_time=0, **_coordinator_entry(core, ctx, key_type, req.key))
 
 
 async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    host, port = core.endpoint(ctx)
     return respond(
         ctx,
         throttle_time=0,
@@ -149,6 +154,6 @@ async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> A
         endpoint_type=1,
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
-        brokers=[{"broker_id": core.node_id, "host": core.host, "port": core.port, "rack": None}],
+        brokers=[{"broker_id": core.node_id, "host": host, "port": port, "rack": None}],
         cluster_authorized_operations=-(2**31),
     )

@@ -9,6 +9,8 @@ from typing import Any
 
 from streamrt.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import require
+from streamrt.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -27,13 +29,15 @@ def register(table: ApiTable) -> None:
     table.register(INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
 
 
-def _entry(name: str, value: str, source: int, read_only: bool, doc: str) -> dict[str, Any]:
+def _entry(
+    name: str, value: str, source: int, read_only: bool, doc: str, sensitive: bool = False
+) -> dict[str, Any]:
     return {
         "name": name,
-        "value": value,
+        "value": None if sensitive else value,
         "read_only": read_only,
         "config_source": source,
-        "is_sensitive": False,
+        "is_sensitive": sensitive,
         "synonyms": [],
         "config_type": 0,
         "documentation": doc,
@@ -60,7 +64,14 @@ def _describe_one(core: BrokerCore, res: Any) -> list[dict[str, Any]]:
         if res.resource_name not in ("", str(core.node_id)):
             raise KafkaError(ErrorCode.invalid_request, f"unknown broker {res.resource_name!r}")
         return [
-            _entry(name, value, _STATIC_BROKER_CONFIG, True, BROKER_CONFIGS[name].doc)
+            _entry(
+                name,
+                value,
+                _STATIC_BROKER_CONFIG,
+                True,
+                BROKER_CONFIGS[name].doc,
+                BROKER_CONFIGS[name].sensitive,
+            )
             for name, value in sorted(core.config.items())
             if keys is None or name in keys
         ]
@@ -78,6 +89,7 @@ async def describe_configs(core: BrokerCore, ctx: RequestContext, req: Any) -> A
             "configs": [],
         }
         try:
+            _require_on(core, ctx, res, AclOperation.DESCRIBE_CONFIGS)
             result["configs"] = _describe_one(core, res)
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc))
@@ -100,6 +112,14 @@ def _alter_result(res: Any, exc: Exception | None) -> dict[str, Any]:
     }
 
 
+def _require_on(core: BrokerCore, ctx: RequestContext, res: Any, op: AclOperation) -> None:
+    """DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, or on the cluster for broker configs."""
+    if res.resource_type == TOPIC:
+        require(core, ctx, op, ResourceType.TOPIC, res.resource_name)
+    elif res.resource_type == BROKER:
+        require(core, ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
 def _check_topic_resource(res: Any) -> None:
     if res.resource_type == BROKER:
         raise KafkaError(
@@ -115,6 +135,7 @@ async def alter_configs(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     responses = []
     for res in req.resources:
         try:
+            _require_on(core, ctx, res, AclOperation.ALTER_CONFIGS)
             _check_topic_resource(res)
             new = {c.name: c.value for c in res.configs}
             core.logs.alter_topic_config(
@@ -140,6 +161,7 @@ async def incremental_alter_configs(core: BrokerCore, ctx: RequestContext, req: 
     responses = []
     for res in req.resources:
         try:
+            _require_on(core, ctx, res, AclOperation.ALTER_CONFIGS)
             _check_topic_resource(res)
             info = core.logs.topics().get(res.resource_name)
             if info is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import READ, TOPIC, require
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.codec import ms
 from streamrt.wire.context import RequestContext
@@ -23,7 +24,9 @@ def register(table: ApiTable) -> None:
     table.register(FETCH, 4, 12, fetch)
 
 
-def _gather(core: BrokerCore, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+def _gather(
+    core: BrokerCore, ctx: RequestContext, req: Any
+) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (responses, bytes, any error)."""
     budget = max(int(req.max_bytes), 0)
     total = 0
@@ -43,6 +46,7 @@ def _gather(core: BrokerCore, req: Any) -> tuple[list[dict[str, Any]], int, bool
                 "records": b"",
             }
             try:
+                require(core, ctx, READ, TOPIC, topic.topic)
                 log = core.logs.log(topic.topic, p.partition)
                 limit = min(int(p.partition_max_bytes), budget - total)
                 sl = log.read(p.fetch_offset, max(limit, 0), min_one=total == 0)
@@ -71,7 +75,7 @@ def _gather(core: BrokerCore, req: Any) -> tuple[list[dict[str, Any]], int, bool
 async def fetch(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     deadline = core.clock.now_ms() + max(ms(req.max_wait), 0)
     while True:
-        responses, total, errors = _gather(core, req)
+        responses, total, errors = _gather(core, ctx, req)
         remaining = deadline - core.clock.now_ms()
         if errors or total >= req.min_bytes or (total > 0 and req.min_bytes <= 1) or remaining <= 0:
             break

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore
+from streamrt.broker.security.group_access import guarded
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -14,7 +15,7 @@ __all__ = ("register",)
 async def _to_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     if core.coordinator is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "group coordinator not running")
-    return await core.coordinator.handle(ctx, req)
+    return await guarded(core, ctx, req, core.coordinator.handle)  # ACLs (security/group_access)
 
 
 def register(table: ApiTable, core: BrokerCore) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import DESCRIBE, TOPIC, require
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -54,6 +55,7 @@ async def list_offsets(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 "leader_epoch": 0,
             }
             try:
+                require(core, ctx, DESCRIBE, TOPIC, t.name)
                 offset, ts = _lookup(core, t.name, p.partition_index, p.timestamp)
                 entry.update(offset=offset, timestamp=ts)
             except KafkaError as exc:
@@ -75,6 +77,7 @@ async def offset_for_leader_epoch(core: BrokerCore, ctx: RequestContext, req: An
                 "end_offset": -1,
             }
             try:
+                require(core, ctx, DESCRIBE, TOPIC, t.topic)
                 log = core.logs.log(t.topic, p.partition)
                 if p.leader_epoch <= 0:
                     entry.update(leader_epoch=0, end_offset=log.log_end_offset)

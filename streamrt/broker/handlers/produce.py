@@ -8,6 +8,14 @@ import logging
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import (
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    WRITE,
+    allowed_cluster,
+    allowed_on_any,
+    require,
+)
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -82,6 +90,8 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
         for p in topic.partition_data:
             if global_error is not None:
                 parts.append(_partition_error(p.index, *global_error))
+            elif (denied := _denied(core, ctx, topic.name)) is not None:
+                parts.append(_partition_error(p.index, denied.code, str(denied)))
             else:
                 parts.append(await _append(core, topic.name, p.index, p.records))
         responses.append({"name": topic.name, "partition_responses": parts})
@@ -91,6 +101,14 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     return respond(ctx, responses=responses, throttle_time=0)
 
 
+def _denied(core: BrokerCore, ctx: RequestContext, topic: str) -> KafkaError | None:
+    try:
+        require(core, ctx, WRITE, TOPIC, topic)
+    except KafkaError as exc:
+        return exc
+    return None
+
+
 async def init_producer_id(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     if req.transactional_id is not None:
         logger.warning("InitProducerId with transactional.id %r refused", req.transactional_id)
@@ -98,6 +116,16 @@ async def init_producer_id(core: BrokerCore, ctx: RequestContext, req: Any) -> A
             ctx,
             throttle_time=0,
             error_code=ErrorCode.transactional_id_authorization_failed,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    if not (
+        allowed_cluster(core, ctx, IDEMPOTENT_WRITE) or allowed_on_any(core, ctx, WRITE, TOPIC)
+    ):
+        return respond(  # KIP-679: WRITE on any topic also allows an idempotent producer
+            ctx,
+            throttle_time=0,
+            error_code=ErrorCode.cluster_authorization_failed,
             producer_id=-1,
             producer_epoch=-1,
         )

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import ALTER, CREATE, DELETE, TOPIC, require
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
 from streamrt.wire.context import RequestContext
 
@@ -49,6 +50,7 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             if t.name in seen:
                 raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} listed twice")
             seen.add(t.name)
+            require(core, ctx, CREATE, TOPIC, t.name, or_cluster=True)
             if t.assignments:
                 raise KafkaError(
                     ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"
@@ -101,6 +103,7 @@ async def delete_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
         try:
             if name is None:
                 raise KafkaError(ErrorCode.unknown_topic_id, f"unknown topic id {topic_id}")
+            require(core, ctx, DELETE, TOPIC, name)
             info = core.logs.topics().get(name)
             if info is not None and info.internal:
                 raise KafkaError(ErrorCode.topic_authorization_failed, "internal topic")
@@ -117,6 +120,7 @@ async def create_partitions(core: BrokerCore, ctx: RequestContext, req: Any) -> 
     for t in req.topics:
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
         try:
+            require(core, ctx, ALTER, TOPIC, t.name)
             if t.assignments:
                 raise KafkaError(
                     ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"

@@ -1,0 +1,86 @@
+"""Broker security: TLS listeners, SASL (PLAIN, SCRAM-SHA-256/512) and ACL authorization.
+
+Handlers check access with one call, e.g. ``if not allowed(core, ctx, READ, TOPIC, name)``;
+without ``authorizer.class.name`` every check passes, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamrt.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from streamrt.broker.core import BrokerCore
+    from streamrt.wire.context import RequestContext
+
+__all__ = ("AclOperation", "ResourceType", "allowed", "allowed_cluster")
+
+READ, WRITE, CREATE, DELETE = (
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.CREATE,
+    AclOperation.DELETE,
+)
+ALTER, DESCRIBE, ALTER_CONFIGS, DESCRIBE_CONFIGS = (
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.DESCRIBE_CONFIGS,
+)
+IDEMPOTENT_WRITE = AclOperation.IDEMPOTENT_WRITE
+TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+
+
+def allowed(
+    core: BrokerCore, ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str
+) -> bool:
+    """May the request's principal do ``op`` on the resource? True without an authorizer."""
+    security = getattr(core, "security", None)
+    if security is None:
+        return True
+    host = ctx.client_host.lstrip("/")
+    return bool(security.authorize(ctx.principal, host, op, rtype, name))
+
+
+def allowed_cluster(core: BrokerCore, ctx: RequestContext, op: AclOperation) -> bool:
+    return allowed(core, ctx, op, CLUSTER, CLUSTER_NAME)
+
+
+def require(
+    core: BrokerCore,
+    ctx: RequestContext,
+    op: AclOperation,
+    rtype: ResourceType,
+    name: str,
+    *,
+    or_cluster: bool = False,
+) -> None:
+    """Raise the API's authorization error (TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED…).
+
+    ``or_cluster``: the same operation on the cluster also grants it (CREATE of topics).
+    """
+    if allowed(core, ctx, op, rtype, name):
+        return
+    if or_cluster and allowed_cluster(core, ctx, op):
+        return
+    from streamrt.errors import ErrorCode, KafkaError
+
+    code = {
+        ResourceType.TOPIC: ErrorCode.topic_authorization_failed,
+        ResourceType.GROUP: ErrorCode.group_authorization_failed,
+        ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
+    }.get(rtype, ErrorCode.cluster_authorization_failed)
+    raise KafkaError(code, f"{ctx.principal} is not authorized to {op.name} {rtype.name} {name}")
+
+
+def allowed_on_any(
+    core: BrokerCore, ctx: RequestContext, op: AclOperation, rtype: ResourceType
+) -> bool:
+    """Is there any resource of this type the principal may ``op``? (KIP-679's idempotent write)."""
+    security = getattr(core, "security", None)
+    if security is None or security.authorizer is None:
+        return True
+    return bool(
+        security.authorizer.authorize_any(ctx.principal, ctx.client_host.lstrip("/"), op, rtype)
+    )

@@ -1,0 +1,1 @@
+"""SASL primitives shared by the broker (server side) and streamrt's clients (client side)."""
