@@ -6,13 +6,20 @@ without ``authorizer.class.name`` every check passes, as in Kafka.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from streamrt.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
-    from streamrt.broker.core import BrokerCore
+    from streamrt.broker.security.manager import BrokerSecurity
     from streamrt.wire.context import RequestContext
+
+
+class BrokerCore(Protocol):
+    """What the checks need of the broker's core (kept structural: core imports security)."""
+
+    @property
+    def security(self) -> BrokerSecurity | None: ...
 
 __all__ = ("AclOperation", "ResourceType", "allowed", "allowed_cluster")
 
@@ -36,7 +43,7 @@ def allowed(
     core: BrokerCore, ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str
 ) -> bool:
     """May the request's principal do ``op`` on the resource? True without an authorizer."""
-    security = getattr(core, "security", None)
+    security = core.security
     if security is None:
         return True
     host = ctx.client_host.lstrip("/")
@@ -78,7 +85,7 @@ def allowed_on_any(
     core: BrokerCore, ctx: RequestContext, op: AclOperation, rtype: ResourceType
 ) -> bool:
     """Is there any resource of this type the principal may ``op``? (KIP-679's idempotent write)."""
-    security = getattr(core, "security", None)
+    security = core.security
     if security is None or security.authorizer is None:
         return True
     return bool(
