@@ -80,7 +80,11 @@ class RawGroups:
         await self._cluster.close()
 
     async def join(
-        self, member_id: str, instance: str | None, session_ms: int = 10_000, rebalance_ms: int = 15_000
+        self,
+        member_id: str,
+        instance: str | None,
+        session_ms: int = 10_000,
+        rebalance_ms: int = 15_000,
     ) -> Any:
         conn = await self.conn()
         return await conn.call(
@@ -113,9 +117,7 @@ class RawGroups:
             generation_id=generation,
             member_id=member_id,
             group_instance_id=instance,
-            assignments=[
-                {"member_id": m, "assignment": a} for m, a in (assignments or {}).items()
-            ],
+            assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
             response_timeout=30,
         )
 
