@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -101,6 +101,7 @@ def ensure_libs(
     version: str = KAFKA_VERSION,
     *,
     timeout: float = 900.0,
+    maven_args: Sequence[str] = (),
     say: Callable[[str], None] = lambda s: logger.info(s),
 ) -> Path:
     """The broker's jars, downloaded once with Maven; :class:`KafkaUnavailable` if impossible.
@@ -138,6 +139,7 @@ def ensure_libs(
             "-DincludeScope=runtime",
             f"-Dkafka.version={version}",
             f"-DoutputDirectory={scratch}",
+            *maven_args,
         ]
         try:
             done = subprocess.run(
