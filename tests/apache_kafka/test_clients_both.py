@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -19,6 +20,7 @@ from kafka import KafkaProducer as KPProducer
 from kafka import TopicPartition as KPTP
 
 from tests.apache_kafka.support import BrokerEndpoint, create_topic
+from tests.broker.test_groups_aiokafka import Member
 from tests.broker.test_groups_confluent import CKMember, pump
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
@@ -223,3 +225,63 @@ def test_confluent_duplicate_instance_id_fences_the_older(
         older.close()
         if newer is not None:
             newer.close()
+
+
+def test_aiokafka_static_members_restart_and_expiry(
+    any_broker: BrokerEndpoint, topic_name: str
+) -> None:
+    """The runtime's client: a static member back within its session gets its partitions and
+    committed offsets with nobody revoked; one away past its session is replaced by exactly
+    one rebalance."""
+    bootstrap, group, partitions = any_broker.bootstrap, f"aio-{topic_name}", 6
+    create_topic(bootstrap, topic_name, partitions)
+    producer = CKProducer({"bootstrap.servers": bootstrap})
+    for p in range(partitions):
+        for i in range(2):
+            producer.produce(topic_name, value=f"old-{p}-{i}", partition=p)
+    assert producer.flush(20) == 0
+    everything = {AioTP(topic_name, p) for p in range(partitions)}
+
+    async def until(what: str, condition: Callable[[], bool], limit: float = 60) -> None:
+        deadline = asyncio.get_running_loop().time() + limit
+        while not condition():
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> None:
+        members = [await Member(bootstrap, topic_name, group, i, 6000).start() for i in ("a", "b")]
+        replacement: Member | None = None
+        try:
+            await until(
+                "both to own partitions",
+                lambda: (
+                    all(m.assignment() for m in members)
+                    and members[0].assignment() | members[1].assignment() == everything
+                ),
+            )
+            for m in members:
+                await m.consume(2 * len(m.assignment()))
+                await m.consumer.commit()
+            owned = members[1].assignment()
+            members[0].listener.revoked.clear()
+            await members[1].consumer.stop()  # no LeaveGroup for a static member
+            for p in range(partitions):
+                producer.produce(topic_name, value=f"new-{p}", partition=p)
+            assert producer.flush(20) == 0
+            replacement = await Member(bootstrap, topic_name, group, "b", 6000).start()
+            await until("b back with its partitions", lambda: replacement.assignment() == owned)
+            resumed = await replacement.consume(len(owned))
+            assert {o for _, o, _ in resumed} == {2}
+            assert members[0].listener.revoked == []
+
+            await replacement.consumer.stop()
+            replacement = None
+            await until("a to own everything", lambda: members[0].assignment() == everything)
+            assert len(members[0].listener.revoked) == 1  # one rebalance, after b's session
+        finally:
+            await members[0].consumer.stop()
+            if replacement is not None:
+                await replacement.consumer.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
