@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint bench clean
+.PHONY: venv demo test test-fast lint bench clean kafka
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -44,3 +44,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Apache Kafka (KRaft) from Maven Central on 127.0.0.1 until Ctrl-C: make kafka [BROKERS=3]
+BROKERS ?= 1
+kafka: $(STAMP)
+	$(BIN)/streamrt dev kafka --brokers $(BROKERS)

@@ -28,6 +28,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.rest.cli": ("instances",),
     "streamrt.deploy.cli": ("deploy",),
     "streamrt.spark.cli": ("report",),
+    "streamrt.dev.cli": ("dev",),
 }
 _GLOBAL_OPTIONS_WITH_VALUE = ("--log-level", "--log-format")
 

@@ -1,0 +1,151 @@
+"""Helpers of the tests that run on Apache Kafka: the fixture's health check, and a raw
+group-protocol member that records the coordinator's exact answers.
+
+The raw member speaks JoinGroup v5 / SyncGroup v3 / Heartbeat v3 / LeaveGroup v3 at pinned
+versions (streamrt's admin connection frames them), so the same request gets compared on both
+brokers: no client library retries or hides an error code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streamrt.admin.cluster import Cluster
+from streamrt.admin.connection import BrokerConnection
+from streamrt.dev.apache_kafka import ApacheKafka
+from streamrt.errors import ErrorCode
+
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerEndpoint:
+    """What ``any_broker`` yields: which broker, and where to reach it."""
+
+    kind: str  # "embedded" or "apache-kafka"
+    bootstrap: str
+
+
+def healthy(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
+    """Restart nodes a previous test left stopped; after the test, report any node that is
+    not running (it died, or the test stopped it and never started it again)."""
+    kafka.restore()
+    yield kafka
+    dead = [n for n in kafka.nodes if not n.running()]
+    if dead:
+        report = "\n".join(
+            f"node {n.node_id} ({n.address}) exit "
+            f"{n.process.returncode if n.process else None}:\n{n.log_tail(20)}"
+            for n in dead
+        )
+        kafka.restore()
+        pytest.fail(f"Apache Kafka node(s) not running at the end of the test:\n{report}")
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, *, rf: int = -1, config: dict | None = None
+) -> None:
+    """Create ``topic``; ``rf=-1`` takes the broker's default.replication.factor (KIP-464)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, partitions, rf, config=config or {})
+    admin.create_topics([new])[topic].result(30)
+
+
+def error_name(code: int) -> str:
+    return ErrorCode(int(code)).name.upper()
+
+
+class RawGroups:
+    """One connection to a group's coordinator, for raw group requests at pinned versions."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.group = group
+        self._cluster = Cluster(
+            bootstrap, client_id="raw-group", request_timeout=30, api_timeout=30, retry_backoff=0.1
+        )
+        self._conn: BrokerConnection | None = None
+
+    async def conn(self) -> BrokerConnection:
+        if self._conn is None or self._conn.closed:
+            self._conn = await self._cluster.coordinator(self.group)
+        return self._conn
+
+    async def close(self) -> None:
+        await self._cluster.close()
+
+    async def join(
+        self,
+        member_id: str,
+        instance: str | None,
+        session_ms: int = 10_000,
+        rebalance_ms: int = 15_000,
+    ) -> Any:
+        conn = await self.conn()
+        return await conn.call(
+            JOIN_GROUP,
+            min_version=5,
+            max_version=5,
+            group_id=self.group,
+            session_timeout=session_ms,
+            rebalance_timeout=rebalance_ms,
+            member_id=member_id,
+            group_instance_id=instance,
+            protocol_type="consumer",
+            protocols=[{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}],
+            response_timeout=rebalance_ms / 1000 + 10,
+        )
+
+    async def sync(
+        self,
+        generation: int,
+        member_id: str,
+        instance: str | None,
+        assignments: dict[str, bytes] | None = None,
+    ) -> Any:
+        conn = await self.conn()
+        return await conn.call(
+            SYNC_GROUP,
+            min_version=3,
+            max_version=3,
+            group_id=self.group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance,
+            assignments=[{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
+            response_timeout=30,
+        )
+
+    async def heartbeat(self, generation: int, member_id: str, instance: str | None) -> str:
+        conn = await self.conn()
+        response = await conn.call(
+            HEARTBEAT,
+            min_version=3,
+            max_version=3,
+            group_id=self.group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance,
+        )
+        return error_name(response.error_code)
+
+    async def leave(self, members: list[tuple[str, str | None]]) -> tuple[str, list[str]]:
+        """Batch LeaveGroup v3: (top-level error, per-member errors in request order)."""
+        conn = await self.conn()
+        response = await conn.call(
+            LEAVE_GROUP,
+            min_version=3,
+            max_version=3,
+            group_id=self.group,
+            members=[{"member_id": m, "group_instance_id": i} for m, i in members],
+        )
+        return error_name(response.error_code), [error_name(m.error_code) for m in response.members]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 120))
