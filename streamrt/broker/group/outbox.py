@@ -53,6 +53,11 @@ class Outbox:
         self.complete(parked.handle, sync_response(parked.api_version, error, **fields))
         return True
 
+    def discard(self) -> None:
+        """Forget what a failed step collected."""
+        self._completions.clear()
+        self._records.clear()
+
     def drain(
         self,
         response: Any = None,

@@ -10,21 +10,21 @@ from typing import Any
 from streamrt.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER = 2, 4
 # Kafka's ConfigSource values.
 _TOPIC_CONFIG, _STATIC_BROKER_CONFIG, _DEFAULT_CONFIG = 1, 4, 5
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
 
-def register(table: ApiTable) -> None:
-    table.register(DESCRIBE_CONFIGS, 1, 4, describe_configs)
-    table.register(ALTER_CONFIGS, 0, 2, alter_configs)
-    table.register(INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs)
+    table.register(ApiKey.ALTER_CONFIGS, 0, 2, alter_configs)
+    table.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
 
 
 def _entry(name: str, value: str, source: int, read_only: bool, doc: str) -> dict[str, Any]:

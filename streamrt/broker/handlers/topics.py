@@ -8,20 +8,20 @@ from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
 logger = logging.getLogger(__name__)
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 _NO_ID = uuid.UUID(int=0)
 
 
-def register(table: ApiTable) -> None:
-    table.register(CREATE_TOPICS, 2, 7, create_topics)
-    table.register(DELETE_TOPICS, 1, 6, delete_topics)
-    table.register(CREATE_PARTITIONS, 0, 3, create_partitions)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.CREATE_TOPICS, 2, 7, create_topics)
+    table.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics)
+    table.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions)
 
 
 def _error_of(exc: Exception) -> tuple[ErrorCode, str]:
