@@ -11,12 +11,36 @@ from collections.abc import Callable
 from types import ModuleType
 
 from streamrt.broker.core import ApiTable, BrokerCore
-from streamrt.broker.handlers import cluster, configs, fetch, groups, offsets, produce, topics
+from streamrt.broker.handlers import (
+    cluster,
+    configs,
+    fetch,
+    groups,
+    log_dirs,
+    offsets,
+    produce,
+    quorum,
+    records,
+    replicas,
+    topics,
+)
 
 __all__ = ("FAMILIES", "build_api_table")
 
 #: The handler families this broker serves, each a module with ``register(table, core)``.
-FAMILIES: tuple[ModuleType, ...] = (cluster, topics, configs, produce, fetch, offsets, groups)
+FAMILIES: tuple[ModuleType, ...] = (
+    cluster,
+    topics,
+    configs,
+    produce,
+    fetch,
+    offsets,
+    records,
+    log_dirs,
+    replicas,
+    quorum,
+    groups,
+)
 
 
 def build_api_table(core: BrokerCore, families: tuple[ModuleType, ...] = FAMILIES) -> ApiTable:

@@ -29,7 +29,7 @@ def _lookup(core: BrokerCore, topic: str, partition: int, ts: int) -> tuple[int,
     if ts == LATEST:
         return log.log_end_offset, -1
     if ts == MAX_TIMESTAMP:
-        found = log.max_timestamp_offset() if hasattr(log, "max_timestamp_offset") else None
+        found = log.max_timestamp_offset()
         if found is None:
             return -1, -1
         return found
