@@ -31,11 +31,10 @@ from streamrt.admin.models import (
     TopicDescription,
 )
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 
 __all__ = ("EARLIEST", "LATEST", "AdminClient")
 
-LIST_OFFSETS, OFFSET_FETCH, LEAVE_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 2, 9, 13, 15, 16
-CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DELETE_GROUPS = 19, 20, 32, 42
 LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
 _TOPIC_RESOURCE = 2
 _CONFIG_SOURCES = {
@@ -98,7 +97,7 @@ class AdminClient:
     async def _list_groups_on(self, node_id: int) -> list[GroupListing]:
         async def attempt() -> list[GroupListing]:
             conn = await self._cluster.node(node_id)
-            response = await conn.call(LIST_GROUPS, max_version=5)
+            response = await conn.call(ApiKey.LIST_GROUPS, max_version=5)
             check(response.error_code, f"ListGroups on broker {node_id}")
             return [
                 GroupListing(
@@ -121,7 +120,7 @@ class AdminClient:
         async def attempt() -> GroupDescription:
             conn = await self._coordinator(group_id)
             response = await conn.call(
-                DESCRIBE_GROUPS,
+                ApiKey.DESCRIBE_GROUPS,
                 max_version=6,
                 groups=[group_id],
                 include_authorized_operations=False,
@@ -154,16 +153,16 @@ class AdminClient:
         async def attempt() -> Results:
             conn = await self._coordinator(group_id)
             try:
-                version = conn.version_for(LEAVE_GROUP, min_version=3, max_version=5)
+                version = conn.version_for(ApiKey.LEAVE_GROUP, min_version=3, max_version=5)
             except UnsupportedVersionError:
-                top = conn.broker_versions.get(LEAVE_GROUP, (0, -1))[1]
+                top = conn.broker_versions.get(ApiKey.LEAVE_GROUP, (0, -1))[1]
                 raise UnsupportedVersionError(
                     f"the coordinator of group {group_id!r} ({conn.address}) supports "
                     f"LeaveGroup up to v{top}; removing members by group.instance.id needs "
                     "v3+ (Apache Kafka 2.3 or later)"
                 ) from None
             response = await conn.call(
-                LEAVE_GROUP,
+                ApiKey.LEAVE_GROUP,
                 min_version=version,
                 max_version=version,
                 group_id=group_id,
@@ -195,7 +194,7 @@ class AdminClient:
     async def _delete_group(self, group_id: str) -> KafkaError | None:
         async def attempt() -> KafkaError | None:
             conn = await self._coordinator(group_id)
-            response = await conn.call(DELETE_GROUPS, max_version=2, groups_names=[group_id])
+            response = await conn.call(ApiKey.DELETE_GROUPS, max_version=2, groups_names=[group_id])
             (result,) = [r for r in response.results if r.group_id == group_id]
             code = ErrorCode(int(result.error_code))
             if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
@@ -225,7 +224,7 @@ class AdminClient:
         async def attempt() -> dict[tuple[str, int], OffsetAndMetadata]:
             conn = await self._coordinator(group_id)
             response = await conn.call(
-                OFFSET_FETCH,
+                ApiKey.OFFSET_FETCH,
                 min_version=2,  # v2+: null topics means "all"
                 max_version=9,  # v10 names topics by id
                 group_id=group_id,
@@ -283,7 +282,7 @@ class AdminClient:
     ) -> Results:
         async def attempt() -> Results:
             conn = await self._cluster.controller()
-            version = conn.version_for(CREATE_TOPICS, max_version=7)
+            version = conn.version_for(ApiKey.CREATE_TOPICS, max_version=7)
             if version < 4 and any(
                 t.num_partitions < 0 or t.replication_factor < 0 for t in topics
             ):
@@ -292,7 +291,7 @@ class AdminClient:
                     "explicit partition count and replication factor"
                 )
             response = await conn.call(
-                CREATE_TOPICS,
+                ApiKey.CREATE_TOPICS,
                 min_version=version,
                 max_version=version,
                 topics=[
@@ -317,7 +316,7 @@ class AdminClient:
         async def attempt() -> Results:
             conn = await self._cluster.controller()
             response = await conn.call(
-                DELETE_TOPICS,
+                ApiKey.DELETE_TOPICS,
                 max_version=6,
                 topic_names=list(names),
                 topics=[{"name": n, "topic_id": None} for n in names],
@@ -333,7 +332,7 @@ class AdminClient:
     ) -> dict[str, dict[str, ConfigEntry]]:
         conn = await self._cluster.any_broker()
         response = await conn.call(
-            DESCRIBE_CONFIGS,
+            ApiKey.DESCRIBE_CONFIGS,
             max_version=4,
             resources=[
                 {"resource_type": _TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None}
@@ -388,7 +387,7 @@ class AdminClient:
             by_topic[topic].append(partition)
         conn = await self._cluster.node(node_id)
         response = await conn.call(
-            LIST_OFFSETS,
+            ApiKey.LIST_OFFSETS,
             min_version=1,
             max_version=9,
             replica_id=-1,

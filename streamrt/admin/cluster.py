@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 from streamrt.admin.connection import AdminConnectionError, BrokerConnection
 from streamrt.errors import ErrorCode, KafkaError, StreamrtError
 from streamrt.logs import fields
+from streamrt.wire.api_keys import ApiKey
 
 __all__ = (
-    "METADATA",
     "RETRIABLE",
     "Cluster",
     "NoBrokerAvailableError",
@@ -29,8 +29,6 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-METADATA = 3
-FIND_COORDINATOR = 10
 _METADATA_MAX = 12  # v13 only adds a top-level error code; v12 is what Kafka 3.x serves
 _FIND_COORDINATOR_MAX = 6
 _KEY_TYPE_GROUP = 0
@@ -146,7 +144,7 @@ class Cluster:
         """A Metadata response for ``topics`` (``None``: all topics; ``[]``: brokers only)."""
         conn = await self.any_broker()
         response = await conn.call(
-            METADATA,
+            ApiKey.METADATA,
             min_version=1,
             max_version=_METADATA_MAX,
             topics=None if topics is None else [{"name": t, "topic_id": None} for t in topics],
@@ -186,7 +184,7 @@ class Cluster:
     async def _find_coordinator(self, group_id: str) -> int:
         conn = await self.any_broker()
         response = await conn.call(
-            FIND_COORDINATOR,
+            ApiKey.FIND_COORDINATOR,
             max_version=_FIND_COORDINATOR_MAX,
             key=group_id,
             key_type=_KEY_TYPE_GROUP,

@@ -28,6 +28,17 @@ _LISTENER_PREFIX = "listener.name."
 _MAX_INT = 2**31 - 1
 
 
+def _kind(kind: str) -> Callable[[Callable[[str], Any]], Callable[[str], Any]]:
+    """Tag a parser with Kafka's ``ConfigDef.Type`` name (DescribeConfigs' ``config_type``)."""
+
+    def tag(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+        parse.kind = kind  # type: ignore[attr-defined]
+        return parse
+
+    return tag
+
+
+@_kind("BOOLEAN")
 def _bool(value: str) -> bool:
     v = value.strip().lower()
     if v in ("true", "false"):
@@ -45,6 +56,14 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+@_kind("BOOLEAN")
+def _false_only(value: str) -> bool:
+    if _bool(value):
+        raise ValueError("tiered storage is not available on this broker")
+    return False
+
+
+@_kind("LIST")
 def _cleanup_policy(value: str) -> str:
     parts = sorted({p.strip() for p in value.split(",") if p.strip()})
     if not parts or any(p not in ("compact", "delete") for p in parts):
@@ -59,9 +78,10 @@ def _int_range(lo: int, hi: int = _MAX_LONG) -> Callable[[str], int]:
             raise ValueError(f"must be between {lo} and {hi}")
         return n
 
-    return parse
+    return _kind("INT" if hi <= _MAX_INT else "LONG")(parse)
 
 
+@_kind("DOUBLE")
 def _ratio(value: str) -> float:
     f = float(value)
     if not 0.0 <= f <= 1.0:
@@ -79,6 +99,11 @@ class ConfigDef:
     doc: str
     topic_name: str | None = None
     sensitive: bool = False  # a secret: DescribeConfigs returns no value, as for Kafka PASSWORD
+
+    @property
+    def kind(self) -> str:
+        """Kafka's type name: BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD."""
+        return str(getattr(self.parse, "kind", "STRING"))
 
 
 _DEFS: tuple[ConfigDef, ...] = (
@@ -159,6 +184,113 @@ _DEFS: tuple[ConfigDef, ...] = (
         "CreateTime",
         "Which timestamp the log keeps.",
         "message.timestamp.type",
+    ),
+    ConfigDef(
+        "compression.type",
+        _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        "producer",
+        "Codec of stored batches; producer keeps the producer's (the broker never recompresses,"
+        " so other values are recorded and reported).",
+        "compression.type",
+    ),
+    ConfigDef(
+        "compression.gzip.level", _int_range(-1, 9), "-1", "gzip level.", "compression.gzip.level"
+    ),
+    ConfigDef(
+        "compression.lz4.level", _int_range(1, 17), "9", "lz4 level.", "compression.lz4.level"
+    ),
+    ConfigDef(
+        "compression.zstd.level",
+        _int_range(-131072, 22),
+        "3",
+        "zstd level.",
+        "compression.zstd.level",
+    ),
+    ConfigDef(
+        "log.message.timestamp.before.max.ms",
+        _int_range(0),
+        str(_MAX_LONG),
+        "CreateTime: reject a batch whose timestamp is further in the past (INVALID_TIMESTAMP).",
+        "message.timestamp.before.max.ms",
+    ),
+    ConfigDef(
+        "log.message.timestamp.after.max.ms",
+        _int_range(0),
+        "3600000",
+        "CreateTime: reject a batch whose timestamp is further in the future (INVALID_TIMESTAMP).",
+        "message.timestamp.after.max.ms",
+    ),
+    ConfigDef(
+        "log.cleaner.max.compaction.lag.ms",
+        _int_range(1),
+        str(_MAX_LONG),
+        "Maximum time a record stays uncompacted (recorded).",
+        "max.compaction.lag.ms",
+    ),
+    ConfigDef(
+        "log.index.size.max.bytes",
+        _int_range(4, _MAX_INT),
+        "10485760",
+        "Maximum offset index size (recorded).",
+        "segment.index.bytes",
+    ),
+    ConfigDef(
+        "log.roll.jitter.ms",
+        _int_range(0),
+        "0",
+        "Random jitter subtracted from segment.ms (recorded).",
+        "segment.jitter.ms",
+    ),
+    ConfigDef(
+        "log.segment.delete.delay.ms",
+        _int_range(0),
+        "60000",
+        "Delay before a deleted segment's files go (recorded; deletion is immediate).",
+        "file.delete.delay.ms",
+    ),
+    ConfigDef(
+        "log.flush.interval.messages",
+        _int_range(1),
+        str(_MAX_LONG),
+        "Messages between fsyncs (recorded; streamrt.log.fsync decides).",
+        "flush.messages",
+    ),
+    ConfigDef(
+        "log.preallocate", _bool, "false", "Preallocate segment files (recorded).", "preallocate"
+    ),
+    ConfigDef(
+        "unclean.leader.election.enable",
+        _bool,
+        "false",
+        "Single node: the only replica always leads.",
+        "unclean.leader.election.enable",
+    ),
+    ConfigDef(
+        "log.local.retention.ms",
+        _int_range(-2),
+        "-2",
+        "Tiered storage: local retention (-2: retention.ms; no tiering here).",
+        "local.retention.ms",
+    ),
+    ConfigDef(
+        "log.local.retention.bytes",
+        _int_range(-2),
+        "-2",
+        "Tiered storage: local retention bytes (-2: retention.bytes; no tiering here).",
+        "local.retention.bytes",
+    ),
+    ConfigDef(
+        "remote.log.storage.system.enable",
+        _false_only,
+        "false",
+        "Tiered storage is not available on this broker.",
+        "remote.storage.enable",
+    ),
+    ConfigDef(
+        "advertised.listeners",
+        str,
+        "",
+        "Address clients are told to connect to (empty: the listener's).",
     ),
     ConfigDef(
         "log.retention.check.interval.ms",
@@ -344,6 +476,10 @@ class BrokerConfig:
             raise ConfigError(
                 f"invalid value {raw!r} for listener {listener} {key!r}: {exc}"
             ) from None
+
+    def is_default(self, key: str) -> bool:
+        """True when ``key`` was not set in the file or flags (Kafka's DEFAULT_CONFIG source)."""
+        return self._raw[key] == BROKER_CONFIGS[key].default
 
     def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
         return BrokerConfig({**self._raw, **self._listener_overrides, **overrides})

@@ -1,7 +1,9 @@
 """What every API handler may use: config, logs, coordinator, this node's address.
 
 Handlers are ``async def handler(core, ctx, request) -> response | None`` functions registered in
-an :class:`ApiTable`; ``None`` means "send no response" (Produce with acks=0).
+an :class:`ApiTable`; ``None`` means "send no response" (Produce with acks=0). The table is the
+one source of both ApiVersions' answer and the server's routing, so a version is advertised if
+and only if a handler serves it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamrt.broker.config import BrokerConfig
 from streamrt.clock import Clock, SystemClock
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for
 from streamrt.wire.context import RequestContext
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from streamrt.broker.log import LogManager
     from streamrt.broker.security.manager import BrokerSecurity
 
-__all__ = ("ApiTable", "BrokerCore", "Handler", "respond")
+__all__ = ("ApiEntry", "ApiTable", "BrokerCore", "Handler", "respond")
 
 Handler = Callable[["BrokerCore", RequestContext, Any], Awaitable[Any]]
 
@@ -73,24 +76,42 @@ class BrokerCore:
         return self.endpoints.get(ctx.listener, (self.host, self.port))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ApiEntry:
+    api_key: ApiKey
     min_version: int
     max_version: int
     handler: Handler
 
 
 class ApiTable:
-    """api_key → (versions, handler); the one source for ApiVersions and dispatch."""
+    """api_key → (versions, handler): the one source for ApiVersions and dispatch.
+
+    Each handler family (a module of :mod:`streamrt.broker.handlers`) registers its APIs here;
+    registering one key twice is a programming error and raises.
+    """
 
     def __init__(self) -> None:
-        self._entries: dict[int, ApiEntry] = {}
+        self._entries: dict[ApiKey, ApiEntry] = {}
 
-    def register(self, api_key: int, min_version: int, max_version: int, handler: Handler) -> None:
-        self._entries[api_key] = ApiEntry(min_version, max_version, handler)
+    def register(
+        self, api_key: ApiKey, min_version: int, max_version: int, handler: Handler
+    ) -> None:
+        key = ApiKey(api_key)
+        if key in self._entries:
+            raise ValueError(f"{key.name} is registered twice")
+        if not 0 <= min_version <= max_version:
+            raise ValueError(f"{key.name}: bad version range {min_version}-{max_version}")
+        self._entries[key] = ApiEntry(key, min_version, max_version, handler)
 
     def get(self, api_key: int) -> ApiEntry | None:
-        return self._entries.get(api_key)
+        try:
+            return self._entries.get(ApiKey(api_key))
+        except ValueError:  # a number Kafka does not define
+            return None
+
+    def entries(self) -> list[ApiEntry]:
+        return [self._entries[k] for k in sorted(self._entries)]
 
     def ranges(self) -> list[tuple[int, int, int]]:
-        return [(k, e.min_version, e.max_version) for k, e in sorted(self._entries.items())]
+        return [(int(e.api_key), e.min_version, e.max_version) for e in self.entries()]

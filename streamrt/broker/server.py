@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import logging
 import struct
 import time
-from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore
 from streamrt.broker.metrics import BrokerMetrics
@@ -23,15 +21,15 @@ from streamrt.broker.security.listeners import Listener
 from streamrt.broker.security.sasl import ConnectionAuth
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for, encode_response
 from streamrt.wire.context import RequestContext
+from streamrt.wire.error_responses import error_response
 
 __all__ = ("KafkaServer",)
 
 logger = logging.getLogger(__name__)
 
-API_VERSIONS = 18
-PRODUCE = 0
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in header v1 and v2
 
 
@@ -143,7 +141,7 @@ class KafkaServer:
         if entry is None:
             raise ProtocolViolation(f"unsupported API key {api_key}")
         if not entry.min_version <= api_version <= entry.max_version:
-            if api_key == API_VERSIONS:
+            if api_key == ApiKey.API_VERSIONS:
                 return self._api_versions_fallback(correlation_id)
             raise ProtocolViolation(
                 f"unsupported version {api_version} of API {api_key} "
@@ -171,9 +169,15 @@ class KafkaServer:
         try:
             response = await entry.handler(self.core, ctx, request)
         except KafkaError as exc:
-            response = _error_response(ctx, exc.code)
+            response = error_response(ctx, request, exc.code, str(exc))
             if response is None:
-                raise ProtocolViolation(f"API {api_key} failed: {exc}") from None
+                raise ProtocolViolation(f"{entry.api_key.name} failed: {exc}") from None
+        except Exception as exc:
+            # Kafka answers an unexpected failure with UNKNOWN_SERVER_ERROR and keeps serving.
+            logger.exception("%s v%d failed", entry.api_key.name, api_version)
+            response = error_response(ctx, request, ErrorCode.unknown_server_error, repr(exc))
+            if response is None:
+                raise ProtocolViolation(f"{entry.api_key.name} failed: {exc!r}") from None
         finally:
             self.metrics.observe_request(api_key, time.perf_counter() - started)
         if response is None:
@@ -182,7 +186,7 @@ class KafkaServer:
 
     def _api_versions_fallback(self, correlation_id: int) -> list[bytes]:
         """A too-new ApiVersions gets a v0 body with UNSUPPORTED_VERSION and our ranges."""
-        codec = codec_for(API_VERSIONS, 0)
+        codec = codec_for(ApiKey.API_VERSIONS, 0)
         keys = [
             {"api_key": k, "min_version": lo, "max_version": hi}
             for k, lo, hi in self.table.ranges()
@@ -207,36 +211,3 @@ def _raw_sasl_token(auth: ConnectionAuth, token: bytes) -> bytes:
         return auth.authenticate(token)
     except SaslFailure as exc:
         raise ProtocolViolation(f"SASL authentication failed: {exc}") from None
-
-
-def _error_response(ctx: RequestContext, code: ErrorCode) -> Any:
-    """A top-level error response for APIs that have a top-level error code."""
-    cls = codec_for(ctx.api_key, ctx.api_version).response_cls
-    names = {f.name for f in dataclasses.fields(cls)}
-    if "error_code" not in names:
-        return None
-    superset: dict[str, Any] = {
-        "error_code": code,
-        "throttle_time": 0,
-        "generation_id": -1,
-        "protocol_type": None,
-        "protocol_name": None if ctx.api_version >= 7 else "",
-        "leader": "",
-        "member_id": "",
-        "members": [],
-        "assignment": b"",
-        "producer_id": -1,
-        "producer_epoch": -1,
-        "error_message": None,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-        "groups": [],
-        "topics": [],
-        "responses": [],
-        "session_id": 0,
-    }
-    try:
-        return build(cls, **superset)
-    except TypeError:
-        return None

@@ -15,11 +15,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for, encode_response
 
 Handler = Callable[[int, Any], Any]
 
-_API_VERSIONS = 18
+_API_VERSIONS = ApiKey.API_VERSIONS
 
 
 @dataclasses.dataclass

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from kafka import KafkaAdminClient
 
 from streamrt.broker.embedded import BrokerThread
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 
 
 def _connect(bootstrap: str) -> socket.socket:

@@ -181,7 +181,8 @@ def test_admin_topics_configs_and_partitions(broker: BrokerThread, topic_name: s
 def test_list_offsets_by_time(broker: BrokerThread, topic_name: str) -> None:
     _create(broker.bootstrap, topic_name, 1)
     producer = CKProducer({"bootstrap.servers": broker.bootstrap})
-    base = 1_700_000_000_000
+    # Recent timestamps: older ones would be past retention.ms and deleted by the broker.
+    base = int(time.time() * 1000) - 60_000
     for i in range(10):
         producer.produce(topic_name, value=b"x", partition=0, timestamp=base + i * 1000)
         producer.flush(10)  # one batch per record, so lookups are exact

@@ -6,18 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamrt.broker.group.group import ClassicGroup
-from streamrt.broker.group.offsets import OffsetStore
+from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.records import CoordinatorRecord, group_tombstone, offset_tombstone
-from streamrt.broker.group.responses import (
-    DELETE_GROUPS,
-    DESCRIBE_GROUPS,
-    LIST_GROUPS,
-    response_cls,
-)
 from streamrt.broker.group.state import GroupState
 from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build
 from streamrt.wire.context import RequestContext
+from streamrt.wire.group_responses import response_cls
 
 __all__ = ("delete_groups", "describe_group", "describe_groups", "list_groups")
 
@@ -65,7 +61,9 @@ def describe_group(group: ClassicGroup | None, group_id: str) -> dict[str, Any]:
 def describe_groups(groups: Mapping[str, ClassicGroup], ctx: RequestContext, request: Any) -> Any:
 
     described = [describe_group(groups.get(gid), gid) for gid in request.groups]
-    return build(response_cls(DESCRIBE_GROUPS, ctx.api_version), throttle_time=0, groups=described)
+    return build(
+        response_cls(ApiKey.DESCRIBE_GROUPS, ctx.api_version), throttle_time=0, groups=described
+    )
 
 
 def list_groups(groups: Mapping[str, ClassicGroup], ctx: RequestContext, request: Any) -> Any:
@@ -86,7 +84,7 @@ def list_groups(groups: Mapping[str, ClassicGroup], ctx: RequestContext, request
         and (not types or "classic" in types)
     ]
     return build(
-        response_cls(LIST_GROUPS, ctx.api_version),
+        response_cls(ApiKey.LIST_GROUPS, ctx.api_version),
         throttle_time=0,
         error_code=ErrorCode.none,
         groups=listed,
@@ -94,7 +92,10 @@ def list_groups(groups: Mapping[str, ClassicGroup], ctx: RequestContext, request
 
 
 def delete_groups(
-    groups: Mapping[str, ClassicGroup], offsets: OffsetStore, ctx: RequestContext, request: Any
+    groups: Mapping[str, ClassicGroup],
+    offsets: OffsetMetadataManager,
+    ctx: RequestContext,
+    request: Any,
 ) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
     """Only Empty groups can go: their offsets and the group itself get tombstones."""
 
@@ -112,5 +113,7 @@ def delete_groups(
                 records.append(offset_tombstone(gid, topic, partition))
             records.append(group_tombstone(gid))
         results.append({"group_id": gid, "error_code": code})
-    response = build(response_cls(DELETE_GROUPS, ctx.api_version), throttle_time=0, results=results)
+    response = build(
+        response_cls(ApiKey.DELETE_GROUPS, ctx.api_version), throttle_time=0, results=results
+    )
     return response, tuple(records)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from streamrt.broker.group import admin, offsets
+from streamrt.broker.group import admin
 from streamrt.broker.group.group import ClassicGroup, Member, Parked
+from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.outbox import Outbox
 from streamrt.broker.group.rebalance import GroupConfig, RebalanceEngine
 from streamrt.broker.group.records import (
@@ -26,12 +27,6 @@ from streamrt.broker.group.records import (
     decode_key,
     decode_value,
 )
-from streamrt.broker.group.responses import (
-    heartbeat_response,
-    join_response,
-    leave_response,
-    sync_response,
-)
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.group.timer import Timer, heartbeat_key
@@ -40,10 +35,17 @@ from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.wire.codec import ms
 from streamrt.wire.context import RequestContext
+from streamrt.wire.group_responses import (
+    heartbeat_response,
+    join_response,
+    leave_response,
+    sync_response,
+)
 
 __all__ = ("GroupConfig", "GroupCoordinator", "map_append_error")
 
 logger = logging.getLogger(__name__)
+_R = TypeVar("_R")
 
 _STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
     ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
@@ -106,7 +108,7 @@ class GroupCoordinator:
 
     Responsibilities: the request handlers, ``replay`` of ``__consumer_offsets`` records,
     ``on_loaded`` and ``unload``. The join/sync machinery lives in :class:`RebalanceEngine`,
-    offsets in :mod:`offsets`, admin APIs in :mod:`admin`.
+    offsets in :class:`OffsetMetadataManager`, admin APIs in :mod:`admin`.
     """
 
     def __init__(
@@ -121,9 +123,29 @@ class GroupCoordinator:
         self.timer = timer
         self.partition_exists = partition_exists
         self.groups: dict[str, ClassicGroup] = {}
-        self.offsets = offsets.OffsetStore()
         self.out = Outbox()
         self.engine = RebalanceEngine(self.groups, config, clock, timer, self.out)
+        self.offsets = OffsetMetadataManager(
+            self.groups,
+            config,
+            clock,
+            touch_member=self.engine.reschedule_heartbeat,
+            partition_exists=partition_exists,
+        )
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def step(self, op: Callable[[], _R]) -> _R:
+        """Run one step (a request handler, a timer op, an append callback).
+
+        If it raises, whatever it had collected (records, answers to parked requests) is
+        discarded, so nothing of a failed step goes out with the next one.
+        """
+        try:
+            return op()
+        except BaseException:
+            self.out.discard()
+            raise
 
     # -- JoinGroup --------------------------------------------------------------------------
 
@@ -489,10 +511,11 @@ class GroupCoordinator:
     # -- offsets and admin APIs ---------------------------------------------------------------
 
     def offset_commit(self, ctx: RequestContext, request: Any) -> Result:
-        return offsets.offset_commit(self, ctx, request)
+        response, records = self.offsets.commit(ctx, request)
+        return self.out.drain(response, records=records, replay=True)
 
     def offset_fetch(self, ctx: RequestContext, request: Any) -> Result:
-        return self.out.drain(offsets.offset_fetch(self, ctx, request))
+        return self.out.drain(self.offsets.fetch(ctx, request))
 
     def describe_groups(self, ctx: RequestContext, request: Any) -> Result:
         return self.out.drain(admin.describe_groups(self.groups, ctx, request))
@@ -506,7 +529,7 @@ class GroupCoordinator:
 
     def cleanup_expired_offsets(self) -> Result:
         """Offsets retention, then re-arm the check (``offsets.retention.check.interval.ms``)."""
-        records = offsets.expired_offset_records(self)
+        records = self.offsets.expired_records()
         self.schedule_offsets_cleanup()
         return self.out.drain(records=records, replay=True)
 

@@ -1,16 +1,21 @@
 """Committed offsets: storage, OffsetCommit validation, OffsetFetch, and retention.
 
 Mirrors Kafka's ``OffsetMetadataManager`` and ``ClassicGroup.validateOffsetCommit``. Commits
-return records with ``replay=True``: the offsets become visible only once the records are in
-``__consumer_offsets``, so an acknowledged commit is never lost.
+return records meant for replay: the offsets become visible only once the records are in
+``__consumer_offsets`` (the runtime replays them through :meth:`OffsetMetadataManager.put`), so
+an acknowledged commit is never lost.
+
+The manager gets what it needs explicitly (the groups table it shares with the coordinator, the
+config, the clock, and two callbacks) and never sees the coordinator itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import Any
 
-from streamrt.broker.group.group import ClassicGroup
+from streamrt.broker.group.group import ClassicGroup, Member
+from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import (
     CoordinatorRecord,
     OffsetCommitValue,
@@ -18,51 +23,20 @@ from streamrt.broker.group.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from streamrt.broker.group.responses import OFFSET_COMMIT, OFFSET_FETCH, response_cls
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
+from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, ms
 from streamrt.wire.context import RequestContext
+from streamrt.wire.group_responses import response_cls
 
-if TYPE_CHECKING:
-    from streamrt.broker.group.coordinator import GroupCoordinator
-
-__all__ = (
-    "OffsetStore",
-    "expired_offset_records",
-    "offset_commit",
-    "offset_fetch",
-    "validate_offset_commit",
-)
+__all__ = ("OffsetMetadataManager", "validate_offset_commit")
 
 TopicPartition = tuple[str, int]
-
-
-class OffsetStore:
-    """group id -> (topic, partition) -> the last committed value."""
-
-    def __init__(self) -> None:
-        self._by_group: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
-
-    def put(self, group_id: str, topic: str, partition: int, value: OffsetCommitValue) -> None:
-        self._by_group.setdefault(group_id, {})[(topic, partition)] = value
-
-    def get(self, group_id: str, topic: str, partition: int) -> OffsetCommitValue | None:
-        return self._by_group.get(group_id, {}).get((topic, partition))
-
-    def delete(self, group_id: str, topic: str, partition: int) -> None:
-        offsets = self._by_group.get(group_id)
-        if offsets is not None:
-            offsets.pop((topic, partition), None)
-            if not offsets:
-                del self._by_group[group_id]
-
-    def delete_group(self, group_id: str) -> None:
-        self._by_group.pop(group_id, None)
-
-    def of_group(self, group_id: str) -> dict[TopicPartition, OffsetCommitValue]:
-        return dict(self._by_group.get(group_id, {}))
+#: Restarts a member's session timer (a commit from a live member counts as a heartbeat).
+TouchMember = Callable[[ClassicGroup, Member], None]
+PartitionExists = Callable[[str, int], bool]
 
 
 def validate_offset_commit(
@@ -83,141 +57,195 @@ def validate_offset_commit(
         raise KafkaError(ErrorCode.rebalance_in_progress)
 
 
-def offset_commit(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> Result:
-    """Group-level errors apply to every partition; unknown partitions get 3, big metadata 12."""
-    version = ctx.api_version
-    group_id: str = request.group_id
-    generation: int = request.generation_id_or_member_epoch
-    member_id: str = request.member_id
-    instance_id: str | None = getattr(request, "group_instance_id", None)
-    retention = ms(getattr(request, "retention_time", None))
-    now = coordinator.clock.now_ms()
-    group_error: ErrorCode | None = None
-    group = coordinator.groups.get(group_id)
-    if group is None:
-        if generation < 0:
-            group = ClassicGroup(group_id, now)
-            coordinator.groups[group_id] = group
-        else:
-            group_error = (
-                ErrorCode.group_id_not_found if version >= 9 else ErrorCode.illegal_generation
-            )
-    else:
-        try:
-            validate_offset_commit(group, member_id, instance_id, generation)
-        except KafkaError as exc:
-            group_error = exc.code
-    if group is not None and group_error is None:
-        member = group.members.get(member_id)
-        if member is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
-            coordinator.engine.reschedule_heartbeat(group, member)
-    records: list[CoordinatorRecord] = []
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            error = group_error
-            metadata = p.committed_metadata or ""
-            if error is None and not coordinator.partition_exists(topic.name, p.partition_index):
-                error = ErrorCode.unknown_topic_or_partition
-            if (
-                error is None
-                and len(metadata.encode()) > coordinator.config.offset_metadata_max_bytes
-            ):
-                error = ErrorCode.offset_metadata_too_large
-            if error is None:
-                value = OffsetCommitValue(
-                    offset=p.committed_offset,
-                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                    metadata=metadata,
-                    commit_timestamp=now,
-                    expire_timestamp=now + retention if retention >= 0 else -1,
+class OffsetMetadataManager:
+    """Committed offsets of every group (Kafka's ``OffsetMetadataManager``).
+
+    Responsibilities: the offsets table (``put``/``delete`` are its replay path), OffsetCommit
+    validation and records, OffsetFetch, and the retention scan. Pure: no I/O, time from
+    ``clock``.
+    """
+
+    def __init__(
+        self,
+        groups: MutableMapping[str, ClassicGroup],
+        config: GroupConfig,
+        clock: Clock,
+        *,
+        touch_member: TouchMember,
+        partition_exists: PartitionExists,
+    ) -> None:
+        self._groups = groups
+        self._config = config
+        self._clock = clock
+        self._touch_member = touch_member
+        self._partition_exists = partition_exists
+        self._by_group: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+
+    # -- the table (replay) -------------------------------------------------------------------
+
+    def put(self, group_id: str, topic: str, partition: int, value: OffsetCommitValue) -> None:
+        self._by_group.setdefault(group_id, {})[(topic, partition)] = value
+
+    def get(self, group_id: str, topic: str, partition: int) -> OffsetCommitValue | None:
+        return self._by_group.get(group_id, {}).get((topic, partition))
+
+    def delete(self, group_id: str, topic: str, partition: int) -> None:
+        offsets = self._by_group.get(group_id)
+        if offsets is not None:
+            offsets.pop((topic, partition), None)
+            if not offsets:
+                del self._by_group[group_id]
+
+    def delete_group(self, group_id: str) -> None:
+        self._by_group.pop(group_id, None)
+
+    def of_group(self, group_id: str) -> dict[TopicPartition, OffsetCommitValue]:
+        return dict(self._by_group.get(group_id, {}))
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def commit(
+        self, ctx: RequestContext, request: Any
+    ) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+        """(response, records to append then replay).
+
+        Group-level errors apply to every partition; unknown partitions get 3, big metadata 12.
+        """
+        version = ctx.api_version
+        group_id: str = request.group_id
+        generation: int = request.generation_id_or_member_epoch
+        member_id: str = request.member_id
+        instance_id: str | None = getattr(request, "group_instance_id", None)
+        retention = ms(getattr(request, "retention_time", None))
+        now = self._clock.now_ms()
+        group_error: ErrorCode | None = None
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                group = ClassicGroup(group_id, now)
+                self._groups[group_id] = group
+            else:
+                group_error = (
+                    ErrorCode.group_id_not_found if version >= 9 else ErrorCode.illegal_generation
                 )
-                records.append(offset_commit_record(group_id, topic.name, p.partition_index, value))
-            partitions.append(
-                {"partition_index": p.partition_index, "error_code": error or ErrorCode.none}
-            )
-        topics.append({"name": topic.name, "partitions": partitions})
-    response = build(response_cls(OFFSET_COMMIT, version), throttle_time=0, topics=topics)
-    return coordinator.out.drain(response, records=tuple(records), replay=True)
+        else:
+            try:
+                validate_offset_commit(group, member_id, instance_id, generation)
+            except KafkaError as exc:
+                group_error = exc.code
+        if group is not None and group_error is None:
+            member = group.members.get(member_id)
+            if member is not None and group.is_in(
+                GroupState.STABLE, GroupState.PREPARING_REBALANCE
+            ):
+                self._touch_member(group, member)
+        records: list[CoordinatorRecord] = []
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for p in topic.partitions:
+                error = group_error
+                metadata = p.committed_metadata or ""
+                if error is None and not self._partition_exists(topic.name, p.partition_index):
+                    error = ErrorCode.unknown_topic_or_partition
+                if (
+                    error is None
+                    and len(metadata.encode()) > self._config.offset_metadata_max_bytes
+                ):
+                    error = ErrorCode.offset_metadata_too_large
+                if error is None:
+                    value = OffsetCommitValue(
+                        offset=p.committed_offset,
+                        leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        metadata=metadata,
+                        commit_timestamp=now,
+                        expire_timestamp=now + retention if retention >= 0 else -1,
+                    )
+                    records.append(
+                        offset_commit_record(group_id, topic.name, p.partition_index, value)
+                    )
+                partitions.append(
+                    {"partition_index": p.partition_index, "error_code": error or ErrorCode.none}
+                )
+            topics.append({"name": topic.name, "partitions": partitions})
+        response = build(
+            response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics
+        )
+        return response, tuple(records)
 
+    def _fetch_partitions(
+        self, group_id: str, topics: Iterable[Any] | None
+    ) -> list[dict[str, Any]]:
+        committed = self.of_group(group_id)
+        wanted: dict[str, list[int]] = {}
+        if topics is None:
+            for topic, partition in sorted(committed):
+                wanted.setdefault(topic, []).append(partition)
+        else:
+            for t in topics:
+                wanted[t.name] = list(t.partition_indexes)
+        out = []
+        for topic, partitions in wanted.items():
+            rows = []
+            for partition in partitions:
+                value = committed.get((topic, partition))
+                rows.append(
+                    {
+                        "partition_index": partition,
+                        "committed_offset": value.offset if value else -1,
+                        "committed_leader_epoch": value.leader_epoch if value else -1,
+                        "metadata": value.metadata if value else "",
+                        "error_code": ErrorCode.none,
+                    }
+                )
+            out.append({"name": topic, "partitions": rows})
+        return out
 
-def _fetch_partitions(
-    store: OffsetStore, group_id: str, topics: Iterable[Any] | None
-) -> list[dict[str, Any]]:
-    committed = store.of_group(group_id)
-    wanted: dict[str, list[int]] = {}
-    if topics is None:
-        for topic, partition in sorted(committed):
-            wanted.setdefault(topic, []).append(partition)
-    else:
-        for t in topics:
-            wanted[t.name] = list(t.partition_indexes)
-    out = []
-    for topic, partitions in wanted.items():
-        rows = []
-        for partition in partitions:
-            value = committed.get((topic, partition))
-            rows.append(
+    def fetch(self, ctx: RequestContext, request: Any) -> Any:
+        """v1-7 fetch one group; v8+ a batch. ``topics`` null (v2+) means every committed offset."""
+        cls = response_cls(ApiKey.OFFSET_FETCH, ctx.api_version)
+        if ctx.api_version >= 8:
+            groups = [
                 {
-                    "partition_index": partition,
-                    "committed_offset": value.offset if value else -1,
-                    "committed_leader_epoch": value.leader_epoch if value else -1,
-                    "metadata": value.metadata if value else "",
+                    "group_id": g.group_id,
+                    "topics": self._fetch_partitions(g.group_id, g.topics),
                     "error_code": ErrorCode.none,
                 }
-            )
-        out.append({"name": topic, "partitions": rows})
-    return out
+                for g in request.groups
+            ]
+            return build(cls, throttle_time=0, groups=groups)
+        topics = self._fetch_partitions(request.group_id, request.topics)
+        return build(cls, throttle_time=0, topics=topics, error_code=ErrorCode.none)
 
+    def expired_records(self) -> tuple[CoordinatorRecord, ...]:
+        """Tombstones for expired offsets, and for Empty groups left with no offsets.
 
-def offset_fetch(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> Any:
-    """v1-7 fetch one group; v8+ a batch. ``topics`` null (v2+) means every committed offset."""
-    cls = response_cls(OFFSET_FETCH, ctx.api_version)
-    store = coordinator.offsets
-    if ctx.api_version >= 8:
-        groups = [
-            {
-                "group_id": g.group_id,
-                "topics": _fetch_partitions(store, g.group_id, g.topics),
-                "error_code": ErrorCode.none,
-            }
-            for g in request.groups
-        ]
-        return build(cls, throttle_time=0, groups=groups)
-    topics = _fetch_partitions(store, request.group_id, request.topics)
-    return build(cls, throttle_time=0, topics=topics, error_code=ErrorCode.none)
-
-
-def expired_offset_records(coordinator: GroupCoordinator) -> tuple[CoordinatorRecord, ...]:
-    """Tombstones for expired offsets, and for Empty groups left with no offsets.
-
-    Kafka's ``ClassicGroup.offsetExpirationCondition``: in an Empty group the base time is when
-    it became Empty (else the commit time); a group without protocol type (a "simple" group of
-    manual commits) uses the commit time; offsets of active groups do not expire. An explicit
-    expire timestamp (OffsetCommit v2-4 retention) wins.
-    """
-    now = coordinator.clock.now_ms()
-    retention = coordinator.config.offsets_retention_ms
-    records: list[CoordinatorRecord] = []
-    for group_id, group in list(coordinator.groups.items()):
-        offsets = coordinator.offsets.of_group(group_id)
-        if group.is_in(GroupState.EMPTY):
-            state_ts = group.current_state_timestamp
-        elif not group.protocol_type:
-            state_ts = None
-        else:
-            continue
-        expired = 0
-        for (topic, partition), value in sorted(offsets.items()):
-            if value.expire_timestamp >= 0:
-                is_expired = now >= value.expire_timestamp
+        Kafka's ``ClassicGroup.offsetExpirationCondition``: in an Empty group the base time is when
+        it became Empty (else the commit time); a group without protocol type (a "simple" group of
+        manual commits) uses the commit time; offsets of active groups do not expire. An explicit
+        expire timestamp (OffsetCommit v2-4 retention) wins.
+        """
+        now = self._clock.now_ms()
+        retention = self._config.offsets_retention_ms
+        records: list[CoordinatorRecord] = []
+        for group_id, group in list(self._groups.items()):
+            offsets = self.of_group(group_id)
+            if group.is_in(GroupState.EMPTY):
+                state_ts = group.current_state_timestamp
+            elif not group.protocol_type:
+                state_ts = None
             else:
-                base = value.commit_timestamp if state_ts is None else state_ts
-                is_expired = now - base >= retention
-            if is_expired:
-                expired += 1
-                records.append(offset_tombstone(group_id, topic, partition))
-        if expired == len(offsets) and group.is_in(GroupState.EMPTY):
-            records.append(group_tombstone(group_id))
-    return tuple(records)
+                continue
+            expired = 0
+            for (topic, partition), value in sorted(offsets.items()):
+                if value.expire_timestamp >= 0:
+                    is_expired = now >= value.expire_timestamp
+                else:
+                    base = value.commit_timestamp if state_ts is None else state_ts
+                    is_expired = now - base >= retention
+                if is_expired:
+                    expired += 1
+                    records.append(offset_tombstone(group_id, topic, partition))
+            if expired == len(offsets) and group.is_in(GroupState.EMPTY):
+                records.append(group_tombstone(group_id))
+        return tuple(records)

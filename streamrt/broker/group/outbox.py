@@ -6,9 +6,9 @@ from typing import Any
 
 from streamrt.broker.group.group import Member
 from streamrt.broker.group.records import CoordinatorRecord
-from streamrt.broker.group.responses import join_response, sync_response
 from streamrt.broker.group.result import AppendCallback, Completion, Result
 from streamrt.errors import ErrorCode
+from streamrt.wire.group_responses import join_response, sync_response
 
 __all__ = ("Outbox",)
 
@@ -52,6 +52,11 @@ class Outbox:
         member.awaiting_sync = None
         self.complete(parked.handle, sync_response(parked.api_version, error, **fields))
         return True
+
+    def discard(self) -> None:
+        """Forget what a failed step collected."""
+        self._completions.clear()
+        self._records.clear()
 
     def drain(
         self,

@@ -3,7 +3,9 @@
 One lock serialises every step of the state machine (requests and timer expiries alike), and a
 step's records are appended to ``__consumer_offsets`` before any of its replies is delivered:
 "append, then apply". Timer expiries are enqueued onto a worker that takes the same lock, so
-they never race a request (Kafka's ``EventBasedCoordinatorTimer``).
+they never race a request (Kafka's ``EventBasedCoordinatorTimer``). With ``streamrt.log.fsync``
+``always`` the append (and its fsync) runs on a worker thread, as Produce's does, so a JoinGroup
+never stalls the other connections.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from aiokafka.record.memory_records import MemoryRecords
 
 from streamrt.broker.config import BrokerConfig
 from streamrt.broker.group.coordinator import GroupCoordinator, map_append_error
-from streamrt.broker.group.errors_responses import error_response
+from streamrt.broker.group.log_writer import CoordinatorLogs, PartitionWriter
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
@@ -27,10 +29,11 @@ from streamrt.broker.group.timer import TimerOp
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
+from streamrt.wire.api_keys import ApiKey
+from streamrt.wire.error_responses import error_response
 
 __all__ = ("CONSUMER_OFFSETS", "GroupCoordinatorService", "GroupMetrics", "partition_for")
 
-_HEARTBEAT = 12  # api key
 logger = logging.getLogger(__name__)
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -106,21 +109,24 @@ class AsyncioTimer:
 class GroupCoordinatorService:
     """Owns the coordinator state machine, its lock, its timer worker and its log partitions."""
 
-    supported_apis: ClassVar[Mapping[int, tuple[int, int]]] = {
-        8: (2, 9),
-        9: (1, 9),
-        11: (0, 9),
-        12: (0, 4),
-        13: (0, 5),
-        14: (0, 5),
-        15: (0, 5),
-        16: (0, 5),
-        42: (0, 2),
+    supported_apis: ClassVar[Mapping[ApiKey, tuple[int, int]]] = {
+        ApiKey.OFFSET_COMMIT: (2, 9),
+        ApiKey.OFFSET_FETCH: (1, 9),
+        ApiKey.JOIN_GROUP: (0, 9),
+        ApiKey.HEARTBEAT: (0, 4),
+        ApiKey.LEAVE_GROUP: (0, 5),
+        ApiKey.SYNC_GROUP: (0, 5),
+        ApiKey.DESCRIBE_GROUPS: (0, 5),
+        ApiKey.LIST_GROUPS: (0, 5),
+        ApiKey.DELETE_GROUPS: (0, 2),
     }
 
-    def __init__(self, logs: Any, config: BrokerConfig, clock: Clock = _SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, logs: CoordinatorLogs, config: BrokerConfig, clock: Clock = _SYSTEM_CLOCK
+    ) -> None:
         self._logs = logs
         self._clock = clock
+        self._append_off_loop = config["streamrt.log.fsync"] == "always"
         self._partitions: int = config["offsets.topic.num.partitions"]
         self._timer = AsyncioTimer(self._enqueue_timer)
         self.coordinator = GroupCoordinator(
@@ -169,7 +175,7 @@ class GroupCoordinatorService:
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
 
-    def _replay_partition(self, log: Any) -> int:
+    def _replay_partition(self, log: PartitionWriter) -> int:
         offset, count = log.log_start_offset, 0
         while offset < log.log_end_offset:
             chunk = log.read(offset, _READ_CHUNK)
@@ -193,7 +199,7 @@ class GroupCoordinatorService:
     async def handle(self, ctx: Any, request: Any) -> Any:
         """The kio response for ``ctx.api_version``; awaits while JoinGroup/SyncGroup is parked."""
         if self._state != "active":
-            if self._state == "loading" and ctx.api_key == _HEARTBEAT:
+            if self._state == "loading" and ctx.api_key == ApiKey.HEARTBEAT:
                 # Kafka answers a heartbeat during load blindly (NONE): the member's session
                 # timer restarts at load anyway, and it must not rejoin because of the load.
                 return error_response(ctx, request, ErrorCode.none)
@@ -206,7 +212,7 @@ class GroupCoordinatorService:
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         async with self._lock:
             try:
-                result = self._dispatch(ctx, request, reply)
+                result = self.coordinator.step(lambda: self._dispatch(ctx, request, reply))
             except KafkaError as exc:
                 return error_response(ctx, request, exc.code)
             await self._apply(result, reply, ctx, request)
@@ -224,18 +230,18 @@ class GroupCoordinatorService:
 
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
-        handlers: dict[int, Callable[[], Result]] = {
-            8: lambda: c.offset_commit(ctx, request),
-            9: lambda: c.offset_fetch(ctx, request),
-            11: lambda: c.join_group(ctx, request, reply),
-            12: lambda: c.heartbeat(ctx, request),
-            13: lambda: c.leave_group(ctx, request),
-            14: lambda: c.sync_group(ctx, request, reply),
-            15: lambda: c.describe_groups(ctx, request),
-            16: lambda: c.list_groups(ctx, request),
-            42: lambda: c.delete_groups(ctx, request),
+        handlers: dict[ApiKey, Callable[[], Result]] = {
+            ApiKey.OFFSET_COMMIT: lambda: c.offset_commit(ctx, request),
+            ApiKey.OFFSET_FETCH: lambda: c.offset_fetch(ctx, request),
+            ApiKey.JOIN_GROUP: lambda: c.join_group(ctx, request, reply),
+            ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
+            ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
+            ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
+            ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
+            ApiKey.LIST_GROUPS: lambda: c.list_groups(ctx, request),
+            ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
         }
-        handler = handlers.get(ctx.api_key)
+        handler = handlers.get(ApiKey(ctx.api_key))
         if handler is None:
             raise KafkaError(ErrorCode.unsupported_version, f"api {ctx.api_key} not served here")
         return handler()
@@ -250,7 +256,10 @@ class GroupCoordinatorService:
         """Append, then replay or call back, then deliver completions and the reply."""
         error: ErrorCode | None = None
         if result.records:
-            error = self._append(result.records)
+            if self._append_off_loop:
+                error = await asyncio.to_thread(self._append, result.records)
+            else:
+                error = self._append(result.records)
             if error is None and result.replay:
                 for record in result.records:
                     self.coordinator.replay(record)
@@ -260,8 +269,10 @@ class GroupCoordinatorService:
                     handle.cancel()
                 else:
                     handle.set_result(response)
-        if result.on_append is not None:
-            await self._apply(result.on_append(None if error is None else map_append_error(error)))
+        on_append = result.on_append
+        if on_append is not None:
+            code = None if error is None else map_append_error(error)
+            await self._apply(self.coordinator.step(lambda: on_append(code)))
         if reply is None or reply.done() or result.response is None:
             return
         if error is not None and result.replay:
@@ -270,7 +281,11 @@ class GroupCoordinatorService:
             reply.set_result(result.response)
 
     def _append(self, records: tuple[CoordinatorRecord, ...]) -> ErrorCode | None:
-        """One batch per ``__consumer_offsets`` partition; an acknowledged write is in the log."""
+        """One batch per ``__consumer_offsets`` partition; an acknowledged write is in the log.
+
+        Runs on a worker thread when every append fsyncs; the service's lock is held meanwhile,
+        so no other step touches the coordinator or these partitions.
+        """
         now = self._clock.now_ms()
         by_partition: dict[int, list[CoordinatorRecord]] = {}
         for record in records:
@@ -303,7 +318,7 @@ class GroupCoordinatorService:
                 if self._state == "stopped":
                     continue
                 try:
-                    result = run()
+                    result = self.coordinator.step(run)
                     if result is not None:
                         await self._apply(result)
                 except Exception:

@@ -1,6 +1,14 @@
-"""Kafka API handlers, one module per API family: decode → call core → encode, no business rules."""
+"""Kafka API handlers, one module per API family: decode → call core → encode, no business rules.
+
+Every family module has ``register(table, core)``, which puts its APIs, their version ranges and
+handlers in the :class:`ApiTable`. To serve a new family (transactions, SASL, ...), write its
+module and add it to :data:`FAMILIES`: ApiVersions and routing both follow from the table.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
 
 from streamrt.broker.core import ApiTable, BrokerCore
 from streamrt.broker.handlers import (
@@ -8,18 +16,38 @@ from streamrt.broker.handlers import (
     configs,
     fetch,
     groups,
+    log_dirs,
     offsets,
     produce,
+    quorum,
+    records,
+    replicas,
     security,
     topics,
 )
 
-__all__ = ("build_api_table",)
+__all__ = ("FAMILIES", "build_api_table")
+
+#: The handler families this broker serves, each a module with ``register(table, core)``.
+FAMILIES: tuple[ModuleType, ...] = (
+    cluster,
+    topics,
+    configs,
+    produce,
+    fetch,
+    offsets,
+    records,
+    log_dirs,
+    replicas,
+    quorum,
+    security,
+    groups,
+)
 
 
-def build_api_table(core: BrokerCore) -> ApiTable:
+def build_api_table(core: BrokerCore, families: tuple[ModuleType, ...] = FAMILIES) -> ApiTable:
     table = ApiTable()
-    for module in (cluster, topics, configs, produce, fetch, offsets, security):
-        module.register(table)
-    groups.register(table, core)
+    for module in families:
+        register: Callable[[ApiTable, BrokerCore], None] = module.register
+        register(table, core)
     return table

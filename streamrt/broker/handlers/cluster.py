@@ -8,20 +8,19 @@ from typing import Any
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.broker.security import CREATE, DESCRIBE, GROUP, TOPIC, allowed, require
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
 logger = logging.getLogger(__name__)
 
-API_VERSIONS, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 18, 3, 10, 60
 
-
-def register(table: ApiTable) -> None:
-    table.register(API_VERSIONS, 0, 4, _api_versions(table))
-    table.register(METADATA, 0, 12, metadata)
-    table.register(FIND_COORDINATOR, 0, 6, find_coordinator)
-    table.register(DESCRIBE_CLUSTER, 0, 1, describe_cluster)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.API_VERSIONS, 0, 4, _api_versions(table))
+    table.register(ApiKey.METADATA, 0, 12, metadata)
+    table.register(ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator)
+    table.register(ApiKey.DESCRIBE_CLUSTER, 0, 1, describe_cluster)
 
 
 def _api_versions(table: ApiTable) -> Any:

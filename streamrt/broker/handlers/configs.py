@@ -7,74 +7,108 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamrt.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS
+from streamrt.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDef
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.broker.security import require
 from streamrt.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER = 2, 4
 # Kafka's ConfigSource values.
 _TOPIC_CONFIG, _STATIC_BROKER_CONFIG, _DEFAULT_CONFIG = 1, 4, 5
+# Kafka's DescribeConfigsResponse.ConfigType values.
+_CONFIG_TYPES = {
+    "BOOLEAN": 1,
+    "STRING": 2,
+    "INT": 3,
+    "SHORT": 4,
+    "LONG": 5,
+    "DOUBLE": 6,
+    "LIST": 7,
+    "CLASS": 8,
+    "PASSWORD": 9,
+}
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
 
-def register(table: ApiTable) -> None:
-    table.register(DESCRIBE_CONFIGS, 1, 4, describe_configs)
-    table.register(ALTER_CONFIGS, 0, 2, alter_configs)
-    table.register(INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs)
+    table.register(ApiKey.ALTER_CONFIGS, 0, 2, alter_configs)
+    table.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
 
 
 def _entry(
-    name: str, value: str, source: int, read_only: bool, doc: str, sensitive: bool = False
+    d: ConfigDef,
+    name: str,
+    value: str,
+    source: int,
+    read_only: bool,
+    synonyms: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     return {
         "name": name,
-        "value": None if sensitive else value,
+        "value": None if d.sensitive else value,
         "read_only": read_only,
         "config_source": source,
-        "is_sensitive": sensitive,
-        "synonyms": [],
-        "config_type": 0,
-        "documentation": doc,
+        "is_sensitive": d.sensitive,
+        "synonyms": synonyms or [],
+        "config_type": _CONFIG_TYPES[d.kind],
+        "documentation": d.doc,
     }
 
 
-def _describe_one(core: BrokerCore, res: Any) -> list[dict[str, Any]]:
+def _broker_source(core: BrokerCore, key: str) -> int:
+    return _DEFAULT_CONFIG if core.config.is_default(key) else _STATIC_BROKER_CONFIG
+
+
+def _topic_entry(
+    core: BrokerCore, name: str, overrides: dict[str, str], synonyms: bool
+) -> dict[str, Any]:
+    """A topic config with Kafka's source: the topic's override, else the broker's setting."""
+    d = TOPIC_CONFIGS[name]
+    chain: list[dict[str, Any]] = []
+    if name in overrides:
+        chain.append({"name": name, "value": overrides[name], "source": _TOPIC_CONFIG})
+    broker_source = _broker_source(core, d.name)
+    if broker_source == _STATIC_BROKER_CONFIG:
+        chain.append({"name": d.name, "value": core.config.raw(d.name), "source": broker_source})
+    chain.append({"name": d.name, "value": d.default, "source": _DEFAULT_CONFIG})
+    value, source = str(chain[0]["value"]), int(chain[0]["source"])
+    return _entry(d, name, value, source, False, chain if synonyms else None)
+
+
+def _broker_entries(core: BrokerCore, keys: set[str] | None) -> list[dict[str, Any]]:
+    values = dict(core.config.items())
+    if not values.get("advertised.listeners"):
+        # What this node tells clients (Kafka falls back to the listeners the same way).
+        values["advertised.listeners"] = f"PLAINTEXT://{core.host}:{core.port}"
+    return [
+        _entry(BROKER_CONFIGS[name], name, value, _broker_source(core, name), True)
+        for name, value in sorted(values.items())
+        if keys is None or name in keys
+    ]
+
+
+def _describe_one(core: BrokerCore, req: Any, res: Any) -> list[dict[str, Any]]:
     keys = set(res.configuration_keys) if res.configuration_keys is not None else None
     if res.resource_type == TOPIC:
         info = core.logs.topics().get(res.resource_name)
         if info is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, res.resource_name)
-        defaults = core.config.topic_defaults()
-        out = []
-        for name in sorted(TOPIC_CONFIGS):
-            if keys is not None and name not in keys:
-                continue
-            if name in info.configs:
-                out.append(_entry(name, info.configs[name], _TOPIC_CONFIG, False, ""))
-            else:
-                out.append(_entry(name, defaults[name], _DEFAULT_CONFIG, False, ""))
-        return out
+        synonyms = bool(getattr(req, "include_synonyms", False))
+        return [
+            _topic_entry(core, name, info.configs, synonyms)
+            for name in sorted(TOPIC_CONFIGS)
+            if keys is None or name in keys
+        ]
     if res.resource_type == BROKER:
         if res.resource_name not in ("", str(core.node_id)):
             raise KafkaError(ErrorCode.invalid_request, f"unknown broker {res.resource_name!r}")
-        return [
-            _entry(
-                name,
-                value,
-                _STATIC_BROKER_CONFIG,
-                True,
-                BROKER_CONFIGS[name].doc,
-                BROKER_CONFIGS[name].sensitive,
-            )
-            for name, value in sorted(core.config.items())
-            if keys is None or name in keys
-        ]
+        return _broker_entries(core, keys)
     raise KafkaError(ErrorCode.invalid_request, f"unsupported resource type {res.resource_type}")
 
 
@@ -90,7 +124,7 @@ async def describe_configs(core: BrokerCore, ctx: RequestContext, req: Any) -> A
         }
         try:
             _require_on(core, ctx, res, AclOperation.DESCRIBE_CONFIGS)
-            result["configs"] = _describe_one(core, res)
+            result["configs"] = _describe_one(core, req, res)
         except KafkaError as exc:
             result.update(error_code=exc.code, error_message=str(exc))
         results.append(result)
@@ -177,7 +211,7 @@ async def incremental_alter_configs(core: BrokerCore, ctx: RequestContext, req: 
                 elif c.config_operation == _DELETE:
                     delete.append(c.name)
                 elif c.config_operation in (_APPEND, _SUBTRACT):
-                    if c.name != "cleanup.policy":
+                    if TOPIC_CONFIGS[c.name].kind != "LIST":
                         raise ConfigError(f"{c.name!r} is not a list config")
                     current = info.configs.get(c.name, defaults[c.name])
                     set_[c.name] = _list_op(current, c.value or "", c.config_operation)

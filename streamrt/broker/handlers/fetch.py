@@ -12,16 +12,15 @@ from typing import Any
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.broker.security import READ, TOPIC, require
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import ms
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
-FETCH = 1
 
-
-def register(table: ApiTable) -> None:
-    table.register(FETCH, 4, 12, fetch)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.FETCH, 4, 12, fetch)
 
 
 def _gather(

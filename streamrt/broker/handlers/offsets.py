@@ -10,17 +10,17 @@ from typing import Any
 from streamrt.broker.core import ApiTable, BrokerCore, respond
 from streamrt.broker.security import DESCRIBE, TOPIC, require
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
-LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 2, 23
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 
 
-def register(table: ApiTable) -> None:
-    table.register(LIST_OFFSETS, 1, 10, list_offsets)
-    table.register(OFFSET_FOR_LEADER_EPOCH, 2, 4, offset_for_leader_epoch)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.LIST_OFFSETS, 1, 10, list_offsets)
+    table.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, offset_for_leader_epoch)
 
 
 def _lookup(core: BrokerCore, topic: str, partition: int, ts: int) -> tuple[int, int]:
@@ -30,7 +30,7 @@ def _lookup(core: BrokerCore, topic: str, partition: int, ts: int) -> tuple[int,
     if ts == LATEST:
         return log.log_end_offset, -1
     if ts == MAX_TIMESTAMP:
-        found = log.max_timestamp_offset() if hasattr(log, "max_timestamp_offset") else None
+        found = log.max_timestamp_offset()
         if found is None:
             return -1, -1
         return found

@@ -17,19 +17,19 @@ from streamrt.broker.security import (
     require,
 )
 from streamrt.errors import ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
 logger = logging.getLogger(__name__)
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
 _MAX_EPOCH = 32767
 
 
-def register(table: ApiTable) -> None:
-    table.register(PRODUCE, 3, 12, produce)
-    table.register(INIT_PRODUCER_ID, 0, 5, init_producer_id)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.PRODUCE, 3, 12, produce)
+    table.register(ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id)
 
 
 def _partition_error(index: int, code: ErrorCode, message: str | None) -> dict[str, Any]:

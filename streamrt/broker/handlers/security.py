@@ -27,26 +27,24 @@ from streamrt.security.scram import (
     credential_from_salted_password,
     mechanism,
 )
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
 logger = logging.getLogger(__name__)
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
-DESCRIBE_SCRAM, ALTER_SCRAM = 50, 51
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
-def register(table: ApiTable) -> None:
-    table.register(SASL_HANDSHAKE, 0, 1, sasl_handshake)
-    table.register(SASL_AUTHENTICATE, 0, 2, sasl_authenticate)
-    table.register(DESCRIBE_ACLS, 1, 3, describe_acls)
-    table.register(CREATE_ACLS, 1, 3, create_acls)
-    table.register(DELETE_ACLS, 1, 3, delete_acls)
-    table.register(DESCRIBE_SCRAM, 0, 0, describe_user_scram_credentials)
-    table.register(ALTER_SCRAM, 0, 0, alter_user_scram_credentials)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.SASL_HANDSHAKE, 0, 1, sasl_handshake)
+    table.register(ApiKey.SASL_AUTHENTICATE, 0, 2, sasl_authenticate)
+    table.register(ApiKey.DESCRIBE_ACLS, 1, 3, describe_acls)
+    table.register(ApiKey.CREATE_ACLS, 1, 3, create_acls)
+    table.register(ApiKey.DELETE_ACLS, 1, 3, delete_acls)
+    table.register(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, describe_user_scram_credentials)
+    table.register(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, alter_user_scram_credentials)
 
 
 # -- SASL ------------------------------------------------------------------------------------

@@ -2,27 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from typing import Any
 
+from streamrt.broker.config import TOPIC_CONFIGS
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.handlers.replicas import check_assignment
 from streamrt.broker.security import ALTER, CREATE, DELETE, TOPIC, require
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
 
 __all__ = ("register",)
 
 logger = logging.getLogger(__name__)
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 _NO_ID = uuid.UUID(int=0)
 
 
-def register(table: ApiTable) -> None:
-    table.register(CREATE_TOPICS, 2, 7, create_topics)
-    table.register(DELETE_TOPICS, 1, 6, delete_topics)
-    table.register(CREATE_PARTITIONS, 0, 3, create_partitions)
+def register(table: ApiTable, core: BrokerCore) -> None:
+    table.register(ApiKey.CREATE_TOPICS, 2, 7, create_topics)
+    table.register(ApiKey.DELETE_TOPICS, 1, 6, delete_topics)
+    table.register(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions)
+
+
+def _source(core: BrokerCore, name: str, overrides: dict[str, str]) -> int:
+    """Kafka's ConfigSource: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG."""
+    if name in overrides:
+        return 1
+    return 5 if core.config.is_default(TOPIC_CONFIGS[name].name) else 4
+
+
+def _check_assignments(core: BrokerCore, assignments: list[list[int]]) -> None:
+    for replicas in assignments:
+        code, message = check_assignment(core, replicas)
+        if code != ErrorCode.none:
+            raise KafkaError(code, message or "")
 
 
 def _error_of(exc: Exception) -> tuple[ErrorCode, str]:
@@ -52,9 +69,20 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             seen.add(t.name)
             require(core, ctx, CREATE, TOPIC, t.name, or_cluster=True)
             if t.assignments:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"
-                )
+                if t.num_partitions != -1 or t.replication_factor != -1:
+                    raise KafkaError(
+                        ErrorCode.invalid_request,
+                        "both numPartitions or replicationFactor and replicasAssignments were set",
+                    )
+                if sorted(a.partition_index for a in t.assignments) != list(
+                    range(len(t.assignments))
+                ):
+                    raise KafkaError(
+                        ErrorCode.invalid_replica_assignment,
+                        "partitions should be a consecutive 0-based integer sequence",
+                    )
+                _check_assignments(core, [list(a.broker_ids) for a in t.assignments])
+                t = dataclasses.replace(t, num_partitions=len(t.assignments), replication_factor=1)
             if t.replication_factor not in (-1, 1):
                 raise KafkaError(
                     ErrorCode.invalid_replication_factor,
@@ -70,7 +98,7 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                     "name": k,
                     "value": str(v),
                     "read_only": False,
-                    "config_source": 1 if k in configs else 5,
+                    "config_source": _source(core, k, configs),
                     "is_sensitive": False,
                 }
                 for k, v in sorted(effective.items())
@@ -121,10 +149,16 @@ async def create_partitions(core: BrokerCore, ctx: RequestContext, req: Any) -> 
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
         try:
             require(core, ctx, ALTER, TOPIC, t.name)
-            if t.assignments:
-                raise KafkaError(
-                    ErrorCode.invalid_replica_assignment, "manual replica assignment unsupported"
-                )
+            if t.assignments is not None:
+                info = core.logs.topics().get(t.name)
+                added = t.count - info.num_partitions if info is not None else 0
+                if info is not None and len(t.assignments) != added:
+                    raise KafkaError(
+                        ErrorCode.invalid_replica_assignment,
+                        f"Increasing the number of partitions by {added} but "
+                        f"{len(t.assignments)} assignments provided.",
+                    )
+                _check_assignments(core, [list(a.broker_ids) for a in t.assignments])
             core.logs.create_partitions(t.name, t.count, validate_only=bool(req.validate_only))
         except KafkaError as exc:
             entry.update(error_code=exc.code, error_message=str(exc))

@@ -28,7 +28,7 @@ from streamrt.broker.log.batch import (
 )
 from streamrt.broker.log.producer_state import BatchMetadata, ProducerEntry, ProducerStateManager
 from streamrt.broker.log.segment import LogSegment
-from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir
+from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 
@@ -37,6 +37,8 @@ __all__ = ("AppendInfo", "FetchSlice", "PartitionLog")
 logger = logging.getLogger(__name__)
 
 PRODUCER_SNAPSHOT = "producer-state.json"
+#: The log start offset moved by DeleteRecords (Kafka keeps it in ``log-start-offset-checkpoint``).
+LOG_START_OFFSET_FILE = "log-start-offset"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -83,6 +85,7 @@ class PartitionLog:
         self.segments = segments
         self.producer_state = producer_state
         self._unflushed = False
+        self._start_override = _read_start_offset(directory / LOG_START_OFFSET_FILE)
 
     # ------------------------------------------------------------------------------- opening
     @classmethod
@@ -130,8 +133,51 @@ class PartitionLog:
     # ------------------------------------------------------------------------------- offsets
     @property
     def log_start_offset(self) -> int:
+        """The first segment's base, or higher once DeleteRecords moved it (never past the end)."""
         with self.lock:
-            return self.segments[0].base_offset
+            return min(
+                max(self.segments[0].base_offset, self._start_override),
+                self.segments[-1].next_offset,
+            )
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: make ``offset`` the log start offset (``-1``: the high watermark).
+
+        The new start is persisted before it is answered, and segments wholly below it are
+        deleted at once; fetches below it then get OFFSET_OUT_OF_RANGE. Returns the new start
+        (Kafka's ``low_watermark``); a lower ``offset`` than the current start changes nothing.
+        """
+        with self.lock:
+            self._check_open()
+            end = self.log_end_offset
+            if offset == -1:
+                offset = end
+            if offset < 0 or offset > end:
+                raise KafkaError(
+                    ErrorCode.offset_out_of_range,
+                    f"cannot delete records before {offset}: {self.topic}-{self.partition} "
+                    f"ends at {end}",
+                )
+            if offset > self.log_start_offset:
+                write_atomically(self.directory / LOG_START_OFFSET_FILE, str(offset).encode())
+                self._start_override = offset
+                self._delete_segments_below_start()
+            return self.log_start_offset
+
+    def _delete_segments_below_start(self) -> int:
+        """Segments wholly below a DeleteRecords start (never the active one)."""
+        start = self._start_override
+        if start <= self.segments[0].base_offset:
+            return 0  # nothing below it (an empty first segment anchors the start: keep it)
+        doomed = 0
+        while doomed < len(self.segments) - 1 and self.segments[doomed].next_offset <= start:
+            doomed += 1
+        for seg in self.segments[:doomed]:
+            seg.delete()
+        if doomed:
+            del self.segments[:doomed]
+            fsync_dir(self.directory)
+        return doomed
 
     @property
     def log_end_offset(self) -> int:
@@ -152,7 +198,7 @@ class PartitionLog:
             if not headers:
                 raise KafkaError(ErrorCode.invalid_record, "produce request holds no record batch")
             for h in headers:
-                self._validate_batch(records, h)
+                self._validate_batch(records, h, now_ms)
             log_append = self._config["message.timestamp.type"] == "LogAppendTime"
             buf = bytearray(records)
             next_offset = self.log_end_offset
@@ -200,7 +246,7 @@ class PartitionLog:
                 kept[0].base_offset, next_offset - 1, append_time, self.log_start_offset
             )
 
-    def _validate_batch(self, records: bytes, h: BatchHeader) -> None:
+    def _validate_batch(self, records: bytes, h: BatchHeader, now_ms: int) -> None:
         if h.size > self._config["max.message.bytes"]:
             raise KafkaError(
                 ErrorCode.message_too_large,
@@ -214,6 +260,16 @@ class PartitionLog:
             )
         if h.is_control:
             raise KafkaError(ErrorCode.invalid_record, "clients may not send control batches")
+        if self._config["message.timestamp.type"] == "CreateTime":
+            before = self._config["message.timestamp.before.max.ms"]
+            after = self._config["message.timestamp.after.max.ms"]
+            if now_ms - h.base_timestamp > before or h.max_timestamp - now_ms > after:
+                raise KafkaError(
+                    ErrorCode.invalid_timestamp,
+                    f"batch timestamps [{h.base_timestamp}, {h.max_timestamp}] outside "
+                    f"message.timestamp.before.max.ms={before} / after.max.ms={after} "
+                    f"of the broker time {now_ms}",
+                )
         if h.record_count != h.last_offset_delta + 1:
             raise KafkaError(
                 ErrorCode.invalid_record,
@@ -289,6 +345,30 @@ class PartitionLog:
                         return FetchSlice(seg.read_batches(h, max_bytes, min_one), end, start)
             return FetchSlice(b"", end, start)
 
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the largest timestamp (KIP-734), from the
+        log start; ``None`` for an empty log."""
+        with self.lock:
+            self._check_open()
+            start = self.log_start_offset
+            best: tuple[LogSegment, BatchHeader] | None = None
+            for seg in self.segments:
+                for h in seg.headers_from(0):
+                    if h.base_offset + h.last_offset_delta < start:
+                        continue
+                    if best is None or h.max_timestamp > best[1].max_timestamp:
+                        best = (seg, h)
+            if best is None:
+                return None
+            seg, h = best
+            try:
+                for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
+                    if r.offset >= start and r.timestamp == h.max_timestamp:
+                        return r.offset, r.timestamp
+            except Exception:  # undecodable records: answer at batch granularity
+                logger.warning("cannot decode batch for max timestamp lookup", exc_info=True)
+            return h.base_offset + h.last_offset_delta, h.max_timestamp
+
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``, found via
         the first batch whose max timestamp is >= it (Kafka's ListOffsets); ``None`` if none."""
@@ -300,7 +380,7 @@ class PartitionLog:
                     continue
                 try:
                     for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
-                        if r.timestamp >= timestamp_ms:
+                        if r.timestamp >= timestamp_ms and r.offset >= self.log_start_offset:
                             return r.offset, r.timestamp
                 except Exception:  # undecodable records: answer at batch granularity
                     logger.warning("cannot decode batch for timestamp lookup", exc_info=True)
@@ -343,8 +423,11 @@ class PartitionLog:
         """Delete the oldest non-active segments past ``retention.ms`` or ``retention.bytes``
         (``cleanup.policy`` with ``delete``); return how many were deleted."""
         with self.lock:
-            if self.closed or "delete" not in self._config["cleanup.policy"]:
+            if self.closed:
                 return 0
+            below_start = self._delete_segments_below_start()
+            if "delete" not in self._config["cleanup.policy"]:
+                return below_start
             candidates = self.segments[:-1]
             by_time = 0
             retention_ms = self._config["retention.ms"]
@@ -376,7 +459,7 @@ class PartitionLog:
                         log_start_offset=self.segments[0].base_offset,
                     ),
                 )
-            return len(doomed)
+            return below_start + len(doomed)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
         with self.lock:
@@ -391,3 +474,13 @@ class PartitionLog:
         for path in self.directory.iterdir():
             os.unlink(path)
         os.rmdir(self.directory)
+
+
+def _read_start_offset(path: Path) -> int:
+    try:
+        return int(path.read_text().strip())
+    except FileNotFoundError:
+        return 0
+    except ValueError:
+        logger.warning("ignoring an unreadable log start offset file", extra=fields(path=str(path)))
+        return 0

@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from streamrt.broker.group.errors_responses import error_response
 from streamrt.broker.security import (
     DELETE,
     DESCRIBE,
@@ -26,12 +25,24 @@ from streamrt.broker.security import (
     allowed_cluster,
 )
 from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
+from streamrt.wire.error_responses import error_response
 
 __all__ = ("guarded",)
 
 Handle = Callable[[Any, Any], Awaitable[Any]]
-OFFSET_COMMIT, OFFSET_FETCH, JOIN, HEARTBEAT, LEAVE, SYNC = 8, 9, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+OFFSET_COMMIT, OFFSET_FETCH = ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH
+JOIN, HEARTBEAT, LEAVE, SYNC = (
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+)
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = (
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.DELETE_GROUPS,
+)
 _GAF, _TAF = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed
 
 

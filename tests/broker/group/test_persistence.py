@@ -136,7 +136,7 @@ _CORE = (
     "result.py",
     "outbox.py",
     "admin.py",
-    "responses.py",
+    "../../wire/group_responses.py",  # the response builders the coordinator returns
 )
 
 

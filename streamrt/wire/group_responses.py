@@ -10,23 +10,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for
 
 __all__ = (
-    "JOIN_GROUP",
-    "LEAVE_GROUP",
-    "SYNC_GROUP",
     "heartbeat_response",
     "join_response",
     "leave_response",
     "sync_response",
 )
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 
-
-def response_cls(api_key: int, version: int) -> type:
+def response_cls(api_key: ApiKey, version: int) -> type:
     return codec_for(api_key, version).response_cls
 
 
@@ -46,7 +41,7 @@ def join_response(
     if version < 7 and protocol_name is None:
         protocol_name = ""
     return build(
-        response_cls(JOIN_GROUP, version),
+        response_cls(ApiKey.JOIN_GROUP, version),
         throttle_time=0,
         error_code=error,
         generation_id=generation_id,
@@ -71,7 +66,7 @@ def sync_response(
     assignment: bytes = b"",
 ) -> Any:
     return build(
-        response_cls(SYNC_GROUP, version),
+        response_cls(ApiKey.SYNC_GROUP, version),
         throttle_time=0,
         error_code=error,
         protocol_type=protocol_type,
@@ -81,7 +76,7 @@ def sync_response(
 
 
 def heartbeat_response(version: int, error: ErrorCode) -> Any:
-    return build(response_cls(HEARTBEAT, version), throttle_time=0, error_code=error)
+    return build(response_cls(ApiKey.HEARTBEAT, version), throttle_time=0, error_code=error)
 
 
 def leave_response(
@@ -93,9 +88,9 @@ def leave_response(
     if version < 3:
         if error is ErrorCode.none and members:
             error = members[0][2]
-        return build(response_cls(LEAVE_GROUP, version), throttle_time=0, error_code=error)
+        return build(response_cls(ApiKey.LEAVE_GROUP, version), throttle_time=0, error_code=error)
     return build(
-        response_cls(LEAVE_GROUP, version),
+        response_cls(ApiKey.LEAVE_GROUP, version),
         throttle_time=0,
         error_code=error,
         members=[
