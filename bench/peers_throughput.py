@@ -57,6 +57,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 PARTITIONS = 4
+MIN_WINDOW_SAMPLES = 10  # a 10 %-90 % window shorter than 1 s is not a measurement
 DEFAULT_CONTENDERS = (
     "bare-confluent,bare-aiokafka,streamrt-1t,streamrt-2t,streamrt-4t,streamrt-2x1,quix,faust"
 )
@@ -79,6 +80,7 @@ class Result:
     cpu_rate: float | None = None  # input records per CPU-second of the contender, 10 %-90 %
     seconds_to_done: float | None = None
     outputs: int = 0
+    window_samples: int = 0  # 100 ms samples between 10 % and 90 %
     verified: bool = False
     error: str = ""
     ratios: dict[str, float] = field(default_factory=dict)
@@ -239,17 +241,18 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def crossing(samples: list[tuple[float, int, float]], target: float) -> tuple[float, float] | None:
-    """(time, CPU seconds) when the sampled count reached ``target`` (linear between samples)."""
-    prev_t, prev_n, prev_c = samples[0]
-    for t, n, c in samples:
-        if n >= target:
-            if n == prev_n:
-                return t, c
-            f = (target - prev_n) / (n - prev_n)
-            return prev_t + (t - prev_t) * f, prev_c + (c - prev_c) * f
-        prev_t, prev_n, prev_c = t, n, c
-    return None
+def window(
+    samples: list[tuple[float, int, float]], low: float, high: float
+) -> tuple[tuple[float, float], tuple[float, float], int] | None:
+    """The 10 %-90 % window, conservatively: from the last sample below ``low`` to the first
+    at or above ``high`` (no interpolation, so output that arrives in big jumps cannot fake
+    a short window); ((t, cpu) start, (t, cpu) end, samples inside)."""
+    below = [i for i, s in enumerate(samples) if s[1] < low]
+    above = [i for i, s in enumerate(samples) if s[1] >= high]
+    if not below or not above:
+        return None
+    i, j = below[-1], above[0]
+    return (samples[i][0], samples[i][2]), (samples[j][0], samples[j][2]), j - i
 
 
 def run_contender(
@@ -311,7 +314,7 @@ def run_contender(
                 )
                 break
         result.seconds_to_done = samples[-1][0] - t0
-        t10, t90 = crossing(samples, 0.1 * expected), crossing(samples, 0.9 * expected)
+        span = window(samples, 0.1 * expected, 0.9 * expected)
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)
@@ -329,10 +332,15 @@ def run_contender(
         result.error = "; ".join(filter(None, [result.error, f"WRONG OUTPUT: {problem}"]))
         return result
     result.verified = True
-    if not result.error and t10 is not None and t90 is not None and t90[0] > t10[0]:
-        result.rate = 0.8 * records / (t90[0] - t10[0])
-        if t90[1] > t10[1]:
-            result.cpu_rate = 0.8 * records / (t90[1] - t10[1])
+    if span is not None:
+        result.window_samples = span[2]
+    if span is not None and span[2] < MIN_WINDOW_SAMPLES:
+        result.error = f"10-90% window of {span[2]} samples: too short, use more records"
+    elif not result.error and span is not None:
+        (t10, c10), (t90, c90), _n = span
+        result.rate = 0.8 * records / (t90 - t10)
+        if c90 > c10:
+            result.cpu_rate = 0.8 * records / (c90 - c10)
     return result
 
 
