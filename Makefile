@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint bench clean kafka
+.PHONY: venv bench-venv demo test test-fast lint bench clean kafka
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,6 +13,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The `bench` extra (Quix Streams, orjson, py-spy) in its own venv: Quix Streams pins
+# confluent-kafka < 2.13, the test/spark extras pin 2.16.1.
+BENCH_VENV ?= .venv-bench
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
+	touch $@
+
+bench-venv: $(BENCH_VENV)/.installed
 
 demo: $(STAMP)
 	$(BIN)/streamrt demo
@@ -30,8 +40,10 @@ test-fast: $(STAMP)
 # Every benchmark at a quick size (minutes, not the published runs: see docs/benchmarks.md for
 # the commands and sizes behind the published numbers). Results go to $(BENCH_OUT).
 BENCH_OUT ?= /tmp/streamrt-bench
-bench: $(STAMP)
+bench: $(STAMP) $(BENCH_VENV)/.installed
 	mkdir -p $(BENCH_OUT)
+	$(BIN)/python bench/peers_throughput.py --quick --quix-python $(BENCH_VENV)/bin/python \
+		--out $(BENCH_OUT)/peers_throughput
 	$(BIN)/python bench/broker_throughput.py --records 20000 --json $(BENCH_OUT)/broker_throughput.json
 	$(BIN)/python bench/coordinator_static.py --members 100 --seconds 1 --initial-delay-ms 0
 	$(BIN)/python bench/runtime_sessions.py --users 2000 --clicks 10000
@@ -43,7 +55,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy streamrt
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info
 
 # Apache Kafka (KRaft) from Maven Central on 127.0.0.1 until Ctrl-C: make kafka [BROKERS=3]
 BROKERS ?= 1

@@ -7,9 +7,14 @@ stream thread against a broker subprocess:
    in this process (the floor any Python consumer pays);
 2. the app processes every click: records/s per thread, ratio to the baseline;
 3. the state dir is deleted and the app restarted: it restores every profile from the
-   changelog; records/s and MB/s of the restore.
+   changelog; records/s and MB/s of the restore;
+4. the restore's own baseline: a bare aiokafka fetch of the same changelog topic from the
+   beginning to its end (no decode, nothing written), the floor a restore pays.
 
     .venv/bin/python bench/runtime_sessions.py --users 20000 --clicks 100000
+
+``--profile-restore FILE`` records a py-spy profile (raw collapsed stacks, ``--idle``) of this
+process while the restore runs (summarise with ``bench/_profile_top.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +76,40 @@ def baseline(bootstrap: str, clicks: int) -> float:
     return asyncio.run(go())
 
 
+def bare_fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
+    """Read ``topic`` from its beginning to its end with aiokafka; (records, records/s)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def go() -> tuple[int, float]:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await c.start()
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        ends = await c.end_offsets(tps)
+        await c.seek_to_beginning(*tps)
+        t0 = time.perf_counter()
+        n = 0
+
+        async def behind() -> bool:
+            return any([await c.position(tp) < ends[tp] for tp in tps])
+
+        while await behind():
+            for msgs in (await c.getmany(timeout_ms=1000, max_records=5000)).values():
+                n += len(msgs)
+        elapsed = time.perf_counter() - t0
+        await c.stop()
+        return n, n / elapsed
+
+    return asyncio.run(go())
+
+
+def start_spy(out: str) -> subprocess.Popen[bytes]:
+    spy = Path(sys.executable).with_name("py-spy")
+    argv = [str(spy) if spy.exists() else "py-spy", "record", "--pid", str(os.getpid())]
+    argv += ["--format", "raw", "--idle", "--threads", "--nonblocking", "-o", out]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def fresh_app(bootstrap: str, state_dir: Path):  # type: ignore[no-untyped-def]
     import apps.sessions
 
@@ -98,6 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--users", type=int, default=20000)
     ap.add_argument("--clicks", type=int, default=100000)
+    ap.add_argument("--profile-restore", help="py-spy output file for the restore phase")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
@@ -125,6 +168,9 @@ def main() -> None:
 
             shutil.rmtree(state)  # lost disk: everything comes back from the changelog
             app = fresh_app(bootstrap, state)
+            spy = start_spy(args.profile_restore) if args.profile_restore else None
+            if spy is not None:
+                time.sleep(1.0)  # py-spy attaches
             app.start()
 
             def restored() -> tuple[int, int, float]:
@@ -146,7 +192,11 @@ def main() -> None:
                 600,
             )
             records, nbytes, ms = restored()
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(30)
             app.stop()
+            fetched, fetch_rate = bare_fetch(bootstrap, "sessions-profiles-changelog", 2)
         finally:
             broker.terminate()
             broker.wait(10)
@@ -157,6 +207,10 @@ def main() -> None:
         f"full restore: {records:,} records, {nbytes / 1e6:.1f} MB in {secs:.2f}s = "
         f"{records / secs:,.0f} records/s, {nbytes / 1e6 / secs:.1f} MB/s  "
         f"(ratio to baseline {records / secs / base:.2f})"
+    )
+    print(
+        f"bare aiokafka fetch of the changelog: {fetched:,} records = {fetch_rate:,.0f} "
+        f"records/s; restore ratio to the bare fetch {records / secs / fetch_rate:.2f}"
     )
 
 

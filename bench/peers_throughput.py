@@ -1,0 +1,505 @@
+"""Throughput against the peers: streamrt vs Quix Streams vs faust-streaming vs a bare loop.
+
+One run, one ``streamrt broker`` subprocess, the same input per workload for every contender
+(``bench/_peers_workloads.py``), each contender in its own process(es), run one after another.
+The rate is measured outside the contender: this process samples the end offsets of the
+contender's sink topic every 100 ms and takes the time between 10 % and 90 % of the expected
+output (every workload emits one output per kept input update), as input records/s. After each
+run the whole sink topic is read back and verified (stateless: every kept input mapped exactly;
+word count: the last count per word equals its count in the input; sessions: the last profile
+per user equals the fold recomputed from the input); a contender whose output is wrong gets no
+rate.
+
+Contenders (``--contenders``, comma-separated):
+
+- ``streamrt-1t``, ``streamrt-2t``, ``streamrt-4t``: one process, ``num.stream.threads`` 1/2/4;
+  ``streamrt-2x1``: two processes x 1 thread. Levers (the harness's monkeypatches, never the
+  runtime's code): ``+b1m``/``+b16k`` producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
+  ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``;
+- ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
+  < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
+- ``faust``: faust-streaming 0.15.3, agents + RocksDB tables;
+- ``bare-confluent`` (the floor: confluent-kafka consumer → ``json`` → confluent-kafka
+  producer) and ``bare-aiokafka`` (the same loop on aiokafka): stateless only.
+
+    .venv/bin/python bench/peers_throughput.py --records 200000 --wordcount-records 100000 \\
+        --session-records 50000 --out docs/bench/peers_throughput
+    .venv/bin/python bench/peers_throughput.py --quick        # make bench
+
+``--profile DIR`` records a py-spy profile (raw collapsed stacks, idle included) of each
+``streamrt-*`` contender's process into DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _broker import free_port, start_broker
+from _peers_workloads import WORKLOADS, expected_outputs, generate, verify
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+PARTITIONS = 4
+MIN_WINDOW_SAMPLES = 10  # a 10 %-90 % window shorter than 1 s is not a measurement
+DEFAULT_CONTENDERS = (
+    "bare-confluent,bare-aiokafka,streamrt-1t,streamrt-2t,streamrt-4t,streamrt-2x1,quix,faust"
+)
+LEVERS: dict[str, tuple[str, Any]] = {
+    "b1m": ("max_batch_size", 1 << 20),
+    "b256k": ("max_batch_size", 256 << 10),
+    "b16k": ("max_batch_size", 16 << 10),
+    "l0": ("linger_ms", 0),
+    "l5": ("linger_ms", 5),
+    "l20": ("linger_ms", 20),
+}
+
+
+@dataclass
+class Result:
+    workload: str
+    contender: str
+    records: int
+    rate: float | None = None  # input records/s between 10 % and 90 %
+    cpu_rate: float | None = None  # input records per CPU-second of the contender, 10 %-90 %
+    seconds_to_done: float | None = None
+    outputs: int = 0
+    window_samples: int = 0  # 100 ms samples between 10 % and 90 %
+    verified: bool = False
+    error: str = ""
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+# -- broker helpers ------------------------------------------------------------------------------
+
+
+def create_topics(bootstrap: str, names: list[str]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name, fut in admin.create_topics([NewTopic(n, PARTITIONS, 1) for n in names]).items():
+        try:
+            fut.result(15)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise RuntimeError(f"creating {name}: {exc}") from exc
+
+
+def produce_input(bootstrap: str, topic: str, workload: str, records: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20})
+    for key, value in generate(workload, records):
+        while True:
+            try:
+                p.produce(topic, value, key)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    if p.flush(60):
+        raise RuntimeError("input not fully produced")
+
+
+class EndOffsets:
+    """Samples the sum of a topic's end offsets (a ListOffsets per partition)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "peers-probe"})
+        self.tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+
+    def total(self) -> int:
+        return sum(
+            self.consumer.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in self.tps
+        )
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def read_topic(bootstrap: str, topic: str) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """Every record of ``topic``, partition by partition in offset order."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "peers-verify",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": 8 << 20,
+        }
+    )
+    try:
+        for p in range(PARTITIONS):
+            end = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            if end == 0:
+                continue
+            c.assign([TopicPartition(topic, p, 0)])
+            pos = 0
+            while pos < end:
+                for msg in c.consume(10000, 2.0):
+                    if msg.error():
+                        continue
+                    pos = msg.offset() + 1
+                    yield msg.key(), msg.value()
+            c.unassign()
+    finally:
+        c.close()
+
+
+# -- contenders ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    argvs: list[list[str]]
+    env: dict[str, str]
+
+
+def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | str:
+    """The processes for contender ``name``, or why it does not run on this workload."""
+    env: dict[str, str] = {}
+    py = sys.executable
+    base, *mods = name.split("+")
+    if base.startswith("bare-"):
+        if workload != "stateless":
+            return "stateless only"
+        env["PEERS_CLIENT"] = base.removeprefix("bare-")
+        return Launch([[py, str(HERE / "_peers_bare.py")]], env)
+    if base == "quix":
+        if not Path(args.quix_python).exists():
+            return f"{args.quix_python} missing (make bench-venv)"
+        return Launch([[args.quix_python, str(HERE / "_peers_quix.py")]], env)
+    if base == "faust":
+        argv = [py, str(HERE / "_peers_faust.py"), "worker", "--without-web", "-l", "warn"]
+        return Launch([argv], env)
+    m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)t?", base)
+    if not m:
+        raise SystemExit(f"unknown contender {name!r}")
+    instances, threads = int(m.group(1) or 1), int(m.group(2))
+    producer: dict[str, Any] = {}
+    for mod in mods:
+        if mod == "orjson":
+            env["PEERS_JSON"] = "orjson"
+        elif mod in LEVERS:
+            producer[LEVERS[mod][0]] = LEVERS[mod][1]
+        else:
+            raise SystemExit(f"unknown lever +{mod} (known: orjson, {', '.join(LEVERS)})")
+    if producer:
+        env["PEERS_PRODUCER"] = json.dumps(producer)
+    env["PEERS_THREADS"] = str(threads)
+    if args.commit_interval_ms:
+        env["PEERS_CONFIG"] = json.dumps({"commit.interval.ms": args.commit_interval_ms})
+    return Launch([[py, str(HERE / "_peers_streamrt.py")] for _ in range(instances)], env)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of the processes (every thread), from /proc."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def window(
+    samples: list[tuple[float, int, float]], low: float, high: float
+) -> tuple[tuple[float, float], tuple[float, float], int] | None:
+    """The 10 %-90 % window, conservatively: from the last sample below ``low`` to the first
+    at or above ``high`` (no interpolation, so output that arrives in big jumps cannot fake
+    a short window); ((t, cpu) start, (t, cpu) end, samples inside)."""
+    below = [i for i, s in enumerate(samples) if s[1] < low]
+    above = [i for i, s in enumerate(samples) if s[1] >= high]
+    if not below or not above:
+        return None
+    i, j = below[-1], above[0]
+    return (samples[i][0], samples[i][2]), (samples[j][0], samples[j][2]), j - i
+
+
+def run_contender(
+    name: str, workload: str, records: int, bootstrap: str, tmp: Path, args: argparse.Namespace
+) -> Result:
+    result = Result(workload, name, records)
+    spec = launch_spec(name, workload, args)
+    if isinstance(spec, str):
+        result.error = f"skipped: {spec}"
+        return result
+    tag = f"{workload}-{slug(name)}"
+    sink = f"peers-{tag}-out"
+    create_topics(bootstrap, [sink])
+    expected = expected_outputs(workload, records)
+    env = dict(os.environ)
+    env.update(spec.env)
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+            "PEERS_WORKLOAD": workload,
+            "PEERS_BOOTSTRAP": bootstrap,
+            "PEERS_IN": f"peers-{workload}-in",
+            "PEERS_OUT": sink,
+            "PEERS_APP_ID": f"peers-{tag}",
+            "PEERS_PARTITIONS": str(PARTITIONS),
+        }
+    )
+    probe = EndOffsets(bootstrap, sink)
+    procs: list[subprocess.Popen[bytes]] = []
+    spies: list[subprocess.Popen[bytes]] = []
+    logs = ROOT / "bench" / "results" / "peers-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    try:
+        for i, argv in enumerate(spec.argvs):
+            state_dir = tmp / "state" / tag / str(i)
+            state_dir.parent.mkdir(parents=True, exist_ok=True)
+            env_i = dict(env, PEERS_STATE_DIR=str(state_dir))
+            log = open(logs / f"{tag}-{i}.log", "wb")  # noqa: SIM115 - closed with the process
+            procs.append(
+                subprocess.Popen(argv, env=env_i, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            )
+            if args.profile and name.startswith("streamrt") and i == 0:
+                spies.append(start_spy(procs[-1].pid, Path(args.profile) / f"{tag}.txt"))
+        pids = [p.pid for p in procs]
+        samples: list[tuple[float, int, float]] = [(time.monotonic(), 0, cpu_seconds(pids))]
+        deadline = t0 + args.timeout
+        while samples[-1][1] < expected:
+            time.sleep(0.1)
+            samples.append((time.monotonic(), probe.total(), cpu_seconds(pids)))
+            if any(p.poll() is not None for p in procs):
+                result.error = f"a process exited early (log: {logs}/{tag}-*.log)"
+                break
+            if time.monotonic() > deadline:
+                t, n, _c = samples[-1]
+                result.error = (
+                    f"did not finish in {args.timeout:.0f} s: {n}/{expected} outputs, "
+                    f"~{n / expected * records / (t - t0):,.0f} input records/s overall"
+                )
+                break
+        result.seconds_to_done = samples[-1][0] - t0
+        span = window(samples, 0.1 * expected, 0.9 * expected)
+    finally:
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+        stop_all(procs)
+        for spy in spies:
+            try:
+                spy.wait(30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+        probe.close()
+    output = list(read_topic(bootstrap, sink))
+    result.outputs = len(output)
+    problem = verify(workload, records, output)
+    if problem:
+        result.error = "; ".join(filter(None, [result.error, f"WRONG OUTPUT: {problem}"]))
+        return result
+    result.verified = True
+    if span is not None:
+        result.window_samples = span[2]
+    if span is not None and span[2] < MIN_WINDOW_SAMPLES:
+        result.error = f"10-90% window of {span[2]} samples: too short, use more records"
+    elif not result.error and span is not None:
+        (t10, c10), (t90, c90), _n = span
+        result.rate = 0.8 * records / (t90 - t10)
+        if c90 > c10:
+            result.cpu_rate = 0.8 * records / (c90 - c10)
+    return result
+
+
+def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    spy = next(
+        (
+            str(c)
+            for c in (Path(sys.executable).with_name("py-spy"), ROOT / ".venv-bench/bin/py-spy")
+            if c.exists()
+        ),
+        shutil.which("py-spy") or "py-spy",
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    argv = [spy, "record", "--pid", str(pid), "--format", "raw", "--idle", "--threads"]
+    argv += ["--rate", "100", "--nonblocking", "-o", str(out)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def add_ratios(results: list[Result]) -> None:
+    for wl in WORKLOADS:
+        rows = {r.contender: r for r in results if r.workload == wl and r.rate}
+        for r in rows.values():
+            for ref_name, ref in (
+                ("streamrt-1t", "streamrt-1t"),
+                ("quix", "quix"),
+                ("faust", "faust"),
+                ("bare", "bare-confluent"),
+            ):
+                if ref in rows and r.rate:
+                    r.ratios[ref_name] = r.rate / (rows[ref].rate or 1)
+            if "quix" in rows and r.cpu_rate and rows["quix"].cpu_rate:
+                r.ratios["cpu-quix"] = r.cpu_rate / (rows["quix"].cpu_rate or 1)
+
+
+def table(results: list[Result]) -> str:
+    head = (
+        "| workload | contender | records | records/s | ÷ streamrt-1t | ÷ Quix | ÷ faust | ÷ bare "
+        "| records per CPU-s | CPU-s ÷ Quix |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        if r.error.startswith("skipped"):
+            continue
+        rate = f"{r.rate:,.0f}" if r.rate else f"— ({r.error or 'no rate'})"
+
+        def ratio(k: str, r: Result = r) -> str:
+            return f"{r.ratios[k]:.2f}" if k in r.ratios else ""
+
+        lines.append(
+            f"| {r.workload} | {r.contender} | {r.records:,} | {rate} | {ratio('streamrt-1t')} | "
+            f"{ratio('quix')} | {ratio('faust')} | {ratio('bare')} | "
+            f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} |"
+        )
+    return "\n".join(lines)
+
+
+def chart(results: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = [w for w in WORKLOADS if any(r.workload == w and r.rate for r in results)]
+    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4.5), squeeze=False)
+    for ax, wl in zip(axes[0], workloads, strict=True):
+        rows = [r for r in results if r.workload == wl and r.rate]
+        colors = [
+            "tab:blue"
+            if r.contender.startswith("streamrt")
+            else "tab:orange"
+            if r.contender == "quix"
+            else "tab:green"
+            if r.contender == "faust"
+            else "tab:gray"
+            for r in rows
+        ]
+        ax.barh([r.contender for r in rows], [r.rate or 0 for r in rows], color=colors)
+        ax.invert_yaxis()
+        ax.set_title(f"{wl} ({rows[0].records:,} records)")
+        ax.set_xlabel("input records/s (10%-90%)")
+        for i, r in enumerate(rows):
+            ax.text(r.rate or 0, i, f" {r.rate:,.0f}", va="center", fontsize=8)
+        ax.margins(x=0.25)
+    fig.suptitle("Throughput against the peers (same broker, same input, one process each)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=200_000, help="stateless input records")
+    ap.add_argument("--wordcount-records", type=int, default=100_000, help="lines of 4 words")
+    ap.add_argument("--session-records", type=int, default=50_000, help="clicks (users = 1/5)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--contenders", default=DEFAULT_CONTENDERS)
+    ap.add_argument("--quick", action="store_true", help="small sizes, 4 contenders (make bench)")
+    ap.add_argument("--quix-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
+    ap.add_argument("--commit-interval-ms", type=int, help="streamrt commit.interval.ms")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per contender run")
+    ap.add_argument("--profile", help="directory for py-spy profiles of streamrt contenders")
+    ap.add_argument("--out", help="directory for results.json and chart.png")
+    args = ap.parse_args()
+    if args.quick:
+        args.records, args.wordcount_records, args.session_records = 20_000, 10_000, 5_000
+        if args.contenders == DEFAULT_CONTENDERS:
+            args.contenders = "bare-confluent,streamrt-1t,quix,faust"
+    sizes = {
+        "stateless": args.records,
+        "wordcount": args.wordcount_records,
+        "sessions": args.session_records,
+    }
+    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    results: list[Result] = []
+    started = time.strftime("%Y-%m-%d %H:%M")
+    with tempfile.TemporaryDirectory(prefix="peers-") as tmpdir:
+        tmp = Path(tmpdir)
+        port = free_port()
+        broker = start_broker(str(tmp / "broker"), port, "group.initial.rebalance.delay.ms=0")
+        bootstrap = f"127.0.0.1:{port}"
+        try:
+            for wl in [w.strip() for w in args.workloads.split(",") if w.strip()]:
+                if wl not in WORKLOADS:
+                    raise SystemExit(f"unknown workload {wl!r} (known: {', '.join(WORKLOADS)})")
+                create_topics(bootstrap, [f"peers-{wl}-in"])
+                produce_input(bootstrap, f"peers-{wl}-in", wl, sizes[wl])
+                for name in contenders:
+                    r = run_contender(name, wl, sizes[wl], bootstrap, tmp, args)
+                    results.append(r)
+                    shown = (
+                        f"{r.rate:,.0f} records/s, {r.cpu_rate or 0:,.0f} per CPU-s"
+                        if r.rate
+                        else r.error
+                    )
+                    print(f"{wl:>9} {name:<28} {shown}", flush=True)
+        finally:
+            broker.terminate()
+            broker.wait(10)
+    add_ratios(results)
+    print()
+    print(table(results))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "date": started,
+            "cores": os.cpu_count(),
+            "partitions": PARTITIONS,
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        }
+        doc = {"meta": meta, "results": [asdict(r) for r in results]}
+        (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
+        if any(r.rate for r in results):
+            chart(results, out / "chart.png")
+        print(f"\nwrote {out}/results.json and chart.png")
+
+
+if __name__ == "__main__":
+    main()
