@@ -6,7 +6,8 @@ harness checks every contender's output against the same expectation.
 
 - ``stateless``: JSON clicks; drop kind ``d`` (a quarter), map to a new document, produce.
 - ``wordcount``: lines of words; re-key by word (repartition), count, emit every new count.
-- ``sessions``: clicks keyed by user folded into a ~2.3 KB profile (``streamrt/deploy/session_profiles.py``).
+- ``sessions``: clicks keyed by user folded into a ~2.3 KB profile
+  (``streamrt/deploy/session_profiles.py``).
 
 Every workload emits one output per (kept) input update, as Quix Streams does and as streamrt
 does without a record cache, so progress is the sink topic's end offsets.
