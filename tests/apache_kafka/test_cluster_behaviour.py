@@ -32,7 +32,7 @@ from streamrt.runtime import App
 from streamrt.runtime.topology import changelog_topic
 from tests.apache_kafka.cluster_app import build
 from tests.apache_kafka.support import create_topic
-from tests.runtime.kafka_helpers import latest_by_key, read_all, wait_until
+from tests.kafka_helpers import latest_by_key, read_all, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
