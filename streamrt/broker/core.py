@@ -20,6 +20,7 @@ from streamrt.wire.context import RequestContext
 if TYPE_CHECKING:
     from streamrt.broker.group.service import GroupCoordinatorService
     from streamrt.broker.log import LogManager
+    from streamrt.broker.txn.service import TransactionCoordinatorService
 
 __all__ = ("ApiTable", "BrokerCore", "Handler", "respond")
 
@@ -58,6 +59,7 @@ class BrokerCore:
     cluster_id: str
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     coordinator: GroupCoordinatorService | None = None
+    txn: TransactionCoordinatorService | None = None
     data_arrived: DataArrived = dataclasses.field(default_factory=DataArrived)
 
     @property

@@ -24,7 +24,7 @@ __all__ = ("error_response",)
 def error_response(ctx: Any, request: Any, code: ErrorCode) -> Any:
     key, v = ctx.api_key, ctx.api_version
     cls = response_cls(key, v)
-    if key == 8:
+    if key in (8, 28):  # OffsetCommit, TxnOffsetCommit
         topics = [
             {
                 "name": t.name,

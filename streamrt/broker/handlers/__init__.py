@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from streamrt.broker.core import ApiTable, BrokerCore
-from streamrt.broker.handlers import cluster, configs, fetch, groups, offsets, produce, topics
+from streamrt.broker.handlers import (
+    cluster,
+    configs,
+    fetch,
+    groups,
+    offsets,
+    produce,
+    topics,
+    transactions,
+)
 
 __all__ = ("build_api_table",)
 
@@ -13,4 +22,5 @@ def build_api_table(core: BrokerCore) -> ApiTable:
     for module in (cluster, topics, configs, produce, fetch, offsets):
         module.register(table)
     groups.register(table, core)
+    transactions.register(table, core)
     return table
