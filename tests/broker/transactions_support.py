@@ -69,6 +69,16 @@ def read_values(
 def raw_request(bootstrap: str, api_key: int, version: int, **fields: Any) -> Any:
     """Send one request on a fresh connection; the decoded response (fails if the broker
     closes the connection instead of answering)."""
+    frame = raw_frame(bootstrap, api_key, version, **fields)
+    codec = codec_for(api_key, version)
+    response_header = codec.response_cls.__header_schema__  # type: ignore[attr-defined]
+    _, offset = entity_reader(response_header)(frame, 0)
+    response, _ = entity_reader(codec.response_cls)(frame, offset)
+    return response
+
+
+def raw_frame(bootstrap: str, api_key: int, version: int, **fields: Any) -> bytes:
+    """The raw response frame (for responses kio cannot decode, e.g. timestamps of -1)."""
     codec = codec_for(api_key, version)
     header_cls = codec.request_cls.__header_schema__  # type: ignore[attr-defined]
     out = Chunks()
@@ -85,7 +95,4 @@ def raw_request(bootstrap: str, api_key: int, version: int, **fields: Any) -> An
         s.sendall(len(body).to_bytes(4, "big") + body)
         head = s.recv(4, socket.MSG_WAITALL)
         assert len(head) == 4, "broker closed the connection instead of answering"
-        frame = s.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
-    _, offset = codec.read_header(frame, 0)
-    response, _ = codec.read_body(frame, offset)
-    return response
+        return s.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)

@@ -24,6 +24,7 @@ from streamrt.broker.txn.records import (
     txn_record,
     txn_tombstone,
 )
+from streamrt.broker.txn.responses import timestamp
 from streamrt.broker.txn.result import TxnMarkers, TxnResult
 from streamrt.broker.txn.state import TxnState
 from streamrt.clock import Clock
@@ -479,7 +480,7 @@ class TransactionCoordinator:
                         "transactional_id": txn_id,
                         "transaction_state": "",
                         "transaction_timeout": 0,
-                        "transaction_start_time": -1,
+                        "transaction_start_time": timestamp(-1),
                         "producer_id": -1,
                         "producer_epoch": -1,
                         "topics": [],
@@ -495,7 +496,7 @@ class TransactionCoordinator:
                     "transactional_id": txn_id,
                     "transaction_state": md.state.wire_name,
                     "transaction_timeout": md.timeout_ms,
-                    "transaction_start_time": md.start_ms,
+                    "transaction_start_time": timestamp(md.start_ms),
                     "producer_id": md.producer_id,
                     "producer_epoch": md.producer_epoch,
                     "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],

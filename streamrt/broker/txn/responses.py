@@ -6,15 +6,22 @@ state machine sees them (TxnOffsetCommit failing produce-style verification).
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from streamrt.errors import ErrorCode
 from streamrt.wire.codec import build, codec_for
 
-__all__ = ("error_response",)
+__all__ = ("error_response", "timestamp")
 
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 28, 65, 66
+
+
+def timestamp(ms: int) -> datetime.datetime:
+    """kio's non-nullable ``datetime_i64`` for a millisecond timestamp; Kafka's -1 ("none")
+    is the instant 1 ms before the epoch, which encodes back to -1."""
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
 def error_response(ctx: Any, request: Any, code: ErrorCode) -> Any:
@@ -49,7 +56,7 @@ def error_response(ctx: Any, request: Any, code: ErrorCode) -> Any:
                 "transactional_id": txn_id,
                 "transaction_state": "",
                 "transaction_timeout": 0,
-                "transaction_start_time": -1,
+                "transaction_start_time": timestamp(-1),
                 "producer_id": -1,
                 "producer_epoch": -1,
                 "topics": [],
