@@ -21,6 +21,7 @@ from streamrt.broker.group.records import (
 from streamrt.broker.group.responses import OFFSET_COMMIT, OFFSET_FETCH, response_cls
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
+from streamrt.broker.group.txn_offsets import mark_unstable
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.codec import build, ms
 from streamrt.wire.context import RequestContext
@@ -175,17 +176,26 @@ def offset_fetch(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     """v1-7 fetch one group; v8+ a batch. ``topics`` null (v2+) means every committed offset."""
     cls = response_cls(OFFSET_FETCH, ctx.api_version)
     store = coordinator.offsets
+    stable = bool(getattr(request, "require_stable", False))
+    pending = coordinator.pending_txn_offsets
     if ctx.api_version >= 8:
         groups = [
             {
                 "group_id": g.group_id,
-                "topics": _fetch_partitions(store, g.group_id, g.topics),
+                "topics": mark_unstable(
+                    pending, g.group_id, _fetch_partitions(store, g.group_id, g.topics), stable
+                ),
                 "error_code": ErrorCode.none,
             }
             for g in request.groups
         ]
         return build(cls, throttle_time=0, groups=groups)
-    topics = _fetch_partitions(store, request.group_id, request.topics)
+    topics = mark_unstable(
+        pending,
+        request.group_id,
+        _fetch_partitions(store, request.group_id, request.topics),
+        stable,
+    )
     return build(cls, throttle_time=0, topics=topics, error_code=ErrorCode.none)
 
 

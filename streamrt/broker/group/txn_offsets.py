@@ -31,7 +31,13 @@ from streamrt.wire.context import RequestContext
 if TYPE_CHECKING:
     from streamrt.broker.group.coordinator import GroupCoordinator
 
-__all__ = ("PendingTxnOffsets", "txn_offset_commit", "validate_txn_offset_commit")
+__all__ = (
+    "PendingTxnOffsets",
+    "mark_unstable",
+    "replay_pending",
+    "txn_offset_commit",
+    "validate_txn_offset_commit",
+)
 
 TXN_OFFSET_COMMIT = 28
 TopicPartition = tuple[str, int]
@@ -58,6 +64,20 @@ class PendingTxnOffsets:
 
     def has_group(self, group_id: str) -> bool:
         return any(group_id in groups for groups in self._by_producer.values())
+
+
+def mark_unstable(
+    pending: PendingTxnOffsets, group_id: str, topics: list[dict[str, Any]], require_stable: bool
+) -> list[dict[str, Any]]:
+    """OffsetFetch v7+ with ``require_stable``: a partition whose offset an open transaction
+    wrote answers UNSTABLE_OFFSET_COMMIT (the client retries) instead of a stale offset."""
+    if not require_stable:
+        return topics
+    for topic in topics:
+        for row in topic["partitions"]:
+            if pending.is_pending(group_id, topic["name"], row["partition_index"]):
+                row.update(committed_offset=-1, error_code=ErrorCode.unstable_offset_commit)
+    return topics
 
 
 def validate_txn_offset_commit(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-from streamrt.broker.group.records import _Reader, _Writer
 from streamrt.broker.txn.state import TxnState
 
 __all__ = (
@@ -52,34 +51,75 @@ class TransactionLogValue:
 
 
 def _key(transactional_id: str) -> bytes:
-    w = _Writer(KEY_VERSION)
-    w.string(transactional_id)
-    return w.done()
+    raw = transactional_id.encode()
+    return struct.pack(">hh", KEY_VERSION, len(raw)) + raw
 
 
-def encode_value(value: TransactionLogValue, version: int = VALUE_VERSION) -> bytes:
-    w = _Writer(version, flexible=version >= 1)
-    w.int64(value.producer_id)
-    w.int16(value.producer_epoch)
-    w.int32(value.timeout_ms)
-    w.parts.append(struct.pack(">b", value.state.value))
+def encode_value(value: TransactionLogValue) -> bytes:
+    """Value v0 (non-flexible): what Kafka writes while ``transaction.version`` < 1."""
+    parts = [
+        struct.pack(
+            ">hqhib",
+            VALUE_VERSION,
+            value.producer_id,
+            value.producer_epoch,
+            value.timeout_ms,
+            value.state.value,
+        )
+    ]
     if value.partitions is None:
-        w.uvarint(0) if w.flexible else w.int32(-1)
+        parts.append(struct.pack(">i", -1))
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(value.partitions):
             by_topic.setdefault(topic, []).append(partition)
-        w.array_length(len(by_topic))
+        parts.append(struct.pack(">i", len(by_topic)))
         for topic, partitions in by_topic.items():
-            w.string(topic)
-            w.array_length(len(partitions))
-            for p in partitions:
-                w.int32(p)
-            w.tagged_fields()
-    w.int64(value.last_update_ms)
-    w.int64(value.start_ms)
-    w.tagged_fields()
-    return w.done()
+            raw = topic.encode()
+            parts.append(struct.pack(">h", len(raw)) + raw)
+            parts.append(struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
+    parts.append(struct.pack(">qq", value.last_update_ms, value.start_ms))
+    return b"".join(parts)
+
+
+class _Reader:
+    """Kafka primitives; ``flexible`` (value v1) reads compact strings/arrays and tagged fields."""
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 2
+        self.version: int = struct.unpack_from(">h", buf, 0)[0]
+        self.flexible = False
+
+    def unpack(self, fmt: str) -> int:
+        (v,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return int(v)
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.buf[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if b < 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str:
+        n = self.uvarint() - 1 if self.flexible else self.unpack(">h")
+        raw = self.buf[self.pos : self.pos + max(n, 0)]
+        self.pos += max(n, 0)
+        return raw.decode()
+
+    def array_length(self) -> int:
+        return self.uvarint() - 1 if self.flexible else self.unpack(">i")
+
+    def skip_tagged_fields(self) -> None:
+        if self.flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self.pos += self.uvarint()
 
 
 def txn_record(transactional_id: str, value: TransactionLogValue) -> TxnRecord:
@@ -104,22 +144,21 @@ def decode_value(value: bytes) -> TransactionLogValue:
     if r.version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {r.version}")
     r.flexible = r.version >= 1
-    producer_id = r.int64()
-    producer_epoch = r.int16()
-    timeout_ms = r.int32()
-    state = TxnState(struct.unpack_from(">b", r.buf, r.pos)[0])
-    r.pos += 1
+    producer_id = r.unpack(">q")
+    producer_epoch = r.unpack(">h")
+    timeout_ms = r.unpack(">i")
+    state = TxnState(r.unpack(">b"))
     n = r.array_length()
     partitions: tuple[TopicPartition, ...] | None = None
     if n >= 0:
         out: list[TopicPartition] = []
         for _ in range(n):
             topic = r.string()
-            out.extend((topic, r.int32()) for _ in range(r.array_length()))
+            out.extend((topic, r.unpack(">i")) for _ in range(r.array_length()))
             r.skip_tagged_fields()
         partitions = tuple(out)
-    last_update_ms = r.int64()
-    start_ms = r.int64()
+    last_update_ms = r.unpack(">q")
+    start_ms = r.unpack(">q")
     r.skip_tagged_fields()
     return TransactionLogValue(
         producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms

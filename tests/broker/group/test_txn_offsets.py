@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.errors import ErrorCode
-from tests.broker.group.context import CoordinatorTestContext, Pending
+from tests.broker.group.context import CoordinatorTestContext, Pending, fetch_topic
 
 PID, EPOCH = 7000, 0
 
@@ -106,3 +106,25 @@ def test_offsets_stay_pending_until_commit_and_vanish_on_abort(
     context.coordinator.complete_txn(PID, commit=True)
     assert committed(context) == 12
     assert not context.coordinator.pending_txn_offsets.is_pending("g", "t", 0)
+
+
+def test_require_stable_fetch_waits_for_the_transaction(context: CoordinatorTestContext) -> None:
+    def fetch(require_stable: bool) -> tuple[int, ErrorCode]:
+        request = context.request(
+            9,
+            7,
+            group_id="g",
+            topics=[fetch_topic("t", [0], 7)],
+            require_stable=require_stable,
+        )
+        pending = Pending()
+        context.apply(context.coordinator.offset_fetch(context.ctx(9, 7), request), pending)
+        row = pending.response.topics[0].partitions[0]
+        return int(row.committed_offset), ErrorCode(row.error_code)
+
+    assert context.commit("g", offsets={("t", 0): 5})[("t", 0)] is ErrorCode.none
+    assert txn_commit(context, "g", offsets={("t", 0): 10}) == {("t", 0): ErrorCode.none}
+    assert fetch(require_stable=True) == (-1, ErrorCode.unstable_offset_commit)
+    assert fetch(require_stable=False) == (5, ErrorCode.none)
+    context.coordinator.complete_txn(PID, commit=True)
+    assert fetch(require_stable=True) == (10, ErrorCode.none)

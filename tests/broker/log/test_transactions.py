@@ -1,4 +1,4 @@
-"""Transactions in the partition log: LSO, markers, aborted index, restart, compaction, retention."""
+"""Transactions in the partition log: LSO, markers, aborted index, reopen, compaction, retention."""
 
 from __future__ import annotations
 
