@@ -90,6 +90,9 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> first offset of its open transaction (Kafka's ``ongoingTxns``), kept
+        #: beside the entries so the LSO costs no scan of every producer.
+        self._ongoing: dict[int, int] = {}
 
     def check(
         self,
@@ -159,6 +162,14 @@ class ProducerStateManager:
 
     def commit(self, pending: Mapping[int, ProducerEntry]) -> None:
         self.producers.update(pending)
+        for pid, entry in pending.items():
+            self._track_ongoing(pid, entry)
+
+    def _track_ongoing(self, pid: int, entry: ProducerEntry) -> None:
+        if entry.txn_first_offset >= 0:
+            self._ongoing[pid] = entry.txn_first_offset
+        else:
+            self._ongoing.pop(pid, None)
 
     def load_batch(self, h: BatchHeader) -> None:
         """Replay one stored data batch header (load-time rebuild: no checks)."""
@@ -171,6 +182,7 @@ class ProducerStateManager:
             return
         if h.is_transactional and entry.txn_first_offset < 0:
             entry.txn_first_offset = h.base_offset
+            self._ongoing[h.producer_id] = h.base_offset
         entry.record(h, h.base_offset)
 
     # --------------------------------------------------------------------------- transactions
@@ -199,6 +211,7 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, ts)
         first = entry.txn_first_offset
         entry.txn_first_offset = -1
+        self._ongoing.pop(producer_id, None)
         if first < 0 or commit:
             return None
         unstable = self.first_unstable_offset()
@@ -207,8 +220,7 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest open transaction (the LSO bound), if any."""
-        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
-        return min(firsts, default=None)
+        return min(self._ongoing.values(), default=None)
 
     def expire(self, now_ms: int, expiration_ms: int) -> None:
         """Forget producers idle for ``producer.id.expiration.ms`` (never one whose transaction
@@ -256,6 +268,7 @@ class ProducerStateManager:
                 )
                 entry.batches.extend(BatchMetadata(*map(int, b)) for b in e["batches"])
                 state.producers[int(pid)] = entry
+                state._track_ongoing(int(pid), entry)
             return int(doc["offset"]), state
         except (OSError, ValueError, KeyError, TypeError):
             return None
