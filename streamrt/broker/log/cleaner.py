@@ -16,8 +16,9 @@ Kafka's cleaner, simplified for one broker:
   copied.
 - Transactions: nothing at or past the last stable offset is cleaned; batches of aborted
   transactions (per the aborted-transaction index) are removed whatever their keys, and do not
-  count as a key's latest value. Markers are kept (Kafka drops a marker once its transaction's
-  data is gone and ``delete.retention.ms`` passed; keeping it costs one small batch).
+  count as a key's latest value. A marker is kept while any batch of its transaction is, and
+  for ``delete.retention.ms`` after (so a consumer mid-way still sees the transaction end),
+  then dropped, as Kafka does.
 - Consecutive segments are merged up to ``segment.bytes`` and swapped in crash-safely
   (:mod:`streamrt.broker.log.swap`). Segments are read without the log's lock (they are
   immutable once rolled); the lock is held only for the swap.
@@ -107,13 +108,14 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
             return None
     latest = _latest_offsets(cleanable, aborted)
     tracker = AbortedTracker(aborted)
+    with_data: set[int] = set()
     horizon_ms = now_ms - config["delete.retention.ms"]
     removed = 0
     kept_tombstone_ts: list[int] = []
     new_segments: list[LogSegment] = []
     for group in _groups(cleanable, config["segment.bytes"]):
         cleaned, n = _write_cleaned(
-            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts, tracker
+            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts, tracker, with_data
         )
         removed += n
         with log.lock:
@@ -236,10 +238,13 @@ def _write_cleaned(
     config: dict[str, Any],
     kept_tombstone_ts: list[int],
     tracker: AbortedTracker,
+    with_data: set[int],
 ) -> tuple[LogSegment, int]:
     """Write the retained batches of ``group`` to ``.cleaned`` files; return them and the
-    number of records removed."""
+    number of records removed. ``with_data`` holds the producers whose current transaction
+    kept a batch so far (its marker must stay)."""
     out = LogSegment.create(directory, group[0].base_offset, suffix=".cleaned")
+    interval = config["index.interval.bytes"]
     removed = 0
     try:
         for seg in group:
@@ -247,11 +252,21 @@ def _write_cleaned(
                 if _aborted(tracker, h):
                     removed += h.record_count
                     continue
-                records = None if h.is_control else _records(data)
+                if h.is_control:
+                    if h.producer_id in with_data:  # its transaction still has data here
+                        with_data.discard(h.producer_id)
+                    elif h.max_timestamp <= horizon_ms:
+                        removed += h.record_count
+                        continue
+                    else:
+                        kept_tombstone_ts.append(h.max_timestamp)  # clean again at the horizon
+                    out.append(data, [dataclasses.replace(h, position=0)], interval)
+                    continue
+                records = _records(data)
                 if records is None:
-                    out.append(
-                        data, [dataclasses.replace(h, position=0)], config["index.interval.bytes"]
-                    )
+                    if h.is_transactional:
+                        with_data.add(h.producer_id)
+                    out.append(data, [dataclasses.replace(h, position=0)], interval)
                     continue
                 keep = []
                 for r in records:
@@ -266,8 +281,10 @@ def _write_cleaned(
                 removed += len(records) - len(keep)
                 if not keep:
                     continue
+                if h.is_transactional:
+                    with_data.add(h.producer_id)
                 new = data if len(keep) == len(records) else _rebuild_batch(h, keep)
-                out.append(new, [parse_header(new)], config["index.interval.bytes"])
+                out.append(new, [parse_header(new)], interval)
         out.flush()
         out.write_index()
     except BaseException:

@@ -29,23 +29,44 @@ def txn_batch(
 def committed_values(log: PartitionLog) -> list[bytes]:
     """What a read_committed consumer delivers (the Java/aiokafka fetcher algorithm): below the
     LSO, minus aborted transactional batches and control batches."""
-    sl = log.read(log.log_start_offset, 1 << 20, read_committed=True)
-    pending = sorted(sl.aborted_transactions or (), key=lambda e: e[1])
+    seen: set[tuple[int, int]] = set()
+    pending: list[tuple[int, int]] = []
     aborting: set[int] = set()
     out = []
-    for h in iter_headers(sl.records):
-        while pending and pending[0][1] <= h.base_offset:
-            aborting.add(pending.pop(0)[0])
-        batch = sl.records[h.position : h.position + h.size]
-        if h.is_control:
-            marker = parse_marker(batch)
-            if marker is not None and not marker.commit:
-                aborting.discard(h.producer_id)
-            continue
-        if h.is_transactional and h.producer_id in aborting:
-            continue
-        out += [v for _, _, v, _ in decode(batch) if v is not None]
-    return out
+    offset = log.log_start_offset
+    while True:
+        sl = log.read(offset, 1 << 20, read_committed=True)
+        if not sl.records:
+            return out
+        fresh = [e for e in sl.aborted_transactions or () if e not in seen]
+        seen.update(fresh)
+        pending = sorted(pending + fresh, key=lambda e: e[1])
+        for h in iter_headers(sl.records):
+            while pending and pending[0][1] <= h.base_offset:
+                aborting.add(pending.pop(0)[0])
+            batch = sl.records[h.position : h.position + h.size]
+            offset = h.next_offset
+            if h.is_control:
+                marker = parse_marker(batch)
+                if marker is not None and not marker.commit:
+                    aborting.discard(h.producer_id)
+                continue
+            if h.is_transactional and h.producer_id in aborting:
+                continue
+            out += [v for _, _, v, _ in decode(batch) if v is not None]
+
+
+def control_offsets(log: PartitionLog) -> set[int]:
+    offsets: set[int] = set()
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        chunk = log.read(offset, 1 << 20).records
+        if not chunk:
+            break
+        headers = list(iter_headers(chunk))
+        offsets |= {h.base_offset for h in headers if h.is_control}
+        offset = headers[-1].next_offset
+    return offsets
 
 
 def test_open_transaction_holds_the_lso_and_read_committed(log_factory) -> None:
@@ -170,8 +191,7 @@ def test_compaction_removes_aborted_data_and_stops_at_the_lso(log_factory) -> No
     assert b"committed" in values and b"open" in values
     assert committed_values(log) == before
     assert log.last_stable_offset == lso
-    controls = [h for h in iter_headers(log.read(0, 1 << 20).records) if h.is_control]
-    assert controls, "markers are kept"
+    assert control_offsets(log), "markers are kept"
 
 
 def test_retention_drops_index_entries_of_deleted_segments(manager_factory) -> None:
@@ -187,3 +207,37 @@ def test_retention_drops_index_entries_of_deleted_segments(manager_factory) -> N
     assert start > 0
     assert all(e.last_offset >= start for e in log.aborted_transactions())
     assert len(log.aborted_transactions()) < 4
+
+
+def test_markers_go_once_their_data_is_gone_and_the_horizon_passed(manager_factory) -> None:
+    m = manager_factory()
+    config = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "300",
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "1000",
+    }
+    m.create_topic("t", 1, config)
+    log = m.log("t", 0)
+    log.append(txn_batch(A, 0, [b"aborted"], key=b"x"), 0)
+    abort_marker = log.append_marker(A, 0, False, 0, 2_000)
+    log.append(txn_batch(A, 1, [b"superseded"], key=b"k"), 0)
+    superseded_marker = log.append_marker(A, 0, True, 0, 2_000)
+    log.append(txn_batch(B, 0, [b"kept"], key=b"y"), 0)
+    kept_marker = log.append_marker(B, 0, True, 0, 2_000)
+    log.append(make_batch([(b"k", b"newer", 2_000)]), 0)
+    for i in range(8):
+        log.append(make_batch([(b"f%d" % i, b"filler", 2_000)]), 0)
+    before = committed_values(log)
+    clean_log(log, 1_500)  # inside the horizon: markers stay
+    assert {abort_marker, superseded_marker, kept_marker} <= control_offsets(log)
+    clean_log(log, 10_000_000)
+    controls = control_offsets(log)
+    assert controls == {kept_marker}
+    after = committed_values(log)
+    assert b"aborted" not in before and b"superseded" in before
+    assert b"superseded" not in after and {b"kept", b"newer"} <= set(after)
+    m.close()
+    reopened = manager_factory().log("t", 0)
+    assert reopened.last_stable_offset == reopened.log_end_offset
+    assert committed_values(reopened) == after
