@@ -211,6 +211,8 @@ def expired_offset_records(coordinator: GroupCoordinator) -> tuple[CoordinatorRe
     retention = coordinator.config.offsets_retention_ms
     records: list[CoordinatorRecord] = []
     for group_id, group in list(coordinator.groups.items()):
+        if coordinator.pending_txn_offsets.has_group(group_id):
+            continue  # an open transaction will still commit offsets here (Kafka keeps them)
         offsets = coordinator.offsets.of_group(group_id)
         if group.is_in(GroupState.EMPTY):
             state_ts = group.current_state_timestamp
