@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from confluent_kafka import Producer
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
@@ -169,3 +170,33 @@ def test_transactional_produce_outside_the_transaction_is_refused(broker: Broker
 
     assert produce("tx-raw") == ErrorCode.invalid_txn_state  # partition never added
     assert produce(None) == ErrorCode.transactional_id_authorization_failed
+
+
+def test_describe_and_list_an_open_transaction(broker: BrokerThread) -> None:
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-admin"})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce("t", value=b"v")
+    p.flush(10)
+    (state,) = raw_request(
+        broker.bootstrap, 65, 0, transactional_ids=["tx-admin"]
+    ).transaction_states
+    assert (state.error_code, state.transaction_state) == (ErrorCode.none, "Ongoing")
+    assert [(t.topic, list(t.partitions)) for t in state.topics] == [("t", [0])]
+    assert state.transaction_start_time.timestamp() > 0
+    listed = raw_request(
+        broker.bootstrap,
+        66,
+        1,
+        state_filters=["Ongoing"],
+        producer_id_filters=[],
+        duration_filter=-1,
+    )
+    assert [(s.transactional_id, s.producer_id) for s in listed.transaction_states] == [
+        ("tx-admin", state.producer_id)
+    ]
+    p.abort_transaction(15)
+    (state,) = raw_request(
+        broker.bootstrap, 65, 0, transactional_ids=["tx-admin"]
+    ).transaction_states
+    assert state.transaction_state in ("PrepareAbort", "CompleteAbort")

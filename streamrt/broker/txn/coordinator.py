@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from streamrt.broker.txn import admin
 from streamrt.broker.txn.metadata import NO_EPOCH, TransactionMetadata, is_epoch_exhausted
 from streamrt.broker.txn.records import (
     TopicPartition,
@@ -24,7 +25,6 @@ from streamrt.broker.txn.records import (
     txn_record,
     txn_tombstone,
 )
-from streamrt.broker.txn.responses import timestamp
 from streamrt.broker.txn.result import TxnMarkers, TxnResult
 from streamrt.broker.txn.state import TxnState
 from streamrt.clock import Clock
@@ -470,72 +470,11 @@ class TransactionCoordinator:
     # -- admin ----------------------------------------------------------------------------------
 
     def describe_transactions(self, ctx: RequestContext, request: Any) -> TxnResult:
-        states = []
-        for txn_id in request.transactional_ids:
-            md = self.transactions.get(txn_id)
-            if md is None or md.state is TxnState.DEAD:
-                states.append(
-                    {
-                        "error_code": ErrorCode.transactional_id_not_found,
-                        "transactional_id": txn_id,
-                        "transaction_state": "",
-                        "transaction_timeout": 0,
-                        "transaction_start_time": timestamp(-1),
-                        "producer_id": -1,
-                        "producer_epoch": -1,
-                        "topics": [],
-                    }
-                )
-                continue
-            by_topic: dict[str, list[int]] = {}
-            for topic, partition in sorted(md.partitions):
-                by_topic.setdefault(topic, []).append(partition)
-            states.append(
-                {
-                    "error_code": ErrorCode.none,
-                    "transactional_id": txn_id,
-                    "transaction_state": md.state.wire_name,
-                    "transaction_timeout": md.timeout_ms,
-                    "transaction_start_time": timestamp(md.start_ms),
-                    "producer_id": md.producer_id,
-                    "producer_epoch": md.producer_epoch,
-                    "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-                }
-            )
-        return TxnResult(response=_response(ctx, transaction_states=states))
+        return TxnResult(response=admin.describe_transactions(self.transactions, ctx, request))
 
     def list_transactions(self, ctx: RequestContext, request: Any) -> TxnResult:
-        wanted: set[TxnState] = set()
-        unknown: list[str] = []
-        for name in request.state_filters:
-            state = TxnState.from_wire_name(name)
-            if state is None:
-                unknown.append(name)
-            else:
-                wanted.add(state)
-        pids = set(request.producer_id_filters)
-        min_duration = int(getattr(request, "duration_filter", -1))
         now = self.clock.now_ms()
-        listed = [
-            {
-                "transactional_id": txn_id,
-                "producer_id": md.producer_id,
-                "transaction_state": md.state.wire_name,
-            }
-            for txn_id, md in sorted(self.transactions.items())
-            if md.state is not TxnState.DEAD
-            and (not request.state_filters or md.state in wanted)
-            and (not pids or md.producer_id in pids)
-            and (min_duration < 0 or (md.start_ms >= 0 and now - md.start_ms >= min_duration))
-        ]
-        return TxnResult(
-            response=_response(
-                ctx,
-                error_code=ErrorCode.none,
-                unknown_state_filters=unknown,
-                transaction_states=listed,
-            )
-        )
+        return TxnResult(response=admin.list_transactions(self.transactions, now, ctx, request))
 
     # -- persistence ----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 from streamrt.errors import ErrorCode
 from streamrt.wire.codec import build, codec_for
 
-__all__ = ("error_response", "timestamp")
+__all__ = ("error_response", "not_found_state", "timestamp")
 
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 28, 65, 66
@@ -22,6 +22,20 @@ def timestamp(ms: int) -> datetime.datetime:
     """kio's non-nullable ``datetime_i64`` for a millisecond timestamp; Kafka's -1 ("none")
     is the instant 1 ms before the epoch, which encodes back to -1."""
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def not_found_state(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
+    """A DescribeTransactions entry carrying only an error, as Kafka fills it."""
+    return {
+        "error_code": code,
+        "transactional_id": transactional_id,
+        "transaction_state": "",
+        "transaction_timeout": 0,
+        "transaction_start_time": timestamp(-1),
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "topics": [],
+    }
 
 
 def error_response(ctx: Any, request: Any, code: ErrorCode) -> Any:
@@ -50,19 +64,7 @@ def error_response(ctx: Any, request: Any, code: ErrorCode) -> Any:
         ]
         return build(cls, throttle_time=0, topics=topics)
     if key == DESCRIBE_TRANSACTIONS:
-        states = [
-            {
-                "error_code": code,
-                "transactional_id": txn_id,
-                "transaction_state": "",
-                "transaction_timeout": 0,
-                "transaction_start_time": timestamp(-1),
-                "producer_id": -1,
-                "producer_epoch": -1,
-                "topics": [],
-            }
-            for txn_id in request.transactional_ids
-        ]
+        states = [not_found_state(txn_id, code) for txn_id in request.transactional_ids]
         return build(cls, throttle_time=0, transaction_states=states)
     return build(
         cls,
