@@ -135,8 +135,8 @@ class TransactionMetadata:
         """Kafka's ``prepareFenceProducerEpoch``: bump the epoch in memory (once, even if the
         last fence's write failed) so the zombie's requests fail; returns the new epoch."""
         check_transition(self.state, TxnState.PREPARE_EPOCH_FENCE)
-        if not self.has_failed_epoch_fence:
-            self.producer_epoch += 1
+        if not self.has_failed_epoch_fence and self.producer_epoch < MAX_EPOCH:
+            self.producer_epoch += 1  # 32767 is kept for exactly this last fence
         self.last_producer_epoch = NO_EPOCH
         self.pending_state = TxnState.PREPARE_EPOCH_FENCE
         return self.producer_epoch

@@ -212,3 +212,13 @@ def test_the_coordinator_core_does_no_io() -> None:
             if isinstance(node, ast.ImportFrom)
         }
         assert not imported & {"asyncio", "socket", "time"}, name
+
+
+def test_an_exhausted_epoch_rotates_to_a_new_producer_id(context: TxnTestContext) -> None:
+    first = context.init("tx")
+    md = context.coordinator.transactions["tx"]
+    md.producer_epoch = 32766  # as after 32766 restarts of the producer
+    rotated = context.init("tx")
+    assert rotated.error_code == NONE
+    assert (rotated.producer_id, rotated.producer_epoch) == (first.producer_id + 1, 0)
+    assert md.last_producer_id == first.producer_id
