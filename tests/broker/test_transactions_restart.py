@@ -114,3 +114,22 @@ def test_pending_offsets_survive_a_restart_as_pending(broker: BrokerThread) -> N
         assert time.monotonic() < deadline
         time.sleep(0.1)
     member.close()
+
+
+def test_committed_transactional_offsets_are_replayed_after_restart(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "in")
+    member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-replay"})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "replay-offsets"})
+    p.init_transactions(15)
+    for offset, commit in ((3, True), (9, False)):
+        p.begin_transaction()
+        p.send_offsets_to_transaction(
+            [TopicPartition("in", 0, offset)], member.consumer_group_metadata(), 15
+        )
+        if commit:
+            p.commit_transaction(15)
+        else:
+            p.abort_transaction(15)
+    member.close()
+    broker.restart()  # the transactional batches and both markers are replayed
+    assert _committed(broker.bootstrap, "g-replay", "read_committed") == 3
