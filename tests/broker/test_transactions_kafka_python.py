@@ -127,3 +127,58 @@ def test_zombie_is_fenced_by_a_new_producer(broker: BrokerThread) -> None:
     assert isinstance(excinfo.value, ProducerFencedError) or "fenc" in str(excinfo.value).lower()
     zombie.close(timeout=1)
     assert _read_committed(broker.bootstrap, "t", 1) == [b"successor"]
+
+
+def test_timed_out_transaction_is_aborted_and_fenced(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "t")
+    p = KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        transactional_id="kp-timeout",
+        transaction_timeout_ms=1500,
+    )
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("t", b"late")
+    p.flush()
+    time.sleep(3)
+    with pytest.raises(KafkaError):
+        p.commit_transaction()
+    p.close(timeout=1)
+    assert _read_committed(broker.bootstrap, "t", 1, wait_s=2) == []
+
+
+def _static_consumer(bootstrap: str, instance: str) -> KafkaConsumer:
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id="kp-static",
+        group_instance_id=instance,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+    )
+    assert "in" in c.topics()
+    c.subscribe(["in"])
+    deadline = time.monotonic() + 20
+    while not c.assignment() and time.monotonic() < deadline:
+        c.poll(timeout_ms=200)
+    assert c.assignment()
+    return c
+
+
+def test_a_fenced_static_member_cannot_commit_offsets(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "in")
+    old = _static_consumer(broker.bootstrap, "kp-s1")
+    stale = old.group_metadata()
+    new = _static_consumer(broker.bootstrap, "kp-s1")  # replaces `old` (KIP-345)
+    assert new.group_metadata().member_id != stale.member_id
+    p = _producer(broker.bootstrap, "kp-static-tx")
+    p.begin_transaction()
+    with pytest.raises(KafkaError) as excinfo:
+        p.send_offsets_to_transaction(
+            {TopicPartition("in", 0): OffsetAndMetadata(1, "", -1)}, stale
+        )
+    assert "fenced" in type(excinfo.value).__name__.lower() or "FENCED" in str(excinfo.value)
+    p.abort_transaction()
+    p.close()
+    new.close()
+    old.close()

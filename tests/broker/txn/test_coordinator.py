@@ -222,3 +222,18 @@ def test_an_exhausted_epoch_rotates_to_a_new_producer_id(context: TxnTestContext
     assert rotated.error_code == NONE
     assert (rotated.producer_id, rotated.producer_epoch) == (first.producer_id + 1, 0)
     assert md.last_producer_id == first.producer_id
+
+
+def test_produce_and_offsets_verification(context: TxnTestContext) -> None:
+    """KIP-890 part 1 in-process: only partitions added to the ongoing transaction."""
+    pid, epoch = context.begin("tx")
+    verify = context.coordinator.verify_partition
+    assert verify("tx", pid, epoch, ("t", 0)) == NONE
+    assert verify("tx", pid, epoch, ("t", 1)) == ErrorCode.invalid_txn_state
+    offsets = ("__consumer_offsets", len("g") % 4)
+    assert verify("tx", pid, epoch, offsets) == ErrorCode.invalid_txn_state  # no AddOffsets yet
+    assert context.add_offsets("tx", pid, epoch, "g") == NONE
+    assert verify("tx", pid, epoch, offsets) == NONE
+    assert verify("tx", pid + 1, epoch, ("t", 0)) == ErrorCode.invalid_producer_id_mapping
+    assert context.end("tx", pid, epoch, commit=True) == NONE
+    assert verify("tx", pid, epoch, ("t", 0)) == ErrorCode.invalid_txn_state  # decided
