@@ -396,6 +396,16 @@ class TransactionCoordinator:
         value = md.prepare_complete(self.clock.now_ms())
         return self._write(md, value, lambda error: TxnResult())
 
+    def awaits_completion(self, transactional_id: str, producer_id: int, epoch: int) -> bool:
+        """Still decided-but-not-complete (a failed Complete* write is retried by the runtime)."""
+        md = self.transactions.get(transactional_id)
+        return (
+            md is not None
+            and md.producer_id == producer_id
+            and md.producer_epoch == epoch
+            and md.state.is_prepare
+        )
+
     def verify_partition(
         self, transactional_id: str, producer_id: int, epoch: int, partition: TopicPartition
     ) -> ErrorCode:

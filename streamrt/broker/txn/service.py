@@ -265,14 +265,17 @@ class TransactionCoordinatorService:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
         self._on_markers()
-        async with self._lock:
-            if self._state != "active":
-                return
-            self._apply(
-                self.coordinator.markers_written(
-                    m.transactional_id, m.producer_id, m.producer_epoch
-                )
-            )
+        delay = _RETRY_MIN_S
+        while True:  # Kafka retries the Complete* write until it lands
+            async with self._lock:
+                if self._state != "active":
+                    return
+                c = self.coordinator
+                self._apply(c.markers_written(m.transactional_id, m.producer_id, m.producer_epoch))
+                if not c.awaits_completion(m.transactional_id, m.producer_id, m.producer_epoch):
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
 
     # -- timers ---------------------------------------------------------------------------------
 

@@ -237,3 +237,15 @@ def test_produce_and_offsets_verification(context: TxnTestContext) -> None:
     assert verify("tx", pid + 1, epoch, ("t", 0)) == ErrorCode.invalid_producer_id_mapping
     assert context.end("tx", pid, epoch, commit=True) == NONE
     assert verify("tx", pid, epoch, ("t", 0)) == ErrorCode.invalid_txn_state  # decided
+
+
+def test_a_failed_complete_write_leaves_the_decision_to_retry(context: TxnTestContext) -> None:
+    pid, epoch = context.begin("tx")
+    assert context.end("tx", pid, epoch, commit=False) == NONE
+    context.fail_next_append = ErrorCode.kafka_storage_error
+    (markers,) = context.write_markers()
+    assert context.state("tx") == "PrepareAbort"
+    assert context.coordinator.awaits_completion("tx", pid, epoch)
+    context.apply(context.coordinator.markers_written("tx", markers.producer_id, epoch))
+    assert context.state("tx") == "CompleteAbort"
+    assert not context.coordinator.awaits_completion("tx", pid, epoch)
