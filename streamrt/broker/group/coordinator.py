@@ -552,14 +552,16 @@ class GroupCoordinator:
     def replay(self, record: CoordinatorRecord, producer_id: int = -1) -> None:
         """Apply one ``__consumer_offsets`` record (at load, and for ``replay=True`` results);
         a transactional one (``producer_id >= 0``) is held pending until its marker."""
+        self.replay_bytes(record.key, record.value, producer_id)
+
+    def replay_bytes(
+        self, key_bytes: bytes, value_bytes: bytes | None, producer_id: int = -1
+    ) -> None:
         if producer_id >= 0:
             txn_offsets.replay_pending(
-                self.pending_txn_offsets, producer_id, record.key, record.value
+                self.pending_txn_offsets, producer_id, key_bytes, value_bytes
             )
             return
-        self.replay_bytes(record.key, record.value)
-
-    def replay_bytes(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
         key = decode_key(key_bytes)
         if key is None:
             return

@@ -24,7 +24,6 @@ from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.timer import TimerOp
-from streamrt.broker.group.txn_offsets import replay_pending
 from streamrt.broker.log.control import marker_is_commit
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ErrorCode, KafkaError
@@ -189,11 +188,9 @@ class GroupCoordinatorService:
                 pid = batch.producer_id if batch.is_transactional else -1
                 for record in batch:
                     if record.key is not None and record.offset >= offset:
-                        key, value = bytes(record.key), _opt_bytes(record.value)
-                        if pid >= 0:
-                            replay_pending(self.coordinator.pending_txn_offsets, pid, key, value)
-                        else:
-                            self.coordinator.replay_bytes(key, value)
+                        self.coordinator.replay_bytes(
+                            bytes(record.key), _opt_bytes(record.value), pid
+                        )
                         count += 1
                     offset = max(offset, record.offset + 1)
                 offset = max(offset, batch.next_offset)
