@@ -87,6 +87,7 @@ class Broker:
             clock=self.clock,
         )
         self.core.coordinator = await self._start_coordinator(self.core)
+        self.core.txn = await self._start_txn_coordinator(self.core)
         self.core.security = BrokerSecurity(self.config, self.data_dir)
         listeners = self.core.security.listeners(self.host, self.port)
         table = build_api_table(self.core)
@@ -128,6 +129,15 @@ class Broker:
         await service.start()
         return service
 
+    async def _start_txn_coordinator(self, core: BrokerCore):  # type: ignore[no-untyped-def]
+        from streamrt.broker.txn.service import TransactionCoordinatorService
+
+        service = TransactionCoordinatorService(
+            core.logs, self.config, self.clock, core.coordinator, core.data_arrived.notify
+        )
+        await service.start()
+        return service
+
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
@@ -137,6 +147,8 @@ class Broker:
         if self._server is not None:
             await self._server.stop()
         if self.core is not None:
+            if self.core.txn is not None:
+                await self.core.txn.stop()
             if self.core.coordinator is not None:
                 await self.core.coordinator.stop()
             self.core.logs.close()

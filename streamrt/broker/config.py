@@ -347,6 +347,36 @@ _DEFS: tuple[ConfigDef, ...] = (
     ),
     ConfigDef("group.max.size", _int_range(1, _MAX_INT), str(_MAX_INT), "Members per group."),
     ConfigDef(
+        "transaction.state.log.num.partitions",
+        _int_range(1, 1000),
+        "50",
+        "__transaction_state size.",
+    ),
+    ConfigDef(
+        "transaction.max.timeout.ms",
+        _int_range(1, _MAX_INT),
+        "900000",
+        "Largest transaction.timeout.ms a producer may ask for.",
+    ),
+    ConfigDef(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        _int_range(1, _MAX_INT),
+        "10000",
+        "How often transactions past their timeout are aborted.",
+    ),
+    ConfigDef(
+        "transactional.id.expiration.ms",
+        _int_range(1, _MAX_INT),
+        "604800000",
+        "Idle time after which a transactional id is forgotten.",
+    ),
+    ConfigDef(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        _int_range(1, _MAX_INT),
+        "3600000",
+        "How often expired transactional ids are removed.",
+    ),
+    ConfigDef(
         "socket.request.max.bytes",
         _int_range(1, _MAX_INT),
         "104857600",

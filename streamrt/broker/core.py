@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from streamrt.broker.group.service import GroupCoordinatorService
     from streamrt.broker.log import LogManager
     from streamrt.broker.security.manager import BrokerSecurity
+    from streamrt.broker.txn.service import TransactionCoordinatorService
 
 __all__ = ("ApiEntry", "ApiTable", "BrokerCore", "Handler", "respond")
 
@@ -62,6 +63,7 @@ class BrokerCore:
     cluster_id: str
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     coordinator: GroupCoordinatorService | None = None
+    txn: TransactionCoordinatorService | None = None
     data_arrived: DataArrived = dataclasses.field(default_factory=DataArrived)
     security: BrokerSecurity | None = None
     # listener name -> advertised (host, port); clients are told the listener they came in on

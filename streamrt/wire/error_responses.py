@@ -10,6 +10,7 @@ response has no place for an error, and the connection is closed instead, as Kaf
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -191,11 +192,49 @@ def _delete_groups(
     return build(cls, throttle_time=0, results=results)
 
 
+def _add_partitions_to_txn(
+    cls: type, version: int, request: Any, code: ErrorCode, message: str | None
+) -> Any:
+    results = [
+        {
+            "name": t.name,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": code} for p in t.partitions
+            ],
+        }
+        for t in request.v3_and_below_topics
+    ]
+    return build(cls, throttle_time=0, results_by_topic_v3_and_below=results)
+
+
+def _describe_transactions(
+    cls: type, version: int, request: Any, code: ErrorCode, message: str | None
+) -> Any:
+    epoch_minus_1 = datetime.datetime.fromtimestamp(-1 / 1000, tz=datetime.UTC)
+    states = [
+        {
+            "error_code": code,
+            "transactional_id": txn_id,
+            "transaction_state": "",
+            "transaction_timeout": 0,
+            "transaction_start_time": epoch_minus_1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        for txn_id in request.transactional_ids
+    ]
+    return build(cls, throttle_time=0, transaction_states=states)
+
+
 _BUILDERS: dict[ApiKey, ErrorBuilder] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.LIST_OFFSETS: _list_offsets,
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.TXN_OFFSET_COMMIT: _offset_commit,  # same per-partition shape
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.JOIN_GROUP: lambda cls, v, req, code, msg: join_response(v, code, req.member_id),
     ApiKey.HEARTBEAT: lambda cls, v, req, code, msg: heartbeat_response(v, code),

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from streamrt.broker.group import admin
+from streamrt.broker.group import admin, txn_offsets
 from streamrt.broker.group.group import ClassicGroup, Member, Parked
 from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.outbox import Outbox
@@ -123,6 +123,7 @@ class GroupCoordinator:
         self.timer = timer
         self.partition_exists = partition_exists
         self.groups: dict[str, ClassicGroup] = {}
+        self.pending_txn_offsets = txn_offsets.PendingTxnOffsets()
         self.out = Outbox()
         self.engine = RebalanceEngine(self.groups, config, clock, timer, self.out)
         self.offsets = OffsetMetadataManager(
@@ -131,6 +132,7 @@ class GroupCoordinator:
             clock,
             touch_member=self.engine.reschedule_heartbeat,
             partition_exists=partition_exists,
+            pending=self.pending_txn_offsets,
         )
 
     # -- steps ------------------------------------------------------------------------------
@@ -517,6 +519,35 @@ class GroupCoordinator:
     def offset_fetch(self, ctx: RequestContext, request: Any) -> Result:
         return self.out.drain(self.offsets.fetch(ctx, request))
 
+    def txn_offset_commit(self, ctx: RequestContext, request: Any) -> Result:
+        return txn_offsets.txn_offset_commit(self, ctx, request)
+
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        """KIP-447 fencing of a transactional commit by the group's current membership:
+        NONE, or ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID /
+        COORDINATOR_NOT_AVAILABLE (Kafka's ``validateOffsetCommit`` with ``isTransactional``)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.none if generation_id < 0 else ErrorCode.illegal_generation
+        try:
+            txn_offsets.validate_txn_offset_commit(group, member_id, instance_id, generation_id)
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.none
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """A marker for ``producer_id`` reached ``__consumer_offsets``: its pending offsets
+        become committed (COMMIT) or vanish (ABORT) — Kafka's ``replayEndTransactionMarker``."""
+        for group_id, pending in self.pending_txn_offsets.pop(producer_id).items():
+            if not commit:
+                continue
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, self.clock.now_ms())
+            for (topic, partition), value in pending.items():
+                self.offsets.put(group_id, topic, partition, value)
+
     def describe_groups(self, ctx: RequestContext, request: Any) -> Result:
         return self.out.drain(admin.describe_groups(self.groups, ctx, request))
 
@@ -542,11 +573,19 @@ class GroupCoordinator:
 
     # -- persistence ------------------------------------------------------------------------
 
-    def replay(self, record: CoordinatorRecord) -> None:
-        """Apply one ``__consumer_offsets`` record (at load, and for ``replay=True`` results)."""
-        self.replay_bytes(record.key, record.value)
+    def replay(self, record: CoordinatorRecord, producer_id: int = -1) -> None:
+        """Apply one ``__consumer_offsets`` record (at load, and for ``replay=True`` results);
+        a transactional one (``producer_id >= 0``) is held pending until its marker."""
+        self.replay_bytes(record.key, record.value, producer_id)
 
-    def replay_bytes(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+    def replay_bytes(
+        self, key_bytes: bytes, value_bytes: bytes | None, producer_id: int = -1
+    ) -> None:
+        if producer_id >= 0:
+            txn_offsets.replay_pending(
+                self.pending_txn_offsets, producer_id, key_bytes, value_bytes
+            )
+            return
         key = decode_key(key_bytes)
         if key is None:
             return

@@ -30,11 +30,23 @@ class PartitionWriter(Protocol):
 
     def read(self, offset: int, max_bytes: int) -> LogChunk: ...
 
-    def append(self, records: bytes, now_ms: int) -> object:
+    def append(self, records: bytes, now_ms: int, *, coordinator: bool = False) -> object:
         """Append RecordBatch v2 bytes; fsyncs when the broker's policy is ``always``.
 
+        ``coordinator=True``: a transactional offset commit (epochs checked, not sequences).
         Raises ``KafkaError`` for a refused batch and ``OSError`` for a storage failure.
         """
+        ...
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> int:
+        """A COMMIT/ABORT control batch ending ``producer_id``'s transaction; its offset."""
         ...
 
 

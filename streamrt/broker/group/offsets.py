@@ -24,6 +24,7 @@ from streamrt.broker.group.records import (
     offset_tombstone,
 )
 from streamrt.broker.group.state import GroupState
+from streamrt.broker.group.txn_offsets import PendingTxnOffsets, mark_unstable
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
@@ -73,8 +74,11 @@ class OffsetMetadataManager:
         *,
         touch_member: TouchMember,
         partition_exists: PartitionExists,
+        pending: PendingTxnOffsets | None = None,
     ) -> None:
         self._groups = groups
+        # transactional commits not yet decided (TxnOffsetCommit before the COMMIT marker)
+        self._pending = pending if pending is not None else PendingTxnOffsets()
         self._config = config
         self._clock = clock
         self._touch_member = touch_member
@@ -202,19 +206,33 @@ class OffsetMetadataManager:
         return out
 
     def fetch(self, ctx: RequestContext, request: Any) -> Any:
-        """v1-7 fetch one group; v8+ a batch. ``topics`` null (v2+) means every committed offset."""
+        """v1-7 fetch one group; v8+ a batch. ``topics`` null (v2+) means every committed offset.
+
+        Partitions with a pending transactional commit answer UNSTABLE_OFFSET_COMMIT when the
+        request sets ``require_stable`` (KIP-447)."""
         cls = response_cls(ApiKey.OFFSET_FETCH, ctx.api_version)
+        stable = bool(getattr(request, "require_stable", False))
         if ctx.api_version >= 8:
             groups = [
                 {
                     "group_id": g.group_id,
-                    "topics": self._fetch_partitions(g.group_id, g.topics),
+                    "topics": mark_unstable(
+                        self._pending,
+                        g.group_id,
+                        self._fetch_partitions(g.group_id, g.topics),
+                        stable,
+                    ),
                     "error_code": ErrorCode.none,
                 }
                 for g in request.groups
             ]
             return build(cls, throttle_time=0, groups=groups)
-        topics = self._fetch_partitions(request.group_id, request.topics)
+        topics = mark_unstable(
+            self._pending,
+            request.group_id,
+            self._fetch_partitions(request.group_id, request.topics),
+            stable,
+        )
         return build(cls, throttle_time=0, topics=topics, error_code=ErrorCode.none)
 
     def expired_records(self) -> tuple[CoordinatorRecord, ...]:
@@ -229,6 +247,8 @@ class OffsetMetadataManager:
         retention = self._config.offsets_retention_ms
         records: list[CoordinatorRecord] = []
         for group_id, group in list(self._groups.items()):
+            if self._pending.has_group(group_id):
+                continue  # an open transaction will still commit offsets here (Kafka keeps them)
             offsets = self.of_group(group_id)
             if group.is_in(GroupState.EMPTY):
                 state_ts = group.current_state_timestamp

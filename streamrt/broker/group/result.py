@@ -34,6 +34,9 @@ class Result:
     completions: tuple[Completion, ...] = ()
     replay: bool = False
     on_append: AppendCallback | None = None
+    #: (producer id, epoch) for a TxnOffsetCommit: the records go in as that producer's
+    #: transactional batch and are replayed as pending offsets.
+    producer: tuple[int, int] | None = None
 
     def then(self, other: Result) -> Result:
         """Concatenate two steps taken in one event (the second's callback must be absent)."""
@@ -47,6 +50,7 @@ class Result:
             completions=self.completions + other.completions,
             replay=self.replay or other.replay,
             on_append=self.on_append or other.on_append,
+            producer=self.producer or other.producer,
         )
 
 

@@ -26,6 +26,7 @@ from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.timer import TimerOp
+from streamrt.broker.log.control import marker_is_commit
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
@@ -186,9 +187,16 @@ class GroupCoordinatorService:
                 batch = records.next_batch()
                 if batch is None:
                     break
+                if batch.is_control_batch:
+                    self._replay_marker(batch)
+                    offset = max(offset, batch.next_offset)
+                    continue
+                pid = batch.producer_id if batch.is_transactional else -1
                 for record in batch:
                     if record.key is not None and record.offset >= offset:
-                        self.coordinator.replay_bytes(bytes(record.key), _opt_bytes(record.value))
+                        self.coordinator.replay_bytes(
+                            bytes(record.key), _opt_bytes(record.value), pid
+                        )
                         count += 1
                     offset = max(offset, record.offset + 1)
                 offset = max(offset, batch.next_offset)
@@ -228,6 +236,23 @@ class GroupCoordinatorService:
                 )
             raise
 
+    def _replay_marker(self, batch: Any) -> None:
+        """A transaction marker in ``__consumer_offsets`` ends that producer's pending offsets."""
+        for record in batch:
+            commit = None if record.key is None else marker_is_commit(bytes(record.key))
+            if commit is not None:
+                self.coordinator.complete_txn(batch.producer_id, commit)
+
+    async def write_txn_marker(
+        self, partition: int, producer_id: int, epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None:
+        """The transaction coordinator's marker for ``__consumer_offsets``: written under this
+        coordinator's lock, then the producer's pending offsets are committed or dropped."""
+        async with self._lock:
+            log = self._logs.log(CONSUMER_OFFSETS, partition)
+            log.append_marker(producer_id, epoch, commit, coordinator_epoch, self._clock.now_ms())
+            self.coordinator.complete_txn(producer_id, commit)
+
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
         handlers: dict[ApiKey, Callable[[], Result]] = {
@@ -240,6 +265,7 @@ class GroupCoordinatorService:
             ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: c.list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
+            ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))
         if handler is None:
@@ -257,12 +283,13 @@ class GroupCoordinatorService:
         error: ErrorCode | None = None
         if result.records:
             if self._append_off_loop:
-                error = await asyncio.to_thread(self._append, result.records)
+                error = await asyncio.to_thread(self._append, result.records, result.producer)
             else:
-                error = self._append(result.records)
+                error = self._append(result.records, result.producer)
             if error is None and result.replay:
+                pid = -1 if result.producer is None else result.producer[0]
                 for record in result.records:
-                    self.coordinator.replay(record)
+                    self.coordinator.replay(record, pid)
         for handle, response in result.completions:
             if isinstance(handle, asyncio.Future) and not handle.done():
                 if response is None:  # never answered, as in Kafka: release its connection
@@ -280,12 +307,17 @@ class GroupCoordinatorService:
         else:
             reply.set_result(result.response)
 
-    def _append(self, records: tuple[CoordinatorRecord, ...]) -> ErrorCode | None:
+    def _append(
+        self, records: tuple[CoordinatorRecord, ...], producer: tuple[int, int] | None = None
+    ) -> ErrorCode | None:
         """One batch per ``__consumer_offsets`` partition; an acknowledged write is in the log.
 
         Runs on a worker thread when every append fsyncs; the service's lock is held meanwhile,
-        so no other step touches the coordinator or these partitions.
+        so no other step touches the coordinator or these partitions. With ``producer``
+        (TxnOffsetCommit) it is that producer's transactional batch, appended with the
+        coordinator origin: the log checks the epoch (47 for a zombie), not sequences.
         """
+        txn, pid, epoch = (0, -1, -1) if producer is None else (1, producer[0], producer[1])
         now = self._clock.now_ms()
         by_partition: dict[int, list[CoordinatorRecord]] = {}
         for record in records:
@@ -294,10 +326,12 @@ class GroupCoordinatorService:
             )
         try:
             for partition, batch in by_partition.items():
-                builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+                builder = DefaultRecordBatchBuilder(2, 0, txn, pid, epoch, -1, 1 << 30)
                 for i, record in enumerate(batch):
                     builder.append(i, timestamp=now, key=record.key, value=record.value, headers=[])
-                self._logs.log(CONSUMER_OFFSETS, partition).append(bytes(builder.build()), now)
+                self._logs.log(CONSUMER_OFFSETS, partition).append(
+                    bytes(builder.build()), now, coordinator=producer is not None
+                )
         except KafkaError as exc:
             logger.warning("__consumer_offsets append failed", extra=fields(error=exc.code.name))
             return exc.code

@@ -24,6 +24,7 @@ from streamrt.broker.handlers import (
     replicas,
     security,
     topics,
+    transactions,
 )
 
 __all__ = ("FAMILIES", "build_api_table")
@@ -42,6 +43,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     quorum,
     security,
     groups,
+    transactions,
 )
 
 

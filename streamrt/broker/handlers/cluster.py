@@ -110,8 +110,12 @@ def _topic_error(name: str, code: ErrorCode) -> dict[str, Any]:
 
 
 def _coordinator_for(core: BrokerCore, key_type: int) -> tuple[ErrorCode, str | None]:
-    if key_type != 0:  # transactions (1) and share groups are not implemented
-        return ErrorCode.coordinator_not_available, "this broker has no transaction coordinator"
+    if key_type == 1:
+        if core.txn is None:
+            return ErrorCode.coordinator_not_available, "transaction coordinator not running"
+        return ErrorCode.none, None
+    if key_type != 0:  # share groups (2) are not implemented
+        return ErrorCode.invalid_request, f"unsupported coordinator key type {key_type}"
     if core.coordinator is None:
         return ErrorCode.coordinator_not_available, "group coordinator not running"
     return ErrorCode.none, None

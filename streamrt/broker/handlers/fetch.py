@@ -1,8 +1,8 @@
 """Fetch with long polling (max wait, min bytes, per-partition and response max bytes).
 
 There are no fetch sessions (KIP-227): every response has session id 0, which tells clients
-to keep sending full fetch requests. With no transactions, read_committed equals
-read_uncommitted and the last stable offset is the high watermark.
+to keep sending full fetch requests. ``isolation_level=1`` (read_committed) reads stop at the
+last stable offset and carry the aborted transactions of the range.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def _gather(
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: (responses, bytes, any error)."""
     budget = max(int(req.max_bytes), 0)
+    read_committed = int(getattr(req, "isolation_level", 0)) == 1
     total = 0
     errors = False
     responses = []
@@ -48,11 +49,20 @@ def _gather(
                 require(core, ctx, READ, TOPIC, topic.topic)
                 log = core.logs.log(topic.topic, p.partition)
                 limit = min(int(p.partition_max_bytes), budget - total)
-                sl = log.read(p.fetch_offset, max(limit, 0), min_one=total == 0)
+                sl = log.read(
+                    p.fetch_offset,
+                    max(limit, 0),
+                    min_one=total == 0,
+                    read_committed=read_committed,
+                )
+                aborted = sl.aborted_transactions
                 entry.update(
                     high_watermark=sl.high_watermark,
-                    last_stable_offset=sl.high_watermark,
+                    last_stable_offset=sl.last_stable_offset,
                     log_start_offset=sl.log_start_offset,
+                    aborted_transactions=None
+                    if aborted is None
+                    else [{"producer_id": pid, "first_offset": first} for pid, first in aborted],
                     records=sl.records,
                 )
                 total += len(sl.records)
@@ -63,7 +73,7 @@ def _gather(
                     log = core.logs.log(topic.topic, p.partition)
                     entry.update(
                         high_watermark=log.log_end_offset,
-                        last_stable_offset=log.log_end_offset,
+                        last_stable_offset=log.last_stable_offset,
                         log_start_offset=log.log_start_offset,
                     )
             parts.append(entry)

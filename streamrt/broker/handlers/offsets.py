@@ -23,12 +23,14 @@ def register(table: ApiTable, core: BrokerCore) -> None:
     table.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, offset_for_leader_epoch)
 
 
-def _lookup(core: BrokerCore, topic: str, partition: int, ts: int) -> tuple[int, int]:
+def _lookup(
+    core: BrokerCore, topic: str, partition: int, ts: int, read_committed: bool = False
+) -> tuple[int, int]:
     log = core.logs.log(topic, partition)
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
-    if ts == LATEST:
-        return log.log_end_offset, -1
+    if ts == LATEST:  # read_committed consumers see the last stable offset as the end
+        return (log.last_stable_offset if read_committed else log.log_end_offset), -1
     if ts == MAX_TIMESTAMP:
         found = log.max_timestamp_offset()
         if found is None:
@@ -43,6 +45,7 @@ def _lookup(core: BrokerCore, topic: str, partition: int, ts: int) -> tuple[int,
 
 
 async def list_offsets(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    read_committed = int(getattr(req, "isolation_level", 0)) == 1
     topics = []
     for t in req.topics:
         parts = []
@@ -56,7 +59,7 @@ async def list_offsets(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             }
             try:
                 require(core, ctx, DESCRIBE, TOPIC, t.name)
-                offset, ts = _lookup(core, t.name, p.partition_index, p.timestamp)
+                offset, ts = _lookup(core, t.name, p.partition_index, p.timestamp, read_committed)
                 entry.update(offset=offset, timestamp=ts)
             except KafkaError as exc:
                 entry.update(error_code=exc.code, leader_epoch=-1)

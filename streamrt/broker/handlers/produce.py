@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.log.batch import iter_headers
 from streamrt.broker.security import (
     IDEMPOTENT_WRITE,
     TOPIC,
@@ -75,23 +76,47 @@ async def _append(core: BrokerCore, topic: str, index: int, records: bytes | Non
     }
 
 
+def _transactional_error(
+    core: BrokerCore, req: Any, topic: str, index: int, records: bytes | None
+) -> tuple[ErrorCode, str] | None:
+    """A transactional batch needs a transactional.id, and its partition must be in the
+    producer's ongoing transaction (KIP-890 part 1, checked in-process)."""
+    try:
+        h = next(iter_headers(records or b"", check_crc=False))
+    except (KafkaError, StopIteration):
+        return None  # the append reports the bad records
+    if not h.is_transactional or h.is_control:
+        return None
+    if req.transactional_id is None:
+        return (
+            ErrorCode.transactional_id_authorization_failed,
+            "transactional batch without a transactional.id",
+        )
+    if core.txn is None:
+        return ErrorCode.coordinator_not_available, "transaction coordinator not running"
+    code = core.txn.verify(req.transactional_id, h.producer_id, h.producer_epoch, (topic, index))
+    if code is ErrorCode.none:
+        return None
+    if code is ErrorCode.invalid_producer_id_mapping:
+        code = ErrorCode.invalid_txn_state
+    return code, f"transactional produce to {topic}-{index} refused"
+
+
 async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     global_error: tuple[ErrorCode, str] | None = None
     if req.acks not in (0, 1, -1):
         global_error = (ErrorCode.invalid_required_acks, f"acks={req.acks}")
-    elif req.transactional_id is not None:
-        global_error = (
-            ErrorCode.transactional_id_authorization_failed,
-            "this broker does not implement transactions",
-        )
     responses = []
     for topic in req.topic_data:
         parts = []
         for p in topic.partition_data:
-            if global_error is not None:
-                parts.append(_partition_error(p.index, *global_error))
-            elif (denied := _denied(core, ctx, topic.name)) is not None:
-                parts.append(_partition_error(p.index, denied.code, str(denied)))
+            error = global_error
+            if error is None and (denied := _denied(core, ctx, topic.name)) is not None:
+                error = (denied.code, str(denied))
+            if error is None:
+                error = _transactional_error(core, req, topic.name, p.index, p.records)
+            if error is not None:
+                parts.append(_partition_error(p.index, *error))
             else:
                 parts.append(await _append(core, topic.name, p.index, p.records))
         responses.append({"name": topic.name, "partition_responses": parts})
@@ -111,14 +136,9 @@ def _denied(core: BrokerCore, ctx: RequestContext, topic: str) -> KafkaError | N
 
 async def init_producer_id(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     if req.transactional_id is not None:
-        logger.warning("InitProducerId with transactional.id %r refused", req.transactional_id)
-        return respond(
-            ctx,
-            throttle_time=0,
-            error_code=ErrorCode.transactional_id_authorization_failed,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        if core.txn is None:
+            raise KafkaError(ErrorCode.coordinator_not_available, "no transaction coordinator")
+        return await core.txn.handle(ctx, req)
     if not (
         allowed_cluster(core, ctx, IDEMPOTENT_WRITE) or allowed_on_any(core, ctx, WRITE, TOPIC)
     ):

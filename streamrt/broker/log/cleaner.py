@@ -14,6 +14,11 @@ Kafka's cleaner, simplified for one broker:
   id/epoch/base sequence (so producer state rebuilt from headers is unchanged) and codec
   (uncompressed if the codec is unavailable). A batch left empty is dropped. Control batches are
   copied.
+- Transactions: nothing at or past the last stable offset is cleaned; batches of aborted
+  transactions (per the aborted-transaction index) are removed whatever their keys, and do not
+  count as a key's latest value. A marker is kept while any batch of its transaction is, and
+  for ``delete.retention.ms`` after (so a consumer mid-way still sees the transaction end),
+  then dropped, as Kafka does.
 - Consecutive segments are merged up to ``segment.bytes`` and swapped in crash-safely
   (:mod:`streamrt.broker.log.swap`). Segments are read without the log's lock (they are
   immutable once rolled); the lock is held only for the swap.
@@ -41,6 +46,7 @@ from streamrt.broker.log.batch import (
 )
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import commit_swap, finish_swap, fsync_dir, write_atomically
+from streamrt.broker.log.txn_index import AbortedTracker, AbortedTxn
 from streamrt.logs import fields
 
 if TYPE_CHECKING:
@@ -91,20 +97,25 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
             return None
         config = dict(log.config)
         cleanable = _cleanable(log.segments, now_ms, config["min.compaction.lag.ms"])
+        lso = log.last_stable_offset
+        cleanable = [s for s in cleanable if s.next_offset <= lso]
         if not cleanable:
             return None
+        aborted = log.aborted_transactions()
         checkpoint = CleanerCheckpoint.read(log.directory)
         end_offset = log.segments[len(cleanable)].base_offset
         if not _should_clean(cleanable, checkpoint, now_ms, config):
             return None
-    latest = _latest_offsets(cleanable)
+    latest = _latest_offsets(cleanable, aborted)
+    tracker = AbortedTracker(aborted)
+    with_data: set[int] = set()
     horizon_ms = now_ms - config["delete.retention.ms"]
     removed = 0
     kept_tombstone_ts: list[int] = []
     new_segments: list[LogSegment] = []
     for group in _groups(cleanable, config["segment.bytes"]):
         cleaned, n = _write_cleaned(
-            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts
+            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts, tracker, with_data
         )
         removed += n
         with log.lock:
@@ -187,11 +198,15 @@ def _records(data: bytes) -> list[Any] | None:
         return None
 
 
-def _latest_offsets(segments: Iterable[LogSegment]) -> dict[bytes, int]:
+def _latest_offsets(
+    segments: Iterable[LogSegment], aborted: Sequence[AbortedTxn]
+) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
+    tracker = AbortedTracker(aborted)
     for seg in segments:
         for h, data in seg.batches():
-            if h.is_control:
+            dropped = _aborted(tracker, h)
+            if h.is_control or dropped:
                 continue
             for r in _records(data) or ():
                 if r.key is not None:
@@ -222,19 +237,36 @@ def _write_cleaned(
     horizon_ms: int,
     config: dict[str, Any],
     kept_tombstone_ts: list[int],
+    tracker: AbortedTracker,
+    with_data: set[int],
 ) -> tuple[LogSegment, int]:
     """Write the retained batches of ``group`` to ``.cleaned`` files; return them and the
-    number of records removed."""
+    number of records removed. ``with_data`` holds the producers whose current transaction
+    kept a batch so far (its marker must stay)."""
     out = LogSegment.create(directory, group[0].base_offset, suffix=".cleaned")
+    interval = config["index.interval.bytes"]
     removed = 0
     try:
         for seg in group:
             for h, data in seg.batches():
-                records = None if h.is_control else _records(data)
+                if _aborted(tracker, h):
+                    removed += h.record_count
+                    continue
+                if h.is_control:
+                    if h.producer_id in with_data:  # its transaction still has data here
+                        with_data.discard(h.producer_id)
+                    elif h.max_timestamp <= horizon_ms:
+                        removed += h.record_count
+                        continue
+                    else:
+                        kept_tombstone_ts.append(h.max_timestamp)  # clean again at the horizon
+                    out.append(data, [dataclasses.replace(h, position=0)], interval)
+                    continue
+                records = _records(data)
                 if records is None:
-                    out.append(
-                        data, [dataclasses.replace(h, position=0)], config["index.interval.bytes"]
-                    )
+                    if h.is_transactional:
+                        with_data.add(h.producer_id)
+                    out.append(data, [dataclasses.replace(h, position=0)], interval)
                     continue
                 keep = []
                 for r in records:
@@ -249,14 +281,20 @@ def _write_cleaned(
                 removed += len(records) - len(keep)
                 if not keep:
                     continue
+                if h.is_transactional:
+                    with_data.add(h.producer_id)
                 new = data if len(keep) == len(records) else _rebuild_batch(h, keep)
-                out.append(new, [parse_header(new)], config["index.interval.bytes"])
+                out.append(new, [parse_header(new)], interval)
         out.flush()
         out.write_index()
     except BaseException:
         out.delete()
         raise
     return out, removed
+
+
+def _aborted(tracker: AbortedTracker, h: BatchHeader) -> bool:
+    return tracker.is_aborted(h.base_offset, h.producer_id, h.is_transactional, h.is_control)
 
 
 def _build(h: BatchHeader, records: Sequence[Any], codec: int) -> bytearray:

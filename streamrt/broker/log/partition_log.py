@@ -23,12 +23,15 @@ from streamrt.broker.log.batch import (
     ATTR_LOG_APPEND_TIME,
     BatchHeader,
     iter_headers,
+    parse_header,
     set_base_offset,
     set_log_append_time,
 )
+from streamrt.broker.log.control import build_marker_batch, parse_marker
 from streamrt.broker.log.producer_state import BatchMetadata, ProducerEntry, ProducerStateManager
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
+from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 
@@ -39,6 +42,7 @@ logger = logging.getLogger(__name__)
 PRODUCER_SNAPSHOT = "producer-state.json"
 #: The log start offset moved by DeleteRecords (Kafka keeps it in ``log-start-offset-checkpoint``).
 LOG_START_OFFSET_FILE = "log-start-offset"
+TXN_INDEX = "aborted-txns.json"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -56,6 +60,10 @@ class FetchSlice:
     records: bytes
     high_watermark: int
     log_start_offset: int
+    last_stable_offset: int = -1
+    #: (producer id, first offset) of aborted transactions in range; ``None`` unless
+    #: read_committed (Kafka sends null to read_uncommitted fetches).
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 class PartitionLog:
@@ -74,6 +82,7 @@ class PartitionLog:
         fsync_policy: str,
         segments: list[LogSegment],
         producer_state: ProducerStateManager,
+        txn_index: TxnIndex | None = None,
     ) -> None:
         self.directory = directory
         self.topic = topic
@@ -84,6 +93,7 @@ class PartitionLog:
         self._fsync_policy = fsync_policy
         self.segments = segments
         self.producer_state = producer_state
+        self.txn_index = txn_index if txn_index is not None else TxnIndex()
         self._unflushed = False
         self._start_override = _read_start_offset(directory / LOG_START_OFFSET_FILE)
 
@@ -114,13 +124,21 @@ class PartitionLog:
         state = ProducerStateManager()
         start = segments[0].base_offset
         snapshot = ProducerStateManager.read_snapshot(directory / PRODUCER_SNAPSHOT)
+        txn_index = TxnIndex()
         if snapshot is not None and (snapshot[0] == log_end or snapshot[0] in bases):
-            start, state = snapshot
+            saved = TxnIndex.read(directory / TXN_INDEX, snapshot[0])
+            if saved is not None:
+                start, state = snapshot
+                txn_index = saved
         for seg in segments:
             if seg.base_offset >= start:
                 for h in seg.headers_from(0):
-                    state.load_batch(h)
-        return cls(directory, topic, partition, config, fsync_policy, segments, state)
+                    if h.is_control:
+                        _replay_marker(state, txn_index, seg, h)
+                    else:
+                        state.load_batch(h)
+        txn_index.drop_before(segments[0].base_offset)
+        return cls(directory, topic, partition, config, fsync_policy, segments, state, txn_index)
 
     def update_config(self, config: Mapping[str, Any]) -> None:
         with self.lock:
@@ -162,6 +180,7 @@ class PartitionLog:
                 write_atomically(self.directory / LOG_START_OFFSET_FILE, str(offset).encode())
                 self._start_override = offset
                 self._delete_segments_below_start()
+                self.txn_index.drop_before(self.log_start_offset)
             return self.log_start_offset
 
     def _delete_segments_below_start(self) -> int:
@@ -188,10 +207,29 @@ class PartitionLog:
         with self.lock:
             return sum(s.size for s in self.segments)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """Below it every transaction is decided (Kafka: min(first unstable offset, HW)); with one
+        replica the high watermark is the log end offset."""
+        with self.lock:
+            end = self.segments[-1].next_offset
+            unstable = self.producer_state.first_unstable_offset()
+            if unstable is None:
+                return end
+            return max(min(unstable, end), self.log_start_offset)
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """A copy of the aborted-transaction index (for the cleaner)."""
+        with self.lock:
+            return list(self.txn_index.entries)
+
     # ------------------------------------------------------------------------------- append
-    def append(self, records: bytes, now_ms: int) -> AppendInfo:
+    def append(self, records: bytes, now_ms: int, *, coordinator: bool = False) -> AppendInfo:
         """Validate every batch, assign offsets, write; a retried idempotent batch is not
-        written again but answered with its original offsets (``duplicate=True``)."""
+        written again but answered with its original offsets (``duplicate=True``).
+
+        ``coordinator=True`` is Kafka's coordinator append origin (transactional offset
+        commits): producer epochs are checked, sequences are not."""
         with self.lock:
             self._check_open()
             headers = list(iter_headers(records))
@@ -206,7 +244,9 @@ class PartitionLog:
             duplicates: list[BatchMetadata] = []
             kept: list[BatchHeader] = []
             for h in headers:
-                cached = self.producer_state.check(h, next_offset, pending)
+                cached = self.producer_state.check(
+                    h, next_offset, pending, check_sequence=not coordinator
+                )
                 if cached is not None:
                     duplicates.append(cached)
                     continue
@@ -245,6 +285,38 @@ class PartitionLog:
             return AppendInfo(
                 kept[0].base_offset, next_offset - 1, append_time, self.log_start_offset
             )
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> int:
+        """Write a COMMIT/ABORT control batch ending ``producer_id``'s transaction here (Kafka's
+        WriteTxnMarkers append); return its offset. A marker of an older epoch than the
+        producer's gets INVALID_PRODUCER_EPOCH; one for a producer with no open transaction is
+        harmless (it only records the epoch), so a re-sent marker after a restart is safe."""
+        with self.lock:
+            self._check_open()
+            self.producer_state.check_marker(producer_id, producer_epoch)
+            offset = self.log_end_offset
+            buf = build_marker_batch(
+                offset, producer_id, producer_epoch, commit, coordinator_epoch, now_ms
+            )
+            h = parse_header(buf)
+            self._maybe_roll(len(buf), now_ms, offset + 1)
+            self.segments[-1].append(buf, [h], self._config["index.interval.bytes"])
+            aborted = self.producer_state.complete_txn(
+                producer_id, producer_epoch, offset, commit, now_ms
+            )
+            if aborted is not None:
+                self.txn_index.append(aborted)
+            self._unflushed = True
+            if self._fsync_policy == "always":
+                self.flush()
+            return offset
 
     def _validate_batch(self, records: bytes, h: BatchHeader, now_ms: int) -> None:
         if h.size > self._config["max.message.bytes"]:
@@ -311,6 +383,7 @@ class PartitionLog:
         self.segments.append(LogSegment.create(self.directory, old.next_offset))
         fsync_dir(self.directory)
         self.producer_state.write_snapshot(self.directory / PRODUCER_SNAPSHOT, old.next_offset)
+        self.txn_index.write(self.directory / TXN_INDEX, old.next_offset)
         logger.debug(
             "rolled segment",
             extra=fields(topic=self.topic, partition=self.partition, base=old.next_offset),
@@ -327,23 +400,41 @@ class PartitionLog:
                 self._roll()
 
     # ------------------------------------------------------------------------------- reading
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> FetchSlice:
-        """Whole batches from the one containing ``offset`` (or the next one), from one segment."""
+    def read(
+        self, offset: int, max_bytes: int, *, min_one: bool = True, read_committed: bool = False
+    ) -> FetchSlice:
+        """Whole batches from the one containing ``offset`` (or the next one), from one segment.
+
+        ``read_committed`` stops at the last stable offset and lists the aborted transactions
+        overlapping the returned range (Kafka's ``FetchIsolation.TXN_COMMITTED``)."""
         with self.lock:
             self._check_open()
             start, end = self.log_start_offset, self.log_end_offset
+            lso = self.last_stable_offset
             if offset < start or offset > end:
                 raise KafkaError(
                     ErrorCode.offset_out_of_range,
                     f"offset {offset} outside [{start}, {end}] of {self.topic}-{self.partition}",
                 )
+            upper = lso if read_committed else end
+            records = b""
             i = max(bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1, 0)
-            if offset < end:
+            if offset < upper:
                 for seg in self.segments[i:]:
                     h = seg.find_position(offset)
                     if h is not None:
-                        return FetchSlice(seg.read_batches(h, max_bytes, min_one), end, start)
-            return FetchSlice(b"", end, start)
+                        if h.base_offset < upper:
+                            records = seg.read_batches(h, max_bytes, min_one, max_offset=upper)
+                        break
+            aborted = None
+            if read_committed:
+                last = _last_offset(records)
+                fetch_end = upper if last is None else last + 1
+                aborted = tuple(
+                    (e.producer_id, e.first_offset)
+                    for e in self.txn_index.collect(offset, fetch_end)
+                )
+            return FetchSlice(records, end, start, lso, aborted)
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with the largest timestamp (KIP-734), from the
@@ -408,6 +499,7 @@ class PartitionLog:
             self.producer_state.write_snapshot(
                 self.directory / PRODUCER_SNAPSHOT, active.next_offset
             )
+            self.txn_index.write(self.directory / TXN_INDEX, active.next_offset)
             for seg in self.segments:
                 seg.close()
             self.closed = True
@@ -449,6 +541,7 @@ class PartitionLog:
                 del self.segments[: len(doomed)]
                 for seg in doomed:
                     seg.delete()
+                self.txn_index.drop_before(self.log_start_offset)
                 fsync_dir(self.directory)
                 logger.info(
                     "retention deleted segments",
@@ -484,3 +577,25 @@ def _read_start_offset(path: Path) -> int:
     except ValueError:
         logger.warning("ignoring an unreadable log start offset file", extra=fields(path=str(path)))
         return 0
+
+
+def _replay_marker(
+    state: ProducerStateManager, txn_index: TxnIndex, seg: LogSegment, h: BatchHeader
+) -> None:
+    """Load-time twin of :meth:`PartitionLog.append_marker` (the ``.txnindex`` rebuild)."""
+    marker = parse_marker(seg.pread(h.position, h.size))
+    if marker is None or h.producer_id < 0:
+        return
+    aborted = state.complete_txn(
+        h.producer_id, h.producer_epoch, h.base_offset, marker.commit, h.max_timestamp
+    )
+    if aborted is not None:
+        txn_index.append(aborted)
+
+
+def _last_offset(records: bytes) -> int | None:
+    """Last offset of the last batch in ``records`` (headers only)."""
+    last = None
+    for h in iter_headers(records, check_crc=False):
+        last = h.last_offset
+    return last

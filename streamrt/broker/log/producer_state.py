@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from streamrt.broker.log.batch import BatchHeader, increment_sequence
+from streamrt.broker.log.txn_index import AbortedTxn
 from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = ("BatchMetadata", "ProducerEntry", "ProducerStateManager")
@@ -40,11 +41,33 @@ class ProducerEntry:
         default_factory=lambda: deque(maxlen=_CACHED_BATCHES)
     )
     last_timestamp: int = -1
+    #: First offset of this producer's open transaction, -1 when none is open.
+    txn_first_offset: int = -1
 
     def copy(self) -> ProducerEntry:
         return ProducerEntry(
-            self.epoch, deque(self.batches, maxlen=_CACHED_BATCHES), self.last_timestamp
+            self.epoch,
+            deque(self.batches, maxlen=_CACHED_BATCHES),
+            self.last_timestamp,
+            self.txn_first_offset,
         )
+
+    def bump_epoch(self, epoch: int) -> None:
+        """A newer epoch (from a marker): the old epoch's sequences are forgotten."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+
+    def track_transaction(self, h: BatchHeader, base_offset: int) -> None:
+        """Open a transaction at its first batch; a plain batch inside one is refused."""
+        if h.is_transactional:
+            if self.txn_first_offset < 0:
+                self.txn_first_offset = base_offset
+        elif self.txn_first_offset >= 0:
+            raise KafkaError(
+                ErrorCode.invalid_txn_state,
+                "non-transactional batch while the producer's transaction is open",
+            )
 
     def record(self, h: BatchHeader, base_offset: int) -> None:
         if h.producer_epoch != self.epoch:
@@ -67,9 +90,17 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> first offset of its open transaction (Kafka's ``ongoingTxns``), kept
+        #: beside the entries so the LSO costs no scan of every producer.
+        self._ongoing: dict[int, int] = {}
 
     def check(
-        self, h: BatchHeader, base_offset: int, pending: dict[int, ProducerEntry]
+        self,
+        h: BatchHeader,
+        base_offset: int,
+        pending: dict[int, ProducerEntry],
+        *,
+        check_sequence: bool = True,
     ) -> BatchMetadata | None:
         """Check one batch (to be written at ``base_offset``) against the state plus ``pending``.
 
@@ -77,7 +108,9 @@ class ProducerStateManager:
         (not to be written). Otherwise records the batch in ``pending``, which the caller
         commits with :meth:`commit` once the write succeeded. Raises ``invalid_producer_epoch``
         for an older epoch and ``out_of_order_sequence_number`` for a gap or a new epoch not
-        starting at sequence 0.
+        starting at sequence 0, and ``invalid_txn_state`` for a plain batch inside an open
+        transaction. ``check_sequence=False`` is Kafka's coordinator append origin
+        (transactional offset commits): only the epoch is checked.
         """
         if h.producer_id < 0 or h.is_control:
             return None
@@ -88,6 +121,7 @@ class ProducerStateManager:
                 # Unknown producer (new, or its state expired): any sequence starts it (KIP-360).
                 entry = ProducerEntry(h.producer_epoch)
                 entry.record(h, base_offset)
+                entry.track_transaction(h, base_offset)
                 pending[h.producer_id] = entry
                 return None
             entry = known.copy()
@@ -96,6 +130,17 @@ class ProducerStateManager:
                 ErrorCode.invalid_producer_epoch,
                 f"producer {h.producer_id} epoch {h.producer_epoch} < current {entry.epoch}",
             )
+        if check_sequence:
+            cached = self._check_sequence(h, entry)
+            if cached is not None:
+                return cached
+        entry.track_transaction(h, base_offset)
+        entry.record(h, base_offset)
+        pending[h.producer_id] = entry
+        return None
+
+    @staticmethod
+    def _check_sequence(h: BatchHeader, entry: ProducerEntry) -> BatchMetadata | None:
         if h.producer_epoch == entry.epoch:
             for cached in entry.batches:
                 if cached.first_seq == h.base_sequence and cached.last_seq == h.last_sequence:
@@ -113,15 +158,21 @@ class ProducerStateManager:
                 ErrorCode.out_of_order_sequence_number,
                 f"producer {h.producer_id}: new epoch {h.producer_epoch} must start at sequence 0",
             )
-        entry.record(h, base_offset)
-        pending[h.producer_id] = entry
         return None
 
     def commit(self, pending: Mapping[int, ProducerEntry]) -> None:
         self.producers.update(pending)
+        for pid, entry in pending.items():
+            self._track_ongoing(pid, entry)
+
+    def _track_ongoing(self, pid: int, entry: ProducerEntry) -> None:
+        if entry.txn_first_offset >= 0:
+            self._ongoing[pid] = entry.txn_first_offset
+        else:
+            self._ongoing.pop(pid, None)
 
     def load_batch(self, h: BatchHeader) -> None:
-        """Replay one stored batch header (load-time rebuild: no checks)."""
+        """Replay one stored data batch header (load-time rebuild: no checks)."""
         if h.producer_id < 0 or h.is_control:
             return
         entry = self.producers.get(h.producer_id)
@@ -129,12 +180,55 @@ class ProducerStateManager:
             entry = self.producers[h.producer_id] = ProducerEntry(h.producer_epoch)
         elif h.producer_epoch < entry.epoch:
             return
+        if h.is_transactional and entry.txn_first_offset < 0:
+            entry.txn_first_offset = h.base_offset
+            self._ongoing[h.producer_id] = h.base_offset
         entry.record(h, h.base_offset)
 
+    # --------------------------------------------------------------------------- transactions
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """A marker of an older epoch than the producer's is a zombie coordinator's (47)."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker epoch {producer_epoch} < producer {producer_id} epoch {entry.epoch}",
+            )
+
+    def complete_txn(
+        self, producer_id: int, producer_epoch: int, marker_offset: int, commit: bool, ts: int
+    ) -> AbortedTxn | None:
+        """Apply a marker written at ``marker_offset`` (Kafka's ``appendEndTxnMarker``).
+
+        Ends the producer's open transaction, if any, and adopts the marker's epoch (a fence).
+        Returns the aborted-index entry for an aborted transaction: its last stable offset is the
+        first offset of the next open transaction of another producer, else the marker + 1.
+        """
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_epoch)
+        entry.bump_epoch(max(entry.epoch, producer_epoch))
+        entry.last_timestamp = max(entry.last_timestamp, ts)
+        first = entry.txn_first_offset
+        entry.txn_first_offset = -1
+        self._ongoing.pop(producer_id, None)
+        if first < 0 or commit:
+            return None
+        unstable = self.first_unstable_offset()
+        lso = marker_offset + 1 if unstable is None else min(unstable, marker_offset + 1)
+        return AbortedTxn(producer_id, first, marker_offset, lso)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction (the LSO bound), if any."""
+        return min(self._ongoing.values(), default=None)
+
     def expire(self, now_ms: int, expiration_ms: int) -> None:
-        """Forget producers idle for ``producer.id.expiration.ms``."""
+        """Forget producers idle for ``producer.id.expiration.ms`` (never one whose transaction
+        is still open: it would unblock the LSO)."""
         for pid in [
-            p for p, e in self.producers.items() if now_ms - e.last_timestamp > expiration_ms
+            p
+            for p, e in self.producers.items()
+            if now_ms - e.last_timestamp > expiration_ms and e.txn_first_offset < 0
         ]:
             del self.producers[pid]
 
@@ -147,6 +241,7 @@ class ProducerStateManager:
                 str(pid): {
                     "epoch": e.epoch,
                     "last_timestamp": e.last_timestamp,
+                    "txn_first_offset": e.txn_first_offset,
                     "batches": [dataclasses.astuple(b) for b in e.batches],
                 }
                 for pid, e in self.producers.items()
@@ -166,9 +261,14 @@ class ProducerStateManager:
             doc = json.loads(path.read_text())
             state = cls()
             for pid, e in doc["producers"].items():
-                entry = ProducerEntry(int(e["epoch"]), last_timestamp=int(e["last_timestamp"]))
+                entry = ProducerEntry(
+                    int(e["epoch"]),
+                    last_timestamp=int(e["last_timestamp"]),
+                    txn_first_offset=int(e.get("txn_first_offset", -1)),
+                )
                 entry.batches.extend(BatchMetadata(*map(int, b)) for b in e["batches"])
                 state.producers[int(pid)] = entry
+                state._track_ongoing(int(pid), entry)
             return int(doc["offset"]), state
         except (OSError, ValueError, KeyError, TypeError):
             return None

@@ -200,11 +200,15 @@ class LogSegment:
                 return h
         return None
 
-    def read_batches(self, first: BatchHeader, max_bytes: int, min_one: bool) -> bytes:
+    def read_batches(
+        self, first: BatchHeader, max_bytes: int, min_one: bool, max_offset: int | None = None
+    ) -> bytes:
         """Whole batches from ``first`` on, totalling at most ``max_bytes`` (KIP-74: the first
-        batch even if larger, when ``min_one``)."""
+        batch even if larger, when ``min_one``), none starting at or after ``max_offset``."""
         end = first.position
         for h in self.headers_from(first.position):
+            if max_offset is not None and h.base_offset >= max_offset:
+                break
             if end + h.size - first.position > max_bytes and not (
                 min_one and end == first.position
             ):

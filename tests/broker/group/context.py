@@ -76,8 +76,9 @@ class CoordinatorTestContext:
             if error is None:
                 self.log.extend(result.records)
                 if result.replay:
+                    pid = -1 if result.producer is None else result.producer[0]
                     for record in result.records:
-                        self.coordinator.replay(record)
+                        self.coordinator.replay(record, pid)
         for handle, response in result.completions:
             assert isinstance(handle, Pending)
             if response is None:

@@ -149,9 +149,14 @@ class _RecordingPartition:
     def read(self, offset: int, max_bytes: int) -> Any:
         return self._log.read(offset, max_bytes)
 
-    def append(self, records: bytes, now_ms: int) -> object:
+    def append(self, records: bytes, now_ms: int, *, coordinator: bool = False) -> object:
         self._threads.append(threading.get_ident())
-        return self._log.append(records, now_ms)
+        return self._log.append(records, now_ms, coordinator=coordinator)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now: int
+    ) -> int:
+        return self._log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch, now)
 
 
 @pytest.mark.parametrize(("fsync", "off_loop"), [("always", True), ("interval", False)])

@@ -1,0 +1,308 @@
+"""The asyncio edge of the transaction coordinator: ``__transaction_state`` I/O, timers, markers.
+
+One lock serialises every step of the state machine (requests and timer expiries alike), and a
+step's records are appended to ``__transaction_state`` before its answer is built ("append,
+then apply"). After the answer, the markers of a decided transaction are written into each of
+its partitions (``__consumer_offsets`` ones through the group coordinator, which applies the
+pending offsets), then Complete* is written: Kafka's ``TransactionMarkerChannelManager``
+without the RPC. At start the topic is replayed, and transactions left in Prepare* resume their
+markers, so a decided transaction is never lost across a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.memory_records import MemoryRecords
+
+from streamrt.broker.config import BrokerConfig
+from streamrt.broker.group.service import CONSUMER_OFFSETS, AsyncioTimer, partition_for
+from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig, map_append_error
+from streamrt.broker.txn.records import TopicPartition, TxnRecord
+from streamrt.broker.txn.responses import error_response
+from streamrt.broker.txn.result import TxnMarkers, TxnResult
+from streamrt.clock import Clock
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+from streamrt.wire.api_keys import ApiKey
+
+__all__ = ("TRANSACTION_STATE", "TransactionCoordinatorService")
+
+logger = logging.getLogger(__name__)
+
+TRANSACTION_STATE = "__transaction_state"
+_READ_CHUNK = 1 << 20
+_RETRY_MIN_S, _RETRY_MAX_S = 0.05, 5.0
+
+
+class TransactionCoordinatorService:
+    """Owns the transaction state machine, its lock, its timer worker, its log partitions and
+    the marker writers."""
+
+    supported_apis: ClassVar[Mapping[ApiKey, tuple[int, int]]] = {
+        ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),  # the client path (v4+ is broker-to-broker)
+        ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+        ApiKey.END_TXN: (0, 4),  # v5 is transaction.version 2, not offered
+        ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+        ApiKey.LIST_TRANSACTIONS: (0, 1),
+    }
+
+    def __init__(
+        self,
+        logs: Any,
+        config: BrokerConfig,
+        clock: Clock,
+        groups: Any,
+        on_markers: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._logs = logs
+        self._clock = clock
+        self._groups = groups
+        self._on_markers = on_markers
+        self._partitions: int = config["transaction.state.log.num.partitions"]
+        self._offsets_partitions: int = config["offsets.topic.num.partitions"]
+        self._timer = AsyncioTimer(self._enqueue_timer)
+        self.coordinator = TransactionCoordinator(
+            TxnConfig.from_broker(config),
+            clock,
+            self._timer,
+            allocate_producer_id=logs.allocate_producer_id,
+            partition_exists=self._partition_exists,
+            offsets_partition=self._offsets_partition,
+        )
+        self._lock = asyncio.Lock()
+        self._timer_queue: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._marker_tasks: set[asyncio.Task[None]] = set()
+        self._state = "loading"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        topics = self._logs.topics()
+        if TRANSACTION_STATE not in topics:
+            self._logs.create_topic(
+                TRANSACTION_STATE, self._partitions, {"cleanup.policy": "compact"}, internal=True
+            )
+        else:
+            self._partitions = topics[TRANSACTION_STATE].num_partitions
+        if CONSUMER_OFFSETS in topics:
+            self._offsets_partitions = topics[CONSUMER_OFFSETS].num_partitions
+        loaded = 0
+        async with self._lock:
+            for partition in range(self._partitions):
+                loaded += self._replay_partition(self._logs.log(TRANSACTION_STATE, partition))
+            self._worker = asyncio.create_task(self._run_timers(), name="txn-coordinator-timers")
+            _, markers = self._apply(self.coordinator.on_loaded())
+            self._state = "active"
+        self._spawn_markers(markers)
+        logger.info(
+            "transaction coordinator loaded",
+            extra=fields(
+                records=loaded,
+                transactions=len(self.coordinator.transactions),
+                resumed=len(markers),
+            ),
+        )
+
+    async def stop(self) -> None:
+        async with self._lock:
+            self._state = "stopped"
+            self._timer.cancel_all()
+        tasks = [*self._marker_tasks, *([self._worker] if self._worker else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._marker_tasks.clear()
+        self._worker = None
+
+    def _replay_partition(self, log: Any) -> int:
+        offset, count = log.log_start_offset, 0
+        while offset < log.log_end_offset:
+            chunk = log.read(offset, _READ_CHUNK)
+            if not chunk.records:
+                break
+            records = MemoryRecords(chunk.records)
+            while records.has_next():
+                batch = records.next_batch()
+                if batch is None:
+                    break
+                for record in batch:
+                    if record.key is not None and record.offset >= offset:
+                        value = None if record.value is None else bytes(record.value)
+                        self.coordinator.replay_bytes(bytes(record.key), value)
+                        count += 1
+                    offset = max(offset, record.offset + 1)
+                offset = max(offset, batch.next_offset)
+        return count
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def handle(self, ctx: Any, request: Any) -> Any:
+        """The kio response for ``ctx.api_version``; markers of a decided transaction are
+        written after it is answered."""
+        if self._state != "active":
+            code = (
+                ErrorCode.coordinator_load_in_progress
+                if self._state == "loading"
+                else ErrorCode.not_coordinator
+            )
+            return error_response(ctx, request, code)
+        c = self.coordinator
+        handlers: dict[int, Callable[[], TxnResult]] = {
+            ApiKey.INIT_PRODUCER_ID: lambda: c.init_producer_id(ctx, request),
+            ApiKey.ADD_PARTITIONS_TO_TXN: lambda: c.add_partitions_to_txn(ctx, request),
+            ApiKey.ADD_OFFSETS_TO_TXN: lambda: c.add_offsets_to_txn(ctx, request),
+            ApiKey.END_TXN: lambda: c.end_txn(ctx, request),
+            ApiKey.DESCRIBE_TRANSACTIONS: lambda: c.describe_transactions(ctx, request),
+            ApiKey.LIST_TRANSACTIONS: lambda: c.list_transactions(ctx, request),
+        }
+        handler = handlers.get(ctx.api_key)
+        if handler is None:
+            raise KafkaError(ErrorCode.unsupported_version, f"api {ctx.api_key} not served here")
+        async with self._lock:
+            response, markers = self._apply(handler())
+        self._spawn_markers(markers)
+        return response
+
+    def verify(
+        self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        """Produce-time check that ``tp`` is in the producer's ongoing transaction."""
+        if self._state != "active":
+            return ErrorCode.not_coordinator
+        return self.coordinator.verify_partition(transactional_id, producer_id, epoch, tp)
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
+        return self._offsets_partition(group_id)
+
+    def _apply(self, result: TxnResult) -> tuple[Any, list[TxnMarkers]]:
+        """Append, then call back; returns the answer and the markers to write."""
+        error: ErrorCode | None = None
+        if result.records:
+            error = self._append(result.records)
+        response = result.response
+        markers = list(result.markers)
+        if result.on_append is not None:
+            nested = result.on_append(None if error is None else map_append_error(error))
+            answer, more = self._apply(nested)
+            response = answer if answer is not None else response
+            markers += more
+        for step in result.also:
+            markers += self._apply(step)[1]
+        return response, markers
+
+    def _append(self, records: tuple[TxnRecord, ...]) -> ErrorCode | None:
+        """One batch per ``__transaction_state`` partition (Kafka appends with acks=-1)."""
+        now = self._clock.now_ms()
+        by_partition: dict[int, list[TxnRecord]] = {}
+        for record in records:
+            p = partition_for(record.transactional_id, self._partitions)
+            by_partition.setdefault(p, []).append(record)
+        try:
+            for partition, batch in by_partition.items():
+                builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+                for i, record in enumerate(batch):
+                    builder.append(i, timestamp=now, key=record.key, value=record.value, headers=[])
+                # Durable per streamrt.log.fsync, like every other append (Kafka: acks=-1).
+                self._logs.log(TRANSACTION_STATE, partition).append(bytes(builder.build()), now)
+        except KafkaError as exc:
+            logger.warning("__transaction_state append failed", extra=fields(error=exc.code.name))
+            return exc.code
+        except OSError as exc:
+            logger.error("__transaction_state append failed", extra=fields(error=str(exc)))
+            return ErrorCode.kafka_storage_error
+        return None
+
+    # -- markers --------------------------------------------------------------------------------
+
+    def _spawn_markers(self, markers: list[TxnMarkers]) -> None:
+        for m in markers:
+            task = asyncio.create_task(
+                self._write_markers(m), name=f"txn-markers-{m.transactional_id}"
+            )
+            self._marker_tasks.add(task)
+            task.add_done_callback(self._marker_tasks.discard)
+
+    async def _write_markers(self, m: TxnMarkers) -> None:
+        """Write every marker (retrying storage errors), then persist Complete*."""
+        remaining = list(m.partitions)
+        delay = _RETRY_MIN_S
+        epoch = self.coordinator.config.coordinator_epoch
+        while remaining:
+            failed: list[TopicPartition] = []
+            for topic, partition in remaining:
+                try:
+                    if topic == CONSUMER_OFFSETS and self._groups is not None:
+                        await self._groups.write_txn_marker(
+                            partition, m.producer_id, m.producer_epoch, m.commit, epoch
+                        )
+                    else:
+                        now = self._clock.now_ms()
+                        log = self._logs.log(topic, partition)
+                        log.append_marker(m.producer_id, m.producer_epoch, m.commit, epoch, now)
+                except KafkaError as exc:
+                    if exc.code in (
+                        ErrorCode.unknown_topic_or_partition,
+                        ErrorCode.invalid_producer_epoch,
+                    ):
+                        # A deleted partition, or a newer epoch already wrote there: Kafka
+                        # stops sending to it.
+                        logger.warning(
+                            "transaction marker dropped",
+                            extra=fields(topic=topic, partition=partition, error=exc.code.name),
+                        )
+                    else:
+                        failed.append((topic, partition))
+                except OSError:
+                    logger.exception("transaction marker write failed; will retry")
+                    failed.append((topic, partition))
+            remaining = failed
+            if remaining:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+        self._on_markers()
+        delay = _RETRY_MIN_S
+        while True:  # Kafka retries the Complete* write until it lands
+            async with self._lock:
+                if self._state != "active":
+                    return
+                c = self.coordinator
+                self._apply(c.markers_written(m.transactional_id, m.producer_id, m.producer_epoch))
+                if not c.awaits_completion(m.transactional_id, m.producer_id, m.producer_epoch):
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
+
+    # -- timers ---------------------------------------------------------------------------------
+
+    def _enqueue_timer(self, run: Callable[[], Any]) -> None:
+        self._timer_queue.put_nowait(run)
+
+    async def _run_timers(self) -> None:
+        while True:
+            run = await self._timer_queue.get()
+            markers: list[TxnMarkers] = []
+            async with self._lock:
+                if self._state == "stopped":
+                    continue
+                try:
+                    result = run()
+                    if result is not None:
+                        markers = self._apply(result)[1]
+                except Exception:
+                    logger.exception("transaction coordinator timer failed")
+            self._spawn_markers(markers)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        info = self._logs.topics().get(topic)
+        return info is not None and 0 <= partition < info.num_partitions
+
+    def _offsets_partition(self, group_id: str) -> TopicPartition:
+        return (CONSUMER_OFFSETS, partition_for(group_id, self._offsets_partitions))
