@@ -25,6 +25,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.demo": ("demo",),
     "streamrt.broker.cli": ("broker",),
     "streamrt.admin.cli": ("groups", "topics"),
+    "streamrt.admin.access_cli": ("acls", "users"),
     "streamrt.run": ("run",),
     "streamrt.rest.cli": ("instances",),
     "streamrt.deploy.cli": ("deploy",),
