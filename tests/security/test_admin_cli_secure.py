@@ -184,8 +184,8 @@ async def _leave_static_member(bootstrap: str, cfg: ClientConfig, topic: str, gr
     )
     await consumer.start()
     try:
-        while not consumer.assignment():
-            await asyncio.sleep(0.1)
+        await consumer.getmany(timeout_ms=3000)  # joins the group and gets its partition
+        assert consumer.assignment()
     finally:
         await consumer.stop()
 
