@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol
@@ -194,16 +194,6 @@ class RecordErrorHandlers:
                     f"{stage.value} exception handler dlq needs "
                     "errors.deadletterqueue.topic.name (the dead-letter topic)"
                 )
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> RecordErrorHandlers:
-        """From resolved config values (already parsed by :func:`parse_handler`)."""
-        return cls(
-            settings.get("deserialization", FAIL),
-            settings.get("processing", FAIL),
-            settings.get("production", FAIL),
-            settings.get("dead_letter_topic"),
-        )
 
     def handle(
         self, context: ErrorContext, exc: BaseException, sink: DeadLetterSink | None
