@@ -2,7 +2,8 @@
 
 A subcommand module exposes ``register(subparsers)``, which adds parsers whose ``func``
 default is ``func(args) -> int`` (the exit code). Exit codes: 0 ok, 1 failure, 2 bad usage,
-3 partial failure (e.g. some members of a batch removal were unknown).
+3 partial failure (e.g. some members of a batch removal were unknown), 4 ``streamrt run``: the
+instance ended in ERROR (a record kept failing, or a fatal error; see docs/operations.md).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.demo": ("demo",),
     "streamrt.broker.cli": ("broker",),
     "streamrt.admin.cli": ("groups", "topics"),
+    "streamrt.admin.access_cli": ("acls", "users"),
     "streamrt.run": ("run",),
     "streamrt.rest.cli": ("instances",),
     "streamrt.deploy.cli": ("deploy",),

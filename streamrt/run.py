@@ -16,7 +16,11 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.app import App, AppError
 from streamrt.runtime.config import load_config_file, read_env
 
-__all__ = ("register",)
+__all__ = ("EXIT_APP_ERROR", "register")
+
+# The instance ended in ERROR: every stream thread stopped because a record kept failing
+# (exception handler ``fail``) or because of a fatal error such as a fenced instance id.
+EXIT_APP_ERROR = 4
 
 
 def register(subparsers: Any) -> None:
@@ -83,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return app.run()
     except AppError as exc:
-        print(f"streamrt: error: {exc}", file=sys.stderr)
-        return 1
+        print(f"streamrt: error: the instance ended in ERROR: {exc}", file=sys.stderr)
+        return EXIT_APP_ERROR
     finally:
         publisher.close()

@@ -1,6 +1,8 @@
-"""``streamrt groups …`` and ``streamrt topics …``: operator commands over :class:`AdminClient`.
+"""``streamrt groups …``, ``streamrt topics …`` (and ``acls``/``users``, see
+:mod:`streamrt.admin.access_cli`): operator commands over :class:`AdminClient`.
 
-Flags follow Kafka's ``kafka-consumer-groups.sh`` / ``kafka-topics.sh`` where they exist.
+Flags follow Kafka's ``kafka-consumer-groups.sh`` / ``kafka-topics.sh`` where they exist;
+``--command-config FILE`` takes Kafka client properties (TLS, SASL) as Kafka's tools do.
 ``--output json`` prints one JSON document for scripts. Exit codes: 0 ok, 1 failure, 3 partial
 (``remove-members``: some instance ids were not members of the group).
 """
@@ -39,6 +41,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=default,
         metavar="HOST:PORT[,HOST:PORT]",
         help=f"brokers to bootstrap from (default: ${_BOOTSTRAP_ENV})",
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties for the admin connection: security.protocol, ssl.*, "
+        "sasl.mechanism, sasl.jaas.config (as kafka-*.sh --command-config)",
     )
     parser.add_argument(
         "--output", choices=("text", "json"), default="text", help="text tables or one JSON doc"
@@ -157,6 +165,7 @@ def _run(args: argparse.Namespace, op: Callable[[AdminClient], Awaitable[int]]) 
             args.bootstrap_server,
             request_timeout=args.timeout,
             api_timeout=args.timeout,
+            config=args.command_config,
         ) as admin:
             return await op(admin)
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from streamrt.admin import access
+from streamrt.admin.access import AclBinding, ScramCredentialInfo
 from streamrt.admin.cluster import Cluster, check
 from streamrt.admin.connection import UnsupportedVersionError
 from streamrt.admin.consumer_protocol import (
@@ -30,6 +33,8 @@ from streamrt.admin.models import (
     PartitionInfo,
     TopicDescription,
 )
+from streamrt.admin.security import AdminSecurity
+from streamrt.client_config import ClientConfig
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 
@@ -65,13 +70,17 @@ class AdminClient:
         request_timeout: float = 30.0,
         api_timeout: float = 60.0,
         retry_backoff: float = 0.1,
+        config: ClientConfig | Mapping[str, Any] | Path | str | None = None,
     ) -> None:
+        """``config``: Kafka client properties (a mapping, :class:`ClientConfig` or a
+        properties file) for TLS and SASL: ``security.protocol``, ``ssl.*``, ``sasl.*``."""
         self._cluster = Cluster(
             bootstrap_servers,
             client_id=client_id,
             request_timeout=request_timeout,
             api_timeout=api_timeout,
             retry_backoff=retry_backoff,
+            security=AdminSecurity.from_config(config),
         )
 
     async def __aenter__(self) -> AdminClient:
@@ -409,6 +418,30 @@ class AdminClient:
                 check(p.error_code, f"ListOffsets {t.name}-{p.partition_index}")
                 out[(str(t.name), int(p.partition_index))] = int(p.offset)
         return out
+
+    # -- ACLs and SCRAM users (see streamrt.admin.access) ---------------------------------
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[KafkaError | None]:
+        return await access.create_acls(self._cluster, bindings)
+
+    async def describe_acls(self, acl_filter: AclBinding) -> list[AclBinding]:
+        return await access.describe_acls(self._cluster, acl_filter)
+
+    async def delete_acls(self, acl_filter: AclBinding) -> list[AclBinding]:
+        return await access.delete_acls(self._cluster, acl_filter)
+
+    async def describe_scram_users(
+        self, users: Sequence[str] | None = None
+    ) -> dict[str, list[ScramCredentialInfo] | KafkaError]:
+        return await access.describe_scram_users(self._cluster, users)
+
+    async def alter_scram_users(
+        self,
+        *,
+        upsert: Sequence[tuple[str, str, str, int]] = (),
+        delete: Sequence[tuple[str, str]] = (),
+    ) -> Results:
+        return await access.alter_scram_users(self._cluster, upsert=upsert, delete=delete)
 
 
 def _member(m: Any, consumer: bool) -> MemberDescription:

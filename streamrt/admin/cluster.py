@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from streamrt.admin.connection import AdminConnectionError, BrokerConnection
+from streamrt.admin.security import AdminSecurity
 from streamrt.errors import ErrorCode, KafkaError, StreamrtError
 from streamrt.logs import fields
 from streamrt.wire.api_keys import ApiKey
@@ -90,8 +91,10 @@ class Cluster:
         request_timeout: float,
         api_timeout: float,
         retry_backoff: float,
+        security: AdminSecurity | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security or AdminSecurity()
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.api_timeout = api_timeout
@@ -115,6 +118,7 @@ class Cluster:
             address[1],
             client_id=self.client_id,
             request_timeout=self.request_timeout,
+            security=self.security,
         )
         self._connections[address] = conn
         return conn

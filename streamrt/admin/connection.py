@@ -16,10 +16,12 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from streamrt.admin.security import AdminSecurity, authenticate
 from streamrt.errors import ErrorCode, StreamrtError
 from streamrt.logs import fields
 from streamrt.wire.api_keys import ApiKey
@@ -105,13 +107,22 @@ class BrokerConnection:
         *,
         client_id: str = "streamrt-admin",
         request_timeout: float = 30.0,
+        security: AdminSecurity | None = None,
     ) -> BrokerConnection:
-        """Connect and negotiate API versions; raise :class:`AdminConnectionError` on failure."""
+        """Connect (over TLS if ``security`` has a context), negotiate API versions, then
+        authenticate with SASL if configured; raise :class:`AdminConnectionError` on failure."""
         address = f"{host}:{port}"
+        security = security or AdminSecurity()
+        tls = security.ssl_context
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), request_timeout
+                asyncio.open_connection(
+                    host, port, ssl=tls, server_hostname=host if tls is not None else None
+                ),
+                request_timeout,
             )
+        except ssl.SSLError as exc:
+            raise AdminConnectionError(f"TLS handshake with {address} failed: {exc}") from exc
         except (OSError, TimeoutError) as exc:
             reason = str(exc) or "timed out"
             raise AdminConnectionError(f"cannot connect to {address}: {reason}") from exc
@@ -120,6 +131,8 @@ class BrokerConnection:
         )
         try:
             await conn._negotiate_api_versions()
+            if security.sasl is not None:
+                await authenticate(conn, security.sasl)
         except BaseException:
             await conn.close()
             raise

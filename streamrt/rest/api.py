@@ -95,11 +95,17 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
 
     @api.get("/healthz", responses=_ERRORS)
     def healthz() -> dict[str, Any]:
-        """200 while the instance runs; 503 once it stopped on a fatal error."""
-        if app.fatal_error is not None:
-            raise ApiError(503, "FATAL_ERROR", str(app.fatal_error))
-        states = {t.thread_name: t.state.value for t in app.metadata_for_local_threads()}
-        return {"status": "ok", "instance_id": app.instance_id, "threads": states}
+        """200 while the instance runs; 503 once it is in (or going to) ERROR, with why."""
+        health = app.health()
+        if not health.healthy:
+            raise ApiError(503, "FATAL_ERROR", f"{health.state}: {health.reason or 'stopped'}")
+        return {
+            "status": "ok",
+            "instance_id": app.instance_id,
+            "state": health.state,
+            "threads": health.threads,
+            "thread_failures": health.thread_failures,
+        }
 
     @api.get("/v1/instances", response_model=InstancesView)
     def instances() -> InstancesView:

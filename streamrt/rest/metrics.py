@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streamrt.runtime.metadata import ThreadState
+from streamrt.runtime.metadata import AppState, ThreadState
 
 if TYPE_CHECKING:
     from streamrt.runtime.app import App
@@ -54,6 +54,40 @@ class AppCollector(Collector):
             restored.add_metric(key, t.records_restored)
             restored_bytes.add_metric(key, t.bytes_restored)
         yield from (state, processed, rebalances, restored, restored_bytes)
+        yield from self._errors(instance)
+
+    def _errors(self, instance: str) -> Iterator[Metric]:
+        """Instance state, thread deaths and records skipped or dead-lettered by handlers."""
+        app_state = GaugeMetricFamily(
+            "streamrt_app_state",
+            "1 for the instance's current state (ERROR: stopped, see /healthz), 0 for the others",
+            labels=["instance_id", "state"],
+        )
+        current = self.app.state
+        for s in AppState:
+            app_state.add_metric([instance, s.value], 1.0 if current is s else 0.0)
+        failures = CounterMetricFamily(
+            "streamrt_thread_failures",
+            "Stream threads that died (a record failed with handler fail, or another error)",
+            labels=["instance_id"],
+        )
+        failures.add_metric([instance], self.app.thread_failures)
+        skipped = CounterMetricFamily(
+            "streamrt_records_skipped",
+            "Records an exception handler skipped (continue or dlq)",
+            labels=["instance_id", "stage", "handler"],
+        )
+        dlq = CounterMetricFamily(
+            "streamrt_dlq_records",
+            "Records sent to the dead-letter topic (errors.deadletterqueue.topic.name)",
+            labels=["instance_id", "stage"],
+        )
+        by_handler, dead_lettered = self.app.error_stats.snapshot()
+        for (stage, handler), n in sorted(by_handler.items()):
+            skipped.add_metric([instance, stage, handler], n)
+        for stage, n in sorted(dead_lettered.items()):
+            dlq.add_metric([instance, stage], n)
+        yield from (app_state, failures, skipped, dlq)
 
 
 def render_metrics(registry: CollectorRegistry) -> bytes:

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamrt.clock import Clock, SystemClock
@@ -27,6 +28,7 @@ from streamrt.logs import fields
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
+from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
 from streamrt.runtime.internal_topics import ensure_internal_topics
 from streamrt.runtime.metadata import (
     APP_ALLOWED_NEXT,
@@ -40,7 +42,7 @@ from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
 from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike
 
-__all__ = ("App", "AppError", "Service", "StateListener", "StoreNotReadyError")
+__all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,25 @@ StateListener = Callable[[AppState, AppState], None]  # (new, old), as Kafka's S
 
 class AppError(StreamrtError):
     """The instance stopped because of a fatal error (its message says which)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What ``/healthz`` reports: unhealthy once the instance is in (or going to) ERROR."""
+
+    healthy: bool
+    state: str
+    reason: str | None
+    threads: dict[str, str]
+    thread_failures: int
+
+
+@dataclass(slots=True)
+class _Failures:
+    """Deaths of stream threads on one record (or with one error), for the backoff."""
+
+    count: int
+    last: float
 
 
 class Service(Protocol):
@@ -98,6 +119,10 @@ class App:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
+        self.error_stats = ErrorStats()
+        self.thread_failures = 0  # stream thread deaths (not counting clean stops)
+        self._failures: dict[str, _Failures] = {}
+        self._restart_at: dict[int, float] = {}  # dead thread index → when to replace it
 
     @property
     def topology(self) -> Topology:
@@ -222,8 +247,17 @@ class App:
             self.config = config
             static = config.group_instance_id is not None
             self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
+            errors = config.error_handlers()
+            self.error_stats = errors.stats
             self._env = ThreadEnv(
-                config, self.topology, tuple(subs), self.instance_id, static, self._emit, self.clock
+                config,
+                self.topology,
+                tuple(subs),
+                self.instance_id,
+                static,
+                self._emit,
+                self.clock,
+                errors,
             )
             self.queries.bind(config, self.instance_id, subs)
             logger.info(
@@ -254,28 +288,94 @@ class App:
         return thread
 
     def _supervise(self) -> None:
-        """Replace dead threads with the same index; stop everything on a fatal error."""
+        """Replace dead threads with the same index, after a backoff that grows while they
+        keep dying on the same record (or with the same error); give up to ERROR after
+        ``errors.retry.max.attempts`` replacements, and at once on a fatal error."""
         while not self._stopping.wait(0.2):
             with self._lock:
                 for index, thread in list(self.threads.items()):
                     if thread.alive or self._stopping.is_set():
                         continue
                     if isinstance(thread.error, FatalThreadError):
-                        self.fatal_error = thread.error
-                        logger.error(
-                            "fatal error, stopping the instance",
-                            extra=fields(error=str(thread.error)),
-                        )
-                        self._emit("fatal_error", index, error=str(thread.error))
-                        self._set_state(AppState.PENDING_ERROR)
-                        threading.Thread(target=self.stop, daemon=True).start()
+                        self._to_error(index, thread.error, str(thread.error))
                         return
-                    logger.warning(
-                        "stream thread died, replacing it",
-                        extra=fields(thread=thread.name, error=repr(thread.error)),
-                    )
-                    self._emit("thread_replaced", index, error=repr(thread.error))
-                    self._start_thread(index)
+                    if index not in self._restart_at:
+                        reason = self._thread_failed(index, thread)
+                        if reason is not None:
+                            self._to_error(index, thread.error, reason)
+                            return
+                    if time.monotonic() >= self._restart_at[index]:
+                        del self._restart_at[index]
+                        self._emit("thread_replaced", index, error=repr(thread.error))
+                        self._start_thread(index)
+
+    def _thread_failed(self, index: int, thread: StreamThread) -> str | None:
+        """Count a thread death and schedule its replacement; the reason to give up, if so."""
+        assert self.config is not None
+        cfg = self.config
+        error = thread.error
+        self.thread_failures += 1
+        if isinstance(error, RecordFailedError):
+            key = f"record {error.context.record_id}"
+        else:
+            key = f"error {type(error).__name__}: {error}"
+        now = time.monotonic()
+        previous = self._failures.get(key)
+        # a failure long after the last one with the same key starts a new series
+        if previous is None or now - previous.last > 4 * cfg.errors_retry_backoff_max_ms / 1000:
+            previous = _Failures(0, now)
+        failures = _Failures(previous.count + 1, now)
+        self._failures[key] = failures
+        attempts = failures.count - 1  # replacements already made for this key
+        if attempts >= cfg.errors_retry_max_attempts:
+            self._emit(
+                "thread_failed",
+                index,
+                error=str(error),
+                key=key,
+                attempt=failures.count,
+                retry_in_ms=None,
+            )
+            return (
+                f"stream thread {index} failed {failures.count} times on {key}; giving up "
+                f"(errors.retry.max.attempts={cfg.errors_retry_max_attempts}): {error}"
+            )
+        delay_ms = min(cfg.errors_retry_backoff_ms * 2**attempts, cfg.errors_retry_backoff_max_ms)
+        self._restart_at[index] = now + delay_ms / 1000
+        logger.warning(
+            "stream thread died, replacing it after a backoff",
+            extra=fields(
+                thread=thread.name, error=repr(error), attempt=failures.count, retry_in_ms=delay_ms
+            ),
+        )
+        self._emit(
+            "thread_failed",
+            index,
+            error=str(error),
+            key=key,
+            attempt=failures.count,
+            retry_in_ms=delay_ms,
+        )
+        return None
+
+    def _to_error(self, index: int, error: BaseException | None, reason: str) -> None:
+        """Stop the whole instance into ERROR (Kafka Streams' SHUTDOWN_CLIENT)."""
+        self.fatal_error = AppError(reason) if error is None or reason != str(error) else error
+        logger.error("fatal error, stopping the instance", extra=fields(error=reason))
+        self._emit("fatal_error", index, error=reason)
+        self._set_state(AppState.PENDING_ERROR)
+        threading.Thread(target=self._close_to_error, daemon=True).start()
+
+    def _close_to_error(self, timeout: float = 30.0) -> None:
+        """Stop every stream thread and end in ERROR. Services (the REST endpoint) keep
+        running until :meth:`stop`, so ``/healthz`` can say 503 and why."""
+        self._stopping.set()
+        threads = self._thread_list()
+        for thread in threads:
+            thread.stop()
+        for thread in threads:
+            thread.join(timeout)
+        self._set_state(AppState.ERROR)
 
     def add_stream_thread(self) -> int:
         """Start one more thread with the lowest free index; returns the index."""
@@ -293,13 +393,35 @@ class App:
                 raise StreamrtError("no stream thread to remove")
             index = max(self.threads)
             thread = self.threads.pop(index)
+            self._restart_at.pop(index, None)
         thread.stop()
         thread.join(timeout)
+        if thread.thread_instance_id is not None:
+            self._leave_group(thread.thread_instance_id)
         self._on_thread_state()
         return index
 
+    def _leave_group(self, thread_instance_id: str) -> None:
+        """A static member sends no LeaveGroup on stop; remove it by its instance id (batch
+        LeaveGroup) so its partitions move now, not after ``session.timeout.ms``."""
+        try:
+            results = self.queries.remove_members([thread_instance_id])
+        except Exception as exc:  # the group still drops it after session.timeout.ms
+            logger.warning(
+                "could not remove the stopped thread's static member",
+                extra=fields(member=thread_instance_id, error=repr(exc)),
+            )
+            return
+        error = results.get(thread_instance_id)
+        logger.info(
+            "removed the stopped thread's static member from the group",
+            extra=fields(member=thread_instance_id, error=str(error) if error else None),
+        )
+        self._emit("member_removed", None, member=thread_instance_id, error=error and str(error))
+
     def stop(self, timeout: float = 30.0) -> None:
-        """Commit and stop every thread. Static members send no LeaveGroup."""
+        """Commit and stop every thread and service. Static members send no LeaveGroup.
+        After an error, the state stays ERROR."""
         self._stopping.set()
         self._set_state(AppState.PENDING_SHUTDOWN)
         for service in reversed(self._started_services):
@@ -339,6 +461,14 @@ class App:
         if self.fatal_error is not None:
             raise AppError(str(self.fatal_error))
         return 0
+
+    def health(self) -> Health:
+        """Healthy unless the instance is in (or on its way to) ERROR; the reason says why."""
+        state = self._state
+        failed = self.fatal_error is not None or state in (AppState.ERROR, AppState.PENDING_ERROR)
+        threads = {t.name: t.state.value for t in self._thread_list()}
+        reason = str(self.fatal_error) if self.fatal_error is not None else None
+        return Health(not failed, state.value, reason, threads, self.thread_failures)
 
     # -- metadata and queries (see StreamsQueries) -----------------------------------------
 

@@ -21,7 +21,9 @@ __all__ = ("ProducerCollector",)
 class ProducerCollector:
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self.producer = producer
-        self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int]] = []
+        self._queue: list[
+            tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
+        ] = []
         self._inflight: list[asyncio.Future[Any]] = []
 
     def send(
@@ -31,15 +33,21 @@ class ProducerCollector:
         value: bytes | None,
         partition: int | None,
         timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        self._queue.append((topic, key, value, partition, timestamp_ms))
+        self._queue.append((topic, key, value, partition, timestamp_ms, headers))
 
     async def drain(self) -> None:
         """Hand every queued record to the producer (does not wait for delivery)."""
         queue, self._queue = self._queue, []
-        for topic, key, value, partition, ts in queue:
+        for topic, key, value, partition, ts, headers in queue:
             fut = await self.producer.send(
-                topic, value=value, key=key, partition=partition, timestamp_ms=ts or None
+                topic,
+                value=value,
+                key=key,
+                partition=partition,
+                timestamp_ms=ts or None,
+                headers=headers,
             )
             self._inflight.append(fut)
 

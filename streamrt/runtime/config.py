@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
@@ -23,7 +24,17 @@ __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
 ENV_PREFIX = "STREAMRT_"
 
 _GUARANTEES = ("at_least_once",)
-_DESER_HANDLERS = ("log_and_continue", "log_and_fail")
+# Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
+_ALIASES = {
+    "deserialization.exception.handler": "default.deserialization.exception.handler",
+    "default.production.exception.handler": "production.exception.handler",
+    "errors.dead.letter.queue.topic.name": "errors.deadletterqueue.topic.name",
+}
+_HANDLER_FIELDS = (
+    "default_deserialization_exception_handler",
+    "processing_exception_handler",
+    "production_exception_handler",
+)
 _HOST_PORT = re.compile(r"^[^:\s]+:\d{1,5}$")
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -43,7 +54,16 @@ class StreamsConfig:
     max_poll_interval_ms: int = 300_000
     application_server: str | None = None
     processing_guarantee: str = "at_least_once"
-    default_deserialization_exception_handler: str = "log_and_fail"
+    default_deserialization_exception_handler: HandlerSpec = "fail"
+    processing_exception_handler: HandlerSpec = "fail"
+    production_exception_handler: HandlerSpec = "fail"
+    errors_deadletterqueue_topic_name: str | None = None
+    # A thread that fails on the same record is replaced after a backoff that doubles from
+    # errors.retry.backoff.ms up to errors.retry.backoff.max.ms; after errors.retry.max.attempts
+    # replacements the instance goes to ERROR.
+    errors_retry_max_attempts: int = 3
+    errors_retry_backoff_ms: int = 1_000
+    errors_retry_backoff_max_ms: int = 30_000
     default_dsl_store: StoreKind = ROCKS_DB
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -56,6 +76,7 @@ class StreamsConfig:
         for key, raw in values.items():
             if raw is None:
                 continue
+            key = _ALIASES.get(key, key)
             name = known.get(key)
             if name is None:
                 if key.startswith(("consumer.", "producer.")):
@@ -99,11 +120,22 @@ class StreamsConfig:
                 f"processing.guarantee {self.processing_guarantee!r} is not supported; "
                 f"only {', '.join(_GUARANTEES)}"
             )
-        if self.default_deserialization_exception_handler not in _DESER_HANDLERS:
+        if self.errors_retry_max_attempts < 0:
+            raise ConfigError("errors.retry.max.attempts must be at least 0")
+        if not 0 < self.errors_retry_backoff_ms <= self.errors_retry_backoff_max_ms:
             raise ConfigError(
-                "default.deserialization.exception.handler must be one of "
-                f"{', '.join(_DESER_HANDLERS)}"
+                "errors.retry.backoff.ms must be positive and at most errors.retry.backoff.max.ms"
             )
+        self.error_handlers()  # dlq without a topic name is refused here
+
+    def error_handlers(self) -> RecordErrorHandlers:
+        """The record exception handlers these settings describe (fresh counters)."""
+        return RecordErrorHandlers(
+            deserialization=self.default_deserialization_exception_handler,
+            processing=self.processing_exception_handler,
+            production=self.production_exception_handler,
+            dead_letter_topic=self.errors_deadletterqueue_topic_name or None,
+        )
 
     @property
     def app_state_dir(self) -> Path:
@@ -112,6 +144,8 @@ class StreamsConfig:
 
 
 def _coerce(key: str, name: str, raw: Any) -> Any:
+    if name in _HANDLER_FIELDS:
+        return parse_handler(key, raw)
     annotation = str(StreamsConfig.__dataclass_fields__[name].type)
     if annotation.startswith("int"):
         try:

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from streamrt.logs import fields
+from streamrt.runtime.exception_handlers import (
+    ErrorContext,
+    RecordErrorHandlers,
+    RecordFailedError,
+    Stage,
+    parse_handler,
+)
 from streamrt.runtime.processor import KeyValueStore, Processor, Punctuator
 from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
 from streamrt.runtime.topology import (
@@ -52,7 +59,7 @@ class TaskId:
         return cls(int(sub), int(part))
 
 
-class DeserializationError(Exception):
+class DeserializationError(RecordFailedError):
     """A record could not be deserialized and the handler is ``log_and_fail``."""
 
 
@@ -121,13 +128,21 @@ class StreamTask:
         *,
         deserialization_handler: str = "log_and_fail",
         default_store: StoreKind = ROCKS_DB,
+        errors: RecordErrorHandlers | None = None,
     ) -> None:
         self.task_id = task_id
         self.subtopology = subtopology
         self.topology = topology
         self.application_id = application_id
         self.collector = collector
-        self.deserialization_handler = deserialization_handler
+        self.errors = errors or RecordErrorHandlers(
+            deserialization=parse_handler("deserialization_handler", deserialization_handler)
+        )
+        self._raw: tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]] = (
+            None,
+            None,
+            (),
+        )
         self.inputs = [TopicPartition(t, task_id.partition) for t in subtopology.source_topics]
         self.state = StateManager(str(task_id), state_dir / application_id / str(task_id))
         for name in subtopology.stores:
@@ -200,42 +215,76 @@ class StreamTask:
     # -- processing ------------------------------------------------------------------------
 
     def process(
-        self, topic: str, offset: int, timestamp: int, key: bytes | None, value: bytes | None
+        self,
+        topic: str,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Any = (),
     ) -> None:
-        """Run one input record through the sub-topology (depth first)."""
+        """Run one input record through the sub-topology (depth first).
+
+        A record its handlers skip still counts as consumed; a FAIL raises
+        :class:`RecordFailedError` before the offset is committed, so it is read again.
+        """
         source = self._sources[topic]
         self.record.topic, self.record.offset, self.record.timestamp = topic, offset, timestamp
         self.processed[TopicPartition(topic, self.task_id.partition)] = offset + 1
+        self._raw = (key, value, tuple(headers or ()))
         try:
             k = source.key_serde.deserialize(key)
             v = source.value_serde.deserialize(value)
         except Exception as exc:
-            if self.deserialization_handler == "log_and_fail":
-                raise DeserializationError(
-                    f"cannot deserialize {topic}-{self.task_id.partition}@{offset}: {exc}"
-                ) from exc
-            logger.warning(
-                "skipping a record that cannot be deserialized",
-                extra=fields(
-                    topic=topic, partition=self.task_id.partition, offset=offset, error=str(exc)
-                ),
-            )
+            context = self._error_context(Stage.DESERIALIZATION, source.name)
+            try:
+                self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
+            except RecordFailedError as failed:
+                raise DeserializationError(failed.context, exc, failed.handler) from exc
             return
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
 
+    def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
+        key, value, headers = self._raw
+        return ErrorContext(
+            stage,
+            self.record.topic,
+            self.task_id.partition,
+            self.record.offset,
+            self.record.timestamp,
+            key,
+            value,
+            headers,
+            str(self.task_id),
+            node,
+        )
+
     def deliver(self, node_name: str, key: Any, value: Any) -> None:
         node = self.topology.nodes[node_name]
         if isinstance(node, SinkNode):
+            try:
+                key_bytes = node.key_serde.serialize(key)
+                value_bytes = node.value_serde.serialize(value)
+            except Exception as exc:  # a sink serde error: the production handler decides
+                context = self._error_context(Stage.PRODUCTION, node_name)
+                self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
+                return
             self.collector.send(
                 self.topology.topic_of(node, self.application_id),
-                node.key_serde.serialize(key),
-                node.value_serde.serialize(value),
+                key_bytes,
+                value_bytes,
                 None,
                 self.record.timestamp,
             )
-        else:
+            return
+        try:
             self._processors[node_name].process(key, value)
+        except RecordFailedError:
+            raise  # a descendant's handler already decided
+        except Exception as exc:  # user code: the processing handler decides for this node
+            context = self._error_context(Stage.PROCESSING, node_name)
+            self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
 
     def punctuate(self, now_ms: int) -> int:
         """Run due punctuators at ``now_ms`` (the thread's clock); returns how many ran."""

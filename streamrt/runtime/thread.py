@@ -26,9 +26,10 @@ from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, 
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
-from streamrt.runtime.task import DeserializationError, StreamTask, TaskId, TopicPartition
+from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology
 from streamrt.state import StateLockedError, read_checkpoint_hint
 
@@ -58,6 +59,7 @@ class ThreadEnv:
     static: bool
     emit: Callable[..., None]  # emit(type, thread_index, **fields)
     clock: Clock = field(default_factory=SystemClock)  # punctuation and commit interval
+    errors: RecordErrorHandlers = field(default_factory=RecordErrorHandlers)  # shared counters
 
 
 class _ConsumerCommitter:
@@ -334,11 +336,8 @@ class StreamThread:
             task = by_input.get(TopicPartition(ktp.topic, ktp.partition))
             if task is None or str(task.task_id) in self.restoring:
                 continue
-            for r in records:
-                try:
-                    task.process(r.topic, r.offset, r.timestamp, r.key, r.value)
-                except DeserializationError as exc:
-                    raise FatalThreadError(str(exc)) from exc
+            for r in records:  # a RecordFailedError (handler said FAIL) ends the thread
+                task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers)
 
     async def _commit(self, consumer: AIOKafkaConsumer) -> None:
         """Commit at-least-once (the numbered order lives in :func:`runtime.commit.commit`)."""
@@ -406,8 +405,8 @@ class StreamThread:
             self.env.config.application_id,
             Path(self.env.config.state_dir),
             self._collector,
-            deserialization_handler=self.env.config.default_deserialization_exception_handler,
             default_store=self.env.config.default_dsl_store,
+            errors=self.env.errors,
         )
         self.tasks[str(task_id)] = task
         self.locked.add(str(task_id))
