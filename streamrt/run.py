@@ -219,7 +219,7 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
     done = threading.Event()
     handed_off: list[bool] = []
     reloader = _Reloader()
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     main = threading.current_thread() is threading.main_thread()
     if main:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -233,7 +233,7 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
                 instance_id=config.group_instance_id,
                 fingerprint=topology_fingerprint(app.topology, config.application_id),
                 release=app.stop_for_handoff,
-                on_done=lambda ok: (handed_off.append(ok), done.set()),
+                on_done=lambda ok: _finish(handed_off, ok, done),
                 state=lambda: app.state.name,
             )
             try:
@@ -262,6 +262,11 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
     if app.fatal_error is not None:
         raise AppError(str(app.fatal_error))
     return 0
+
+
+def _finish(handed_off: list[bool], ok: bool, done: threading.Event) -> None:
+    handed_off.append(ok)
+    done.set()
 
 
 class _Reloader:

@@ -17,6 +17,7 @@ from pathlib import Path
 from streamrt.broker.embedded import BrokerThread
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import coordinator_rebalances
+from streamrt.runtime.handoff import HandoffError, ping, socket_path
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 APP_ID = "handoff-counting"
@@ -27,7 +28,11 @@ BROKER = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "2",
 }
-SETTINGS = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "500", "commit.interval.ms": "200"}
+SETTINGS = {
+    "session.timeout.ms": "10000",
+    "heartbeat.interval.ms": "500",
+    "commit.interval.ms": "200",
+}
 
 
 @dataclass
@@ -90,6 +95,13 @@ class Instance:
         return proc
 
     def kill_all(self) -> None:
+        """Ours, and a successor a SIGHUP started (found through the hand-off socket)."""
+        try:
+            pid = ping(socket_path(self.work / "state" / APP_ID), timeout=2)["pid"]
+        except (HandoffError, OSError, ValueError):
+            pid = None
+        if isinstance(pid, int) and pid not in {p.pid for p in self.procs}:
+            os.kill(pid, signal.SIGKILL)
         for p in self.procs:
             if p.alive():
                 p.popen.send_signal(signal.SIGKILL)
