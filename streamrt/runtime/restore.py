@@ -128,7 +128,7 @@ class ChangelogRestorer:
         if not self._pending:
             return []
         began = time.monotonic()
-        batches = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+        batches = await self.consumer.getmany(timeout_ms=timeout_ms)
         for ktp, records in batches.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             state = self._state_of.get(tp)

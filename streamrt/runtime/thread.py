@@ -21,13 +21,14 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
-from streamrt.runtime import kafka_adapter
+from streamrt.runtime import client_settings, kafka_adapter
 from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, SubscriptionInfo
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
+from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import DeserializationError, StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology
 from streamrt.state import StateLockedError, read_checkpoint_hint
@@ -108,6 +109,10 @@ class StreamThread:
         self._consumer: AIOKafkaConsumer | None = None
         self._collector: ProducerCollector | None = None
         self._previous_tasks: tuple[str, ...] = ()
+        self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
+        # Kafka Streams splits statestore.cache.max.bytes evenly over the stream threads
+        cfg = env.config
+        self._cache = RecordCache(cfg.statestore_cache_max_bytes // cfg.num_stream_threads)
 
     # -- control from other threads ----------------------------------------------------------
 
@@ -258,19 +263,14 @@ class StreamThread:
         self._commit_lock = asyncio.Lock()
         if self._stop_requested.is_set():
             return
+        clients = cfg.client_config()
         producer = AIOKafkaProducer(
-            bootstrap_servers=cfg.bootstrap_servers,
-            client_id=f"{self.client_id}-producer",
-            acks="all",
-            linger_ms=5,
+            **client_settings.producer_kwargs(clients, f"{self.client_id}-producer")
         )
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=cfg.bootstrap_servers,
+            **client_settings.consumer_kwargs(clients, "main.consumer", self.client_id),
             group_id=cfg.application_id,
             group_instance_id=self.thread_instance_id,
-            client_id=self.client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
             session_timeout_ms=cfg.session_timeout_ms,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             max_poll_interval_ms=cfg.max_poll_interval_ms,
@@ -278,10 +278,9 @@ class StreamThread:
             partition_assignment_strategy=(self._assignor(),),
         )
         restore_consumer = AIOKafkaConsumer(
-            bootstrap_servers=cfg.bootstrap_servers,
-            client_id=f"{self.client_id}-restore",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
+            **client_settings.consumer_kwargs(
+                clients, "restore.consumer", f"{self.client_id}-restore"
+            ),
         )
         self._collector = ProducerCollector(producer)
         self._restorer = ChangelogRestorer(
@@ -312,7 +311,8 @@ class StreamThread:
         clock = self.env.clock
         schedule = CommitSchedule(clock, self.env.config.commit_interval_ms)
         while not self._stop_requested.is_set():
-            batches = await consumer.getmany(timeout_ms=100, max_records=2000)
+            # While stores restore, do not block on the (paused) inputs: restoring is the work.
+            batches = await consumer.getmany(timeout_ms=0 if self.restoring else 100)
             async with self._commit_lock:
                 await self._retry_locked()
                 for task_id in await self._restorer.step():
@@ -329,9 +329,9 @@ class StreamThread:
                     schedule.committed()
 
     def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
-        by_input = {tp: t for t in self.tasks.values() for tp in t.inputs}
+        by_input = self._by_input
         for ktp, records in batches.items():
-            task = by_input.get(TopicPartition(ktp.topic, ktp.partition))
+            task = by_input.get(ktp)
             if task is None or str(task.task_id) in self.restoring:
                 continue
             for r in records:
@@ -408,8 +408,10 @@ class StreamThread:
             self._collector,
             deserialization_handler=self.env.config.default_deserialization_exception_handler,
             default_store=self.env.config.default_dsl_store,
+            cache=self._cache,
         )
         self.tasks[str(task_id)] = task
+        self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)
         self.locked.add(str(task_id))
         self._pause(task)
 
@@ -451,6 +453,8 @@ class StreamThread:
             task = self.tasks.pop(task_id, None)
             if task is None:
                 continue
+            for tp in task.inputs:
+                self._by_input.pop(KafkaTP(*tp), None)
             if self._restorer is not None:
                 await self._restorer.remove(task_id)
             self.restoring.discard(task_id)
