@@ -28,6 +28,7 @@ __all__ = (
     "consumer_kwargs",
     "is_client_key",
     "producer_kwargs",
+    "validate",
 )
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,8 @@ def is_client_key(key: str) -> bool:
     return (
         key in PRODUCER_KEYS
         or key in CONSUMER_KEYS
+        or key in _OWNED["producer"]
+        or key in _OWNED["consumer"]
         or key in _SECURITY_KEYS
         or key.startswith(_SECURITY_PREFIXES)
     )
@@ -163,6 +166,15 @@ def _tuning(
             # Kafka logs "supplied but isn't a known config" for these, and goes on.
             logger.debug("client setting not used by %s: %s", role, key)
     return out
+
+
+def validate(cfg: ClientConfig) -> None:
+    """Raise ConfigError now for a client setting a thread would refuse when it starts."""
+    _tuning(cfg, "producer", PRODUCER_KEYS, _OWNED["producer"])
+    for role in ("main.consumer", "restore.consumer"):
+        _tuning(cfg, role, CONSUMER_KEYS, _OWNED["consumer"])
+    _tuning(cfg, "admin", ADMIN_KEYS, ())
+    cfg.validate(("main.consumer", "restore.consumer", "producer", "admin"))
 
 
 def producer_kwargs(cfg: ClientConfig, client_id: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from streamrt.client_config import ROLES, ClientConfig, redact
 from streamrt.errors import ConfigError
-from streamrt.runtime.client_settings import is_client_key
+from streamrt.runtime import client_settings
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
@@ -72,7 +72,7 @@ class StreamsConfig:
                         _coerce(key, "statestore_cache_max_bytes", raw),
                     )
                     continue
-                if key.startswith(_CLIENT_PREFIXES) or is_client_key(key):
+                if key.startswith(_CLIENT_PREFIXES) or client_settings.is_client_key(key):
                     extra[key] = str(raw)
                     continue
                 raise ConfigError(f"unknown config key {key!r}")
@@ -101,9 +101,7 @@ class StreamsConfig:
         if self.statestore_cache_max_bytes < 0:
             raise ConfigError("statestore.cache.max.bytes must be at least 0")
         try:
-            self.client_config().validate(
-                ("main.consumer", "restore.consumer", "producer", "admin")
-            )
+            client_settings.validate(self.client_config())
         except ConfigError as exc:
             raise ConfigError(f"client settings: {exc}") from None
         if self.num_stream_threads < 1:
