@@ -313,6 +313,9 @@ class StreamThread:
         while not self._stop_requested.is_set():
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
             batches = await consumer.getmany(timeout_ms=0 if self.restoring else 100)
+            # getmany returns already fetched records without yielding to the event loop; yield
+            # once per poll so the producer's sender (linger) and the fetcher run in between.
+            await asyncio.sleep(0)
             async with self._commit_lock:
                 await self._retry_locked()
                 for task_id in await self._restorer.step():
