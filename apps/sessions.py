@@ -3,7 +3,9 @@
 Clicks (JSON ``{"user": ..., "page": ..., "ts": ...}``, keyed by user) on ``clicks`` are
 folded into one profile per user, a few KB each: counters, the last pages seen and a padded
 attribute blob (``streamrt/deploy/session_profiles.py``). Profiles go to
-``session-profiles`` and live in the ``profiles`` store.
+``session-profiles`` and live in the ``profiles`` store. The store is not cached
+(``caching=False``): every click emits its user's profile at once, which the rolling-deploy
+scenario's output gaps and one-output-per-input check rely on.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ app = App({"application.id": "sessions"})
 (
     app.stream("clicks", key_serde="str", value_serde="json")
     .group_by_key()
-    .aggregate(new_profile, add_click, store="profiles")
+    .aggregate(new_profile, add_click, store="profiles", caching=False)
     .to_stream()
     .to("session-profiles", value_serde="json")
 )
