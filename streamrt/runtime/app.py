@@ -26,6 +26,7 @@ from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime.builder import StreamsBuilder
+from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
@@ -244,7 +245,13 @@ class App:
             subs = self.topology.subtopologies(config.application_id)
             asyncio.run(
                 ensure_internal_topics(
-                    config.bootstrap_servers, config.application_id, self.topology, subs
+                    config.bootstrap_servers,
+                    config.application_id,
+                    self.topology,
+                    subs,
+                    admin_kwargs=admin_kwargs(
+                        config.client_config(), f"{config.application_id}-admin"
+                    ),
                 )
             )
             self._prepared = config
@@ -280,6 +287,7 @@ class App:
                     instance_id=self.instance_id,
                     threads=config.num_stream_threads,
                     static=static,
+                    config=config.redacted(),
                 ),
             )
             for service in self._services:  # first: a taken port fails before any thread runs
