@@ -216,7 +216,13 @@ class App:
             subs = self.topology.subtopologies(config.application_id)
             asyncio.run(
                 ensure_internal_topics(
-                    config.bootstrap_servers, config.application_id, self.topology, subs
+                    config.bootstrap_servers,
+                    config.application_id,
+                    self.topology,
+                    subs,
+                    window_additional_retention_ms=(
+                        config.windowstore_changelog_additional_retention_ms
+                    ),
                 )
             )
             self.config = config
@@ -353,6 +359,13 @@ class App:
 
     def query_local(self, store: str, key: Any, timeout: float = 10.0) -> Any:
         return self.queries.query_local(store, key, timeout)
+
+    def query_window(
+        self, store: str, key: Any, time_from: int, time_to: int, timeout: float = 10.0
+    ) -> list[tuple[int, int, Any]]:
+        """``(start, end, value)`` of ``key``'s windows (window stores: start in the range;
+        session stores: sessions overlapping it), read on the task that owns ``key``."""
+        return self.queries.query_window(store, key, time_from, time_to, timeout)
 
     def remove_members(self, instance_ids: Sequence[str]) -> dict[str, KafkaError | None]:
         return self.queries.remove_members(instance_ids)

@@ -45,6 +45,7 @@ class StreamsConfig:
     processing_guarantee: str = "at_least_once"
     default_deserialization_exception_handler: str = "log_and_fail"
     default_dsl_store: StoreKind = ROCKS_DB
+    windowstore_changelog_additional_retention_ms: int = 86_400_000
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -84,6 +85,8 @@ class StreamsConfig:
             raise ConfigError(
                 f"group.instance.id {self.group_instance_id!r} must match [A-Za-z0-9._-]+"
             )
+        if self.windowstore_changelog_additional_retention_ms < 0:
+            raise ConfigError("windowstore.changelog.additional.retention.ms must not be negative")
         if self.num_stream_threads < 1:
             raise ConfigError("num.stream.threads must be at least 1")
         if self.commit_interval_ms < 1:

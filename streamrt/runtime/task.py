@@ -14,7 +14,7 @@ from typing import Any
 
 from streamrt.logs import fields
 from streamrt.runtime.processor import KeyValueStore, Processor, Punctuator
-from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
+from streamrt.runtime.stores import RecordCollector, RecordContext
 from streamrt.runtime.topology import (
     ProcessorNode,
     SinkNode,
@@ -23,6 +23,7 @@ from streamrt.runtime.topology import (
     Topology,
     changelog_topic,
 )
+from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
 
 __all__ = (
@@ -98,7 +99,11 @@ class _NodeContext:
                 self.task.deliver(child, key, value)
 
     def get_store(self, name: str) -> KeyValueStore:
-        return self.task.stores[name]
+        return self.task.stores[name]  # type: ignore[return-value]  # window views differ
+
+    def record_dropped(self) -> None:
+        """Count a record skipped on purpose (``dropped-records``; the caller logs why)."""
+        self.task.dropped_records += 1
 
     def schedule(self, interval_ms: int, punctuator: Punctuator) -> None:
         if interval_ms <= 0:
@@ -133,10 +138,11 @@ class StreamTask:
         for name in subtopology.stores:
             kind = topology.stores[name].kind or default_store
             changelog = TopicPartition(changelog_topic(application_id, name), task_id.partition)
-            self.state.register(name, changelog, kind)
-        self.stores: dict[str, ChangeLoggingStore] = {}
+            self.state.register(name, changelog, kind, segments=topology.stores[name].segments)
+        self.stores: dict[str, StoreView] = {}
         self.processed: dict[TopicPartition, int] = {}  # next offset to commit per input
         self.records_processed = 0
+        self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
         self._contexts: dict[str, _NodeContext] = {}
@@ -166,7 +172,7 @@ class StreamTask:
         positions = self.state.open()
         try:
             for name in self.state.store_names:
-                self.stores[name] = ChangeLoggingStore(
+                self.stores[name] = store_view(
                     self.topology.stores[name],
                     self.state.store(name),
                     self.state.changelog_of(name),

@@ -15,6 +15,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.processor import Processor
 from streamrt.serde import Serde
 from streamrt.state.store import StoreKind
+from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
     "ProcessorNode",
@@ -41,12 +42,17 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
-    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config."""
+    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config.
+
+    ``segments`` makes it a window (segments by start) or session (by end) store: its key
+    serde is then the *record* key's serde (routing and queries hash that alone) and its
+    changelog is ``compact,delete`` with the retention."""
 
     name: str
     key_serde: Serde[Any]
     value_serde: Serde[Any]
     kind: StoreKind | None = None
+    segments: SegmentSpec | None = None
 
 
 @dataclass(slots=True)

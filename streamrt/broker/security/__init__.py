@@ -21,6 +21,7 @@ class BrokerCore(Protocol):
     @property
     def security(self) -> BrokerSecurity | None: ...
 
+
 __all__ = ("AclOperation", "ResourceType", "allowed", "allowed_cluster")
 
 READ, WRITE, CREATE, DELETE = (
