@@ -148,7 +148,7 @@ def segments_on_disk(path: Path) -> set[int]:
     options = rocksdict.Options(raw_mode=True)
     db = rocksdict.Rdict(str(path), options, column_families={"__metadata__": options})
     try:
-        return {struct.unpack(">q", bytes(k)[:8])[0] for k in db.keys()}
+        return {struct.unpack(">q", bytes(k)[:8])[0] for k in db.keys()}  # noqa: SIM118  # Rdict iterates items
     finally:
         db.close()
 
