@@ -101,7 +101,8 @@ class SegmentedStore:
         self._mem_offset: int | None = None
         self._mem_time = _NO_TIME
         self._pending: dict[bytes, bytes | object] = {}  # internal key → value | _DELETED
-        self._drop_below: int | None = None  # staged: drop every segment id < this
+        self._drop_below: int | None = None  # every segment id < this is expired
+        self._drop_staged = False  # the next flush range-deletes them
         self._observed = _NO_TIME
         self.dropped_expired = 0
 
@@ -154,7 +155,7 @@ class SegmentedStore:
             self._db = None
         self._mem, self._mem_offset, self._mem_time = None, None, _NO_TIME
         self._pending.clear()
-        self._drop_below = None
+        self._drop_below, self._drop_staged = None, False
 
     # -- time and segments -----------------------------------------------------------------
 
@@ -187,7 +188,7 @@ class SegmentedStore:
         live = self._min_live_segment()
         assert live is not None
         if self._drop_below is None or live > self._drop_below:
-            self._drop_below = live
+            self._drop_below, self._drop_staged = live, True
             for ikey in [k for k in self._pending if _SEG.unpack(k[:8])[0] < live]:
                 del self._pending[ikey]
             if self._mem is not None:
@@ -248,8 +249,8 @@ class SegmentedStore:
             return
         db = self._require_db()
         batch = rocksdict.WriteBatch(raw_mode=True)
-        if self._drop_below is not None:
-            batch.delete_range(_SEG.pack(0), _SEG.pack(self._drop_below))
+        if self._drop_staged and self._drop_below is not None and self._drop_below > 0:
+            batch.delete_range(_SEG.pack(0), _SEG.pack(self._drop_below))  # ids < 0 pack high
         for ikey, value in self._pending.items():
             if value is _DELETED:
                 batch.delete(ikey)
@@ -263,6 +264,7 @@ class SegmentedStore:
         if not batch.is_empty():
             db.write(batch)
         self._pending.clear()
+        self._drop_staged = False
 
     def _flush_memory(self, changelog_offset: int | None) -> None:
         mem = self._mem

@@ -184,6 +184,10 @@ def test_longer_retention_keeps_windows_and_fetch_filters_by_start(tmp_path) -> 
     assert view.fetch("a", 60_000, 60_000) == [(60_000, 120_000, 2)]
     assert view.fetch("a", 60_001, 179_999) == []
     assert view.fetch("b", 0, 10**9) == []
+    d.restart()  # stream time - retention < 0: nothing may be dropped on flush
+    d.pipe("b", 200_000)
+    d.restart()  # a second flush, after data is on disk
+    assert d.task.stores["w"].fetch("a", 0, 60_000) == [(0, 60_000, 1), (60_000, 120_000, 2)]
     d.task.close()
 
 
