@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.runtime import operators as ops
 from streamrt.runtime.processor import Processor, Windowed
 from streamrt.runtime.suppress import Suppressed
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec, Topology
+from streamrt.runtime.windowed import (
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+    add_suppress,
+    windowed_stream,
+)
 from streamrt.runtime.windows import DEFAULT_LEGACY_GRACE_MS, TimeWindows, Windows
 from streamrt.serde import IntSerde, Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
-
-if TYPE_CHECKING:
-    from streamrt.runtime.windowed import SessionWindowedKStream, TimeWindowedKStream
 
 __all__ = ("KGroupedStream", "KStream", "KTable", "WindowedSerde")
 
@@ -290,6 +293,28 @@ class KGroupedStream:
 
     # -- windows (see streamrt.runtime.windowed) -------------------------------------------
 
+    def _windowed_aggregate(
+        self,
+        prefix: str,
+        spec: StoreSpec,
+        supplier: Callable[[], Processor],
+        close_delay_ms: int,
+    ) -> KTable:
+        """A windowed aggregation into the window/session store ``spec``; keys Windowed."""
+        topology = self.stream.topology
+        topology.add_store(spec)
+        node = topology.add_processor(
+            topology.new_name(prefix), supplier, self.stream.node, stores=(spec.name,)
+        )
+        return KTable(
+            topology,
+            node,
+            spec.name,
+            WindowedSerde(self.stream.key_serde),
+            spec.value_serde,
+            window_close_delay_ms=close_delay_ms,
+        )
+
     def windowed_by(
         self,
         windows: Windows | int | None = None,
@@ -300,8 +325,6 @@ class KGroupedStream:
         """Window the grouped stream: ``TimeWindows`` (tumbling/hopping), ``SlidingWindows``
         or ``SessionWindows``. The legacy ``windowed_by(size_ms, advance_ms)`` means
         ``TimeWindows`` with Kafka's old default grace (24 h minus the size)."""
-        from streamrt.runtime.windowed import windowed_stream
-
         if windows is None:
             if size_ms is None:
                 raise ConfigError("windowed_by needs windows (TimeWindows, ...) or size_ms")
@@ -344,9 +367,23 @@ class KTable:
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold updates back: ``Suppressed.until_window_closes(...)`` (emit-final, windowed
         tables only) or ``Suppressed.until_time_limit(ms, ...)``; see runtime.suppress."""
-        from streamrt.runtime.windowed import suppress_table
-
-        return suppress_table(self, suppressed)
+        node = add_suppress(
+            self.topology,
+            self.node,
+            self.key_serde,
+            self.value_serde,
+            self.window_close_delay_ms,
+            suppressed,
+            self.store,
+        )
+        return KTable(
+            self.topology,
+            node,
+            self.store,
+            self.key_serde,
+            self.value_serde,
+            window_close_delay_ms=self.window_close_delay_ms,
+        )
 
     def to_stream(self) -> KStream:
         name = self.topology.add_processor(

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.suppress import BufferConfig, BufferedSerde, Suppressed, SuppressProcessor
-from streamrt.runtime.topology import StoreSpec
+from streamrt.runtime.topology import StoreSpec, Topology
 from streamrt.runtime.window_aggregate import (
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
@@ -30,12 +30,28 @@ from streamrt.runtime.windows import (
     check_retention,
 )
 from streamrt.serde import BytesSerde, IntSerde, Serde, SerdeLike, serde_for
+from streamrt.state.store import IN_MEMORY, ROCKS_DB
 from streamrt.state.window_store import SegmentSpec
 
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl import KGroupedStream, KTable
+__all__ = ("SessionWindowedKStream", "TimeWindowedKStream", "add_suppress", "windowed_stream")
 
-__all__ = ("SessionWindowedKStream", "TimeWindowedKStream", "suppress_table", "windowed_stream")
+
+class KGroupedStream(Protocol):
+    """What this module needs of ``dsl.KGroupedStream`` (dsl imports this module, not back)."""
+
+    @property
+    def stream(self) -> Any: ...
+
+    def _windowed_aggregate(
+        self,
+        prefix: str,
+        spec: StoreSpec,
+        supplier: Callable[[], Processor],
+        close_delay_ms: int,
+    ) -> Any: ...
+
+
+KTable = Any  # dsl.KTable, returned as built by the grouped stream
 
 EmitStrategy = Literal["on_window_update", "on_window_close"]
 _FIRST = object()  # reduce: "no value yet"
@@ -78,31 +94,14 @@ class _Windowed:
         emit_strategy: str,
         segment_by: Literal["start", "end"],
     ) -> KTable:
-        from streamrt.runtime.dsl import KTable, WindowedSerde, store_kind
-
         on_close = _emit(emit_strategy)
         ms = check_retention(self.windows, retention)
-        stream = self.grouped.stream
-        topology = stream.topology
-        topology.add_store(
-            StoreSpec(
-                store,
-                stream.key_serde,
-                value_serde,
-                store_kind(in_memory),
-                SegmentSpec(ms, segment_by),
-            )
+        kind = None if in_memory is None else (IN_MEMORY if in_memory else ROCKS_DB)
+        spec = StoreSpec(
+            store, self.grouped.stream.key_serde, value_serde, kind, SegmentSpec(ms, segment_by)
         )
-        node = topology.add_processor(
-            topology.new_name(prefix), supplier, stream.node, stores=(store,)
-        )
-        table = KTable(
-            topology,
-            node,
-            store,
-            WindowedSerde(stream.key_serde),
-            value_serde,
-            window_close_delay_ms=self.windows.close_delay_ms,
+        table = self.grouped._windowed_aggregate(
+            prefix, spec, supplier, self.windows.close_delay_ms
         )
         if on_close:
             return table.suppress(
@@ -290,34 +289,30 @@ class SessionWindowedKStream(_Windowed):
         )
 
 
-def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
-    """Add a suppress processor after ``table``; see :mod:`streamrt.runtime.suppress`."""
-    from streamrt.runtime.dsl import KTable
-
+def add_suppress(
+    topology: Topology,
+    parent: str,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
+    close_delay_ms: int | None,
+    suppressed: Suppressed,
+    what: str,
+) -> str:
+    """Add a suppress processor (and its buffer store) after ``parent``; returns its node.
+    See :mod:`streamrt.runtime.suppress`."""
     if not isinstance(suppressed, Suppressed):
         raise ConfigError(f"suppress needs a Suppressed, got {suppressed!r}")
-    delay = table.window_close_delay_ms
-    if suppressed.until == "window_close" and delay is None:
+    if suppressed.until == "window_close" and close_delay_ms is None:
         raise ConfigError(
-            f"suppress(until_window_closes) on table {table.store!r}: window close time is "
+            f"suppress(until_window_closes) on table {what!r}: window close time is "
             "only defined for windowed computations (windowed_by(...).count/aggregate/reduce)"
         )
-    topology = table.topology
     base = suppressed.name or topology.new_name("KTABLE-SUPPRESS-STATE-STORE")
     store = f"{base}-store"
-    topology.add_store(StoreSpec(store, BytesSerde(), BufferedSerde(table.value_serde)))
-    key_serde = table.key_serde
-    node = topology.add_processor(
+    topology.add_store(StoreSpec(store, BytesSerde(), BufferedSerde(value_serde)))
+    return topology.add_processor(
         topology.new_name("KTABLE-SUPPRESS"),
-        lambda: SuppressProcessor(store, key_serde, suppressed, delay),
-        table.node,
+        lambda: SuppressProcessor(store, key_serde, suppressed, close_delay_ms),
+        parent,
         stores=(store,),
-    )
-    return KTable(
-        topology,
-        node,
-        table.store,
-        table.key_serde,
-        table.value_serde,
-        window_close_delay_ms=delay,
     )
