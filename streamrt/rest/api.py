@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
 
 import httpx
-from fastapi import Depends, FastAPI, Path, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -28,6 +28,8 @@ from streamrt.rest.models import (
     MemberRemoval,
     RemoveMembersRequest,
     RemoveMembersResponse,
+    WindowQueryResponse,
+    WindowView,
 )
 from streamrt.rest.settings import RestSettings
 from streamrt.runtime.metadata import StreamsMetadata
@@ -43,6 +45,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     s: {"model": ErrorBody} for s in (400, 401, 403, 404, 502, 503)
 }
 
+
+_MAX_TIME = 2**63 - 1
 
 # module level: the dependency's annotation is resolved from this module's globals
 _BEARER = HTTPBearer(auto_error=False)
@@ -157,6 +161,13 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
         spec = app.topology.stores.get(store)
         if spec is None:
             raise ApiError(404, "UNKNOWN_STORE", f"no store named {store!r} in this topology")
+        if spec.segments is not None:
+            raise ApiError(
+                400,
+                "WINDOW_STORE",
+                f"{store!r} is a window/session store: GET "
+                f"/v1/stores/{store}/keys/{{key}}/windows?from=<ms>&to=<ms>",
+            )
         try:
             typed = parse_key(spec.key_serde, key)
             owner = app.metadata_for_key(store, typed)
@@ -185,6 +196,60 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
                 503, "NO_HOST", f"instance {owner.instance_id} has no application.server"
             )
         return _forward(owner, store, key, settings.forward_timeout_ms / 1000)
+
+    @api.get(
+        "/v1/stores/{store}/keys/{key}/windows",
+        response_model=WindowQueryResponse,
+        responses=_ERRORS,
+    )
+    def query_windows(
+        request: Request,
+        store: Annotated[str, Path(min_length=1, max_length=249)],
+        key: Annotated[str, Path(min_length=1, max_length=1024)],
+        time_from: Annotated[int, Query(alias="from", ge=0)] = 0,
+        time_to: Annotated[int, Query(alias="to", ge=0)] = _MAX_TIME,
+    ) -> Any:
+        """Windowed interactive query: the key's windows whose start is in ``[from, to]``
+        (session stores: sessions overlapping it), from the instance owning the key."""
+        spec = app.topology.stores.get(store)
+        if spec is None:
+            raise ApiError(404, "UNKNOWN_STORE", f"no store named {store!r} in this topology")
+        if spec.segments is None:
+            raise ApiError(
+                400, "NOT_A_WINDOW_STORE", f"{store!r} is a key-value store: GET .../keys/{{key}}"
+            )
+        if time_from > time_to:
+            raise ApiError(400, "BAD_RANGE", f"from={time_from} is after to={time_to}")
+        try:
+            typed = parse_key(spec.key_serde, key)
+            owner = app.metadata_for_key(store, typed)
+        except BadKeyError as exc:
+            raise ApiError(400, "BAD_KEY", str(exc)) from None
+        except StoreNotReadyError as exc:
+            raise ApiError(503, "NOT_READY", str(exc)) from None
+        if owner is None:
+            raise ApiError(503, "NOT_READY", "the key's task is not assigned yet; retry")
+        if owner.instance_id == app.instance_id:
+            try:
+                found = app.query_window(store, typed, time_from, time_to)
+            except StoreNotReadyError as exc:
+                raise ApiError(503, "NOT_READY", str(exc)) from None
+            return WindowQueryResponse(
+                store=store,
+                key=to_json_value(typed),
+                time_from=time_from,
+                time_to=time_to,
+                windows=[WindowView(start=s, end=e, value=to_json_value(v)) for s, e, v in found],
+                instance_id=app.instance_id,
+            )
+        if request.headers.get(FORWARDED_HEADER):
+            raise ApiError(503, "NOT_READY", "metadata differs between instances; retry")
+        if owner.host is None or owner.port is None:
+            raise ApiError(
+                503, "NO_HOST", f"instance {owner.instance_id} has no application.server"
+            )
+        path = f"{quote(key, safe='')}/windows?from={time_from}&to={time_to}"
+        return _forward(owner, store, path, settings.forward_timeout_ms / 1000, quoted=True)
 
     @api.post(
         "/v1/members:remove",
@@ -239,9 +304,11 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
     return api
 
 
-def _forward(owner: StreamsMetadata, store: str, key: str, timeout: float) -> JSONResponse:
+def _forward(
+    owner: StreamsMetadata, store: str, key: str, timeout: float, *, quoted: bool = False
+) -> JSONResponse:
     url = f"http://{owner.host}:{owner.port}/v1/stores/{quote(store, safe='')}/keys/"
-    url += quote(key, safe="")
+    url += key if quoted else quote(key, safe="")
     try:
         response = httpx.get(url, headers={FORWARDED_HEADER: "1"}, timeout=timeout)
         body = response.json()

@@ -65,3 +65,18 @@ class KeyQueryResponse(BaseModel):
     value: Any
     found: bool
     instance_id: str = Field(description="the instance that answered from its store")
+
+
+class WindowView(BaseModel):
+    start: int = Field(description="window start, ms since the epoch")
+    end: int = Field(description="window end, ms (exclusive for time windows)")
+    value: Any
+
+
+class WindowQueryResponse(BaseModel):
+    store: str
+    key: Any
+    time_from: int = Field(description="window stores: lowest window start; sessions: end")
+    time_to: int = Field(description="window stores: highest window start; sessions: start")
+    windows: list[WindowView]
+    instance_id: str = Field(description="the instance that answered from its store")

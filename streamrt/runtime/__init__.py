@@ -3,16 +3,21 @@ the commit, restoration and the assignor. Talks to Kafka through aiokafka only."
 
 from streamrt.runtime.app import App, AppError, Health
 from streamrt.runtime.builder import StreamsBuilder
-from streamrt.runtime.dsl import KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streamrt.runtime.dsl import KGroupedStream, KStream, KTable
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
 from streamrt.runtime.metadata import AppState, StreamsMetadata, ThreadMetadata, ThreadState
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
+from streamrt.runtime.suppress import BufferConfig, BufferFullError, Suppressed
+from streamrt.runtime.windowed import SessionWindowedKStream, TimeWindowedKStream
+from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = (
     "App",
     "AppError",
     "AppState",
+    "BufferConfig",
+    "BufferFullError",
     "ErrorContext",
     "HandlerResponse",
     "Health",
@@ -21,12 +26,17 @@ __all__ = (
     "KTable",
     "Processor",
     "ProcessorContext",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindows",
     "StoreNotReadyError",
     "StreamsBuilder",
     "StreamsMetadata",
     "StreamsQueries",
+    "Suppressed",
     "ThreadMetadata",
     "ThreadState",
     "TimeWindowedKStream",
+    "TimeWindows",
     "Windowed",
 )

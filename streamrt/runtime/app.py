@@ -252,6 +252,9 @@ class App:
                     admin_kwargs=admin_kwargs(
                         config.client_config(), f"{config.application_id}-admin"
                     ),
+                    window_additional_retention_ms=(
+                        config.windowstore_changelog_additional_retention_ms
+                    ),
                 )
             )
             self._prepared = config
@@ -527,6 +530,13 @@ class App:
 
     def query_local(self, store: str, key: Any, timeout: float = 10.0) -> Any:
         return self.queries.query_local(store, key, timeout)
+
+    def query_window(
+        self, store: str, key: Any, time_from: int, time_to: int, timeout: float = 10.0
+    ) -> list[tuple[int, int, Any]]:
+        """``(start, end, value)`` of ``key``'s windows (window stores: start in the range;
+        session stores: sessions overlapping it), read on the task that owns ``key``."""
+        return self.queries.query_window(store, key, time_from, time_to, timeout)
 
     def remove_members(self, instance_ids: Sequence[str]) -> dict[str, KafkaError | None]:
         return self.queries.remove_members(instance_ids)

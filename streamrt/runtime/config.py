@@ -73,6 +73,7 @@ class StreamsConfig:
     statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
     # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
+    windowstore_changelog_additional_retention_ms: int = 86_400_000
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -125,6 +126,8 @@ class StreamsConfig:
             client_settings.validate(self.client_config())
         except ConfigError as exc:
             raise ConfigError(f"client settings: {exc}") from None
+        if self.windowstore_changelog_additional_retention_ms < 0:
+            raise ConfigError("windowstore.changelog.additional.retention.ms must not be negative")
         if self.num_stream_threads < 1:
             raise ConfigError("num.stream.threads must be at least 1")
         if self.commit_interval_ms < 1:

@@ -9,11 +9,19 @@ from typing import Any
 from streamrt.errors import ConfigError
 from streamrt.runtime import operators as ops
 from streamrt.runtime.processor import Processor, Windowed
+from streamrt.runtime.suppress import Suppressed
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec, Topology
+from streamrt.runtime.windowed import (
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+    add_suppress,
+    windowed_stream,
+)
+from streamrt.runtime.windows import DEFAULT_LEGACY_GRACE_MS, TimeWindows, Windows
 from streamrt.serde import IntSerde, Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
-__all__ = ("KGroupedStream", "KStream", "KTable", "TimeWindowedKStream", "WindowedSerde")
+__all__ = ("KGroupedStream", "KStream", "KTable", "WindowedSerde")
 
 _WINDOW = struct.Struct(">qq")
 
@@ -294,52 +302,56 @@ class KGroupedStream:
             caching,
         )
 
-    def windowed_by(self, size_ms: int, advance_ms: int | None = None) -> TimeWindowedKStream:
-        """Tumbling windows of ``size_ms``, or hopping windows advancing by ``advance_ms``."""
-        advance = size_ms if advance_ms is None else advance_ms
-        if size_ms <= 0 or not 0 < advance <= size_ms:
-            raise ConfigError("window size must be positive and 0 < advance <= size")
-        return TimeWindowedKStream(self, size_ms, advance)
+    # -- windows (see streamrt.runtime.windowed) -------------------------------------------
 
-
-class TimeWindowedKStream:
-    def __init__(self, grouped: KGroupedStream, size_ms: int, advance_ms: int) -> None:
-        self.grouped = grouped
-        self.size_ms = size_ms
-        self.advance_ms = advance_ms
-
-    def count(self, store: str, *, in_memory: bool | None = None, caching: bool = True) -> KTable:
-        return self.aggregate(
-            lambda: 0,
-            lambda _k, _v, agg: agg + 1,
-            store=store,
-            value_serde=IntSerde(),
-            in_memory=in_memory,
-            caching=caching,
-        )
-
-    def aggregate(
+    def _windowed_aggregate(
         self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        *,
-        store: str,
-        value_serde: SerdeLike = "json",
-        in_memory: bool | None = None,
-        caching: bool = True,
+        prefix: str,
+        spec: StoreSpec,
+        supplier: Callable[[], Processor],
+        close_delay_ms: int,
     ) -> KTable:
-        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
-        ``caching=False`` sends every update downstream (no record cache for this store)."""
-        size, advance = self.size_ms, self.advance_ms
-        return self.grouped._aggregate(
-            "KSTREAM-WINDOWED-AGGREGATE",
-            store,
-            serde_for(value_serde),
-            lambda: ops.WindowedAggregateProcessor(store, size, advance, initializer, aggregator),
-            WindowedSerde(self.grouped.stream.key_serde),
-            in_memory,
-            caching,
+        """A windowed aggregation into the window/session store ``spec``; keys Windowed."""
+        topology = self.stream.topology
+        topology.add_store(spec)
+        node = topology.add_processor(
+            topology.new_name(prefix), supplier, self.stream.node, stores=(spec.name,)
         )
+        return KTable(
+            topology,
+            node,
+            spec.name,
+            WindowedSerde(self.stream.key_serde),
+            spec.value_serde,
+            window_close_delay_ms=close_delay_ms,
+        )
+
+    def windowed_by(
+        self,
+        windows: Windows | int | None = None,
+        advance_ms: int | None = None,
+        *,
+        size_ms: int | None = None,
+    ) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Window the grouped stream: ``TimeWindows`` (tumbling/hopping), ``SlidingWindows``
+        or ``SessionWindows``. The legacy ``windowed_by(size_ms, advance_ms)`` means
+        ``TimeWindows`` with Kafka's old default grace (24 h minus the size)."""
+        if windows is None:
+            if size_ms is None:
+                raise ConfigError("windowed_by needs windows (TimeWindows, ...) or size_ms")
+            windows = size_ms
+        if isinstance(windows, bool):
+            raise ConfigError(f"windowed_by needs windows, got {windows!r}")
+        if isinstance(windows, int):
+            size = windows
+            if size <= 0:
+                raise ConfigError(f"window size must be positive, got {size} ms")
+            windows = TimeWindows.of_size_and_grace(
+                size, max(DEFAULT_LEGACY_GRACE_MS - size, 0)
+            ).advance_by(size if advance_ms is None else advance_ms)
+        elif advance_ms is not None:
+            raise ConfigError("advance_ms goes with a size in ms; use TimeWindows.advance_by")
+        return windowed_stream(self, windows)
 
 
 class KTable:
@@ -352,12 +364,37 @@ class KTable:
         store: str,
         key_serde: Serde[Any],
         value_serde: Serde[Any],
+        *,
+        window_close_delay_ms: int | None = None,
     ) -> None:
         self.topology = topology
         self.node = node
         self.store = store
         self.key_serde = key_serde
         self.value_serde = value_serde
+        # windowed tables: how long after a window's end it closes (grace; + gap for sessions)
+        self.window_close_delay_ms = window_close_delay_ms
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: ``Suppressed.until_window_closes(...)`` (emit-final, windowed
+        tables only) or ``Suppressed.until_time_limit(ms, ...)``; see runtime.suppress."""
+        node = add_suppress(
+            self.topology,
+            self.node,
+            self.key_serde,
+            self.value_serde,
+            self.window_close_delay_ms,
+            suppressed,
+            self.store,
+        )
+        return KTable(
+            self.topology,
+            node,
+            self.store,
+            self.key_serde,
+            self.value_serde,
+            window_close_delay_ms=self.window_close_delay_ms,
+        )
 
     def to_stream(self) -> KStream:
         name = self.topology.add_processor(

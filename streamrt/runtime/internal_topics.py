@@ -2,7 +2,8 @@
 
 Repartition topics get the largest partition count of the external sources; each changelog
 gets its sub-topology's task count (the largest partition count of its sources), so that
-changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted.
+changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted; window and
+session store changelogs are ``compact,delete`` with their retention (as Kafka Streams).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from streamrt.logs import fields
 from streamrt.runtime.source_topics import wait_for_source_topics
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 
-__all__ = ("ensure_internal_topics",)
+__all__ = ("changelog_config", "ensure_internal_topics")
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,16 @@ async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> di
     return counts
 
 
+def changelog_config(topology: Topology, store: str, additional_ms: int) -> dict[str, str]:
+    """Key-value changelogs are compacted; window and session changelogs are also deleted
+    after the store's retention plus ``windowstore.changelog.additional.retention.ms``."""
+    segments = topology.stores[store].segments
+    if segments is None:
+        return {"cleanup.policy": "compact"}
+    retention = min(segments.retention_ms + additional_ms, 2**63 - 1)
+    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
+
+
 async def ensure_internal_topics(
     bootstrap_servers: str,
     application_id: str,
@@ -44,6 +55,7 @@ async def ensure_internal_topics(
     *,
     wait_s: float = 30.0,
     admin_kwargs: Mapping[str, Any] | None = None,
+    window_additional_retention_ms: int = 86_400_000,
 ) -> dict[str, int]:
     """Create missing repartition and changelog topics; returns every topic's partition count.
 
@@ -77,7 +89,7 @@ async def ensure_internal_topics(
             for store in sub.stores:
                 wanted[changelog_topic(application_id, store)] = (
                     tasks,
-                    {"cleanup.policy": "compact"},
+                    changelog_config(topology, store, window_additional_retention_ms),
                 )
         existing = await _partition_counts(admin, list(wanted))
         new = [

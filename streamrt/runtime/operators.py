@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streamrt.runtime.processor import Processor, ProcessorContext, TupleForwarder, Windowed
+from streamrt.runtime.processor import Processor, ProcessorContext, TupleForwarder
 
 __all__ = (
     "AggregateProcessor",
@@ -17,8 +17,6 @@ __all__ = (
     "PassThroughProcessor",
     "PeekProcessor",
     "TableSourceProcessor",
-    "WindowedAggregateProcessor",
-    "windows_for",
 )
 
 
@@ -108,53 +106,6 @@ class AggregateProcessor(Processor):
         new = self.aggregator(key, value, self.initializer() if old is None else old)
         self.store.put(key, new)
         self.forwarder.maybe_forward(key, new)
-
-
-def windows_for(timestamp: int, size_ms: int, advance_ms: int) -> list[tuple[int, int]]:
-    """Every ``[start, end)`` window of a hopping series that contains ``timestamp``.
-
-    Tumbling windows are hopping windows with ``advance_ms == size_ms``.
-    """
-    first = timestamp - timestamp % advance_ms
-    out = []
-    start = first
-    while start > timestamp - size_ms and start >= 0:
-        out.append((start, start + size_ms))
-        start -= advance_ms
-    return sorted(out)
-
-
-class WindowedAggregateProcessor(Processor):
-    """Aggregates each record into every window holding its timestamp; keys are Windowed."""
-
-    def __init__(
-        self,
-        store: str,
-        size_ms: int,
-        advance_ms: int,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-    ) -> None:
-        self.store_name = store
-        self.size_ms = size_ms
-        self.advance_ms = advance_ms
-        self.initializer = initializer
-        self.aggregator = aggregator
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.forwarder = TupleForwarder(context, self.store_name)
-
-    def process(self, key: Any, value: Any) -> None:
-        if key is None:
-            return
-        store = self.context.get_store(self.store_name)
-        for start, end in windows_for(self.context.timestamp, self.size_ms, self.advance_ms):
-            window_key = Windowed(key, start, end)
-            old = store.get(window_key)
-            new = self.aggregator(key, value, self.initializer() if old is None else old)
-            store.put(window_key, new)
-            self.forwarder.maybe_forward(window_key, new)
 
 
 class TableSourceProcessor(Processor):

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from aiokafka.partitioner import murmur2
 
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
+from streamrt.runtime.processor import Windowed
 from streamrt.runtime.thread import StreamThread, ThreadNotRunningError
 from streamrt.runtime.topology import SubTopology, Topology
 
@@ -107,6 +108,8 @@ class StreamsQueries:
 
         The partition is the producer's: Kafka's default partitioner, murmur2 of the key
         serialized with the store's key serde, over the store's source topic partitions.
+        For window and session stores that is the record key alone (a :class:`Windowed` key
+        counts by its ``key``), never the window bytes.
         Raises KeyError for an unknown store and ValueError for a key the serde cannot encode.
         """
         task_id = self.task_for_key(store, key)
@@ -121,6 +124,8 @@ class StreamsQueries:
         sub = next((s for s in started.subtopologies if store in s.stores), None)
         if spec is None or sub is None:
             raise KeyError(store)
+        if spec.segments is not None and isinstance(key, Windowed):
+            key = key.key  # window/session stores: the record key alone picks the partition
         try:
             key_bytes = spec.key_serde.serialize(key)
         except Exception as exc:
@@ -145,6 +150,32 @@ class StreamsQueries:
         races a task being closed or restored. Raises KeyError (unknown store), ValueError
         (bad key), StoreNotReadyError (the task is not open and running here).
         """
+        spec = self._topology.stores.get(store)
+        if spec is not None and spec.segments is not None and not isinstance(key, Windowed):
+            raise ValueError(
+                f"store {store} is a window/session store: query one window with a Windowed "
+                "key, or a time range with query_window"
+            )
+        return self._on_owner(store, key, lambda view: view.get(key), timeout)
+
+    def query_window(
+        self, store: str, key: Any, time_from: int, time_to: int, timeout: float = 10.0
+    ) -> list[tuple[int, int, Any]]:
+        """``(start, end, value)`` of ``key``'s windows in a window store (window start in
+        ``[time_from, time_to]``) or session store (sessions overlapping the range), read on
+        the local thread owning the key's task. Errors as :meth:`query_local`; ValueError for a
+        key-value store."""
+        spec = self._topology.stores.get(store)
+        if spec is not None and spec.segments is None:
+            raise ValueError(f"store {store} is a key-value store, not a window store")
+        return cast(
+            list[tuple[int, int, Any]],
+            self._on_owner(store, key, lambda view: view.fetch(key, time_from, time_to), timeout),
+        )
+
+    def _on_owner(
+        self, store: str, key: Any, read_view: Callable[[Any], Any], timeout: float
+    ) -> Any:
         task_id = self.task_for_key(store, key)
         owner = next((t for t in self._threads() if t.owns(task_id)), None)
         if owner is None:
@@ -154,7 +185,7 @@ class StreamsQueries:
             task = owner.running_task(task_id)
             if task is None:
                 raise StoreNotReadyError(f"task {task_id} is not running here")
-            return task.stores[store].get(key)
+            return read_view(task.stores[store])
 
         try:
             return owner.run_on_loop(read, timeout)

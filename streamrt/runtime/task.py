@@ -36,6 +36,7 @@ from streamrt.runtime.topology import (
     Topology,
     changelog_topic,
 )
+from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
 
 __all__ = (
@@ -111,7 +112,11 @@ class _NodeContext:
                 self.task.deliver(child, key, value)
 
     def get_store(self, name: str) -> KeyValueStore:
-        return self.task.stores[name]
+        return self.task.stores[name]  # type: ignore[return-value]  # window views differ
+
+    def record_dropped(self) -> None:
+        """Count a record skipped on purpose (``dropped-records``; the caller logs why)."""
+        self.task.dropped_records += 1
 
     def schedule(self, interval_ms: int, punctuator: Punctuator) -> None:
         if interval_ms <= 0:
@@ -155,13 +160,14 @@ class StreamTask:
         for name in subtopology.stores:
             kind = topology.stores[name].kind or default_store
             changelog = TopicPartition(changelog_topic(application_id, name), task_id.partition)
-            self.state.register(name, changelog, kind)
-        self.stores: dict[str, ChangeLoggingStore | CachingStore] = {}
+            self.state.register(name, changelog, kind, segments=topology.stores[name].segments)
+        self.stores: dict[str, StoreView | CachingStore] = {}
         # the thread's record cache (None or 0 bytes: every update goes through at once)
         self.cache = cache if cache is not None and cache.max_bytes > 0 else None
         self.processed: dict[TopicPartition, int] = {}  # next offset to commit per input
         self._input_of = {tp.topic: tp for tp in self.inputs}
         self.records_processed = 0
+        self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
         self._contexts: dict[str, _NodeContext] = {}
@@ -192,18 +198,19 @@ class StreamTask:
         try:
             for name in self.state.store_names:
                 spec = self.topology.stores[name]
-                logged = ChangeLoggingStore(
+                view = store_view(
                     spec,
                     self.state.store(name),
                     self.state.changelog_of(name),
                     self.collector,
                     self.record,
                 )
+                # the record cache fronts key-value stores (window stores are written through)
                 cached = self.cache is not None and spec.caching
                 self.stores[name] = (
-                    CachingStore(logged, self.cache, self.record)
-                    if cached and self.cache is not None
-                    else logged
+                    CachingStore(view, self.cache, self.record)
+                    if cached and self.cache is not None and isinstance(view, ChangeLoggingStore)
+                    else view
                 )
             for name in self.subtopology.nodes:
                 node = self.topology.nodes[name]
@@ -322,7 +329,8 @@ class StreamTask:
     def flush_cache(self) -> None:
         """Step 0 of a commit: cached updates go to the stores, changelogs and downstream."""
         for store in self.stores.values():
-            store.flush_cache()
+            if isinstance(store, CachingStore):
+                store.flush_cache()
 
     def flush_state(self, delivered: dict[TopicPartition, int]) -> None:
         """Step 2 of a commit: each store's data with the changelog offset it reached."""

@@ -7,6 +7,7 @@ from streamrt.state.manager import TopicPartition, StateManager, make_store
 from streamrt.state.memory import InMemoryStore
 from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, KeyValueStore, StoreKind
+from streamrt.state.window_store import SegmentedStore, SegmentSpec, WindowEntry
 
 __all__ = (
     "IN_MEMORY",
@@ -16,6 +17,9 @@ __all__ = (
     "InMemoryStore",
     "KeyValueStore",
     "RocksDBStore",
+    "SegmentSpec",
+    "SegmentedStore",
+    "WindowEntry",
     "StateLockedError",
     "StateManager",
     "StoreKind",

@@ -20,6 +20,7 @@ from streamrt.state.lock import DirectoryLock
 from streamrt.state.memory import InMemoryStore
 from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
+from streamrt.state.window_store import SegmentedStore, SegmentSpec
 
 __all__ = ("TopicPartition", "StateManager", "StoreRegistration", "make_store")
 
@@ -36,8 +37,13 @@ class TopicPartition(NamedTuple):
 StoreFactory = Callable[[str, Path], KeyValueStore]
 
 
-def make_store(kind: StoreKind, name: str, directory: Path) -> KeyValueStore:
-    """A store of ``kind`` named ``name`` under a task's ``directory``."""
+def make_store(
+    kind: StoreKind, name: str, directory: Path, segments: SegmentSpec | None = None
+) -> KeyValueStore:
+    """A store of ``kind`` named ``name`` under a task's ``directory`` (segmented by time,
+    for window and session stores, when ``segments`` is given)."""
+    if segments is not None:
+        return SegmentedStore(name, segments, None if kind == IN_MEMORY else directory / name)
     if kind == IN_MEMORY:
         return InMemoryStore(name)
     return RocksDBStore(name, directory / name)
@@ -48,6 +54,7 @@ class StoreRegistration:
     name: str
     changelog: TopicPartition
     kind: StoreKind
+    segments: SegmentSpec | None = None
 
 
 class StateManager:
@@ -64,11 +71,18 @@ class StateManager:
 
     # -- registration and lifecycle --------------------------------------------------------
 
-    def register(self, name: str, changelog: TopicPartition, kind: StoreKind) -> None:
+    def register(
+        self,
+        name: str,
+        changelog: TopicPartition,
+        kind: StoreKind,
+        *,
+        segments: SegmentSpec | None = None,
+    ) -> None:
         """Declare a store and its changelog partition; done before :meth:`open`."""
         if name in self._registered or changelog in self._by_changelog:
             raise ValueError(f"task {self.task_id}: store {name} or {changelog} registered twice")
-        self._registered[name] = StoreRegistration(name, changelog, kind)
+        self._registered[name] = StoreRegistration(name, changelog, kind, segments)
         self._by_changelog[changelog] = name
 
     def open(self) -> dict[TopicPartition, int | None]:
@@ -81,7 +95,7 @@ class StateManager:
         self._lock.acquire()
         try:
             for reg in self._registered.values():
-                store = make_store(reg.kind, reg.name, self.directory)
+                store = make_store(reg.kind, reg.name, self.directory, reg.segments)
                 store.open()
                 self._stores[reg.name] = store
         except BaseException:

@@ -61,8 +61,9 @@ def test_word_count_gives_exact_counts(broker, tmp_path: Path) -> None:
 
 
 def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
-    create_topic(broker.bootstrap, "clicks", 1)
-    create_topic(broker.bootstrap, "clicks-per-window", 1)
+    # 1970 timestamps: keep them (else the broker rolls the segment by time and deletes it)
+    create_topic(broker.bootstrap, "clicks", 1, **{"retention.ms": "-1"})
+    create_topic(broker.bootstrap, "clicks-per-window", 1, **{"retention.ms": "-1"})
     produce(
         broker.bootstrap,
         "clicks",

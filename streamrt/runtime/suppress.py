@@ -1,0 +1,260 @@
+"""``KTable.suppress``: hold table updates back, emitting one result per key later.
+
+- ``Suppressed.until_window_closes(BufferConfig.unbounded())``: emit-final. A windowed
+  result is buffered until stream time reaches ``window end + grace`` (sessions: ``+ gap``
+  as well, since a session can still grow by the gap), then its last value is emitted once.
+  Tombstones (merged-away sessions) are never emitted.
+- ``Suppressed.until_time_limit(ms, buffer_config)``: rate limit per key. A key's first update
+  starts its timer; newer updates replace the buffered value without restarting it; the value
+  is emitted once stream time reaches that first timestamp + ``ms``. Tombstones are emitted.
+
+Stream time is the suppress processor's own largest input timestamp; nothing is emitted on
+wall-clock time. The buffer is a key-value store with a changelog: a restart restores it, so
+results buffered before are neither lost nor emitted twice (an emitted entry's delete is
+logged with the emitted record, in the same commit).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, Literal, cast
+
+from streamrt.errors import ConfigError, StreamrtError
+from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.stores import ChangeLoggingStore
+from streamrt.runtime.windows import to_ms
+from streamrt.serde import Serde
+
+__all__ = (
+    "BufferConfig",
+    "BufferFullError",
+    "BufferedSerde",
+    "SuppressProcessor",
+    "Suppressed",
+)
+
+_HEAD = struct.Struct(">qqB")  # buffer time, record timestamp, has-value flag
+OnFull = Literal["emit", "shut_down"]
+
+
+class BufferFullError(StreamrtError):
+    """A strict suppression buffer exceeded its capacity (``shut_down_when_full``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BufferConfig:
+    """Capacity of a suppression buffer (records and/or bytes; None = unbounded) and what to do
+    when it overflows: ``emit`` the oldest entries early, or ``shut_down`` (strict)."""
+
+    max_records: int | None = None
+    max_bytes: int | None = None
+    on_full: OnFull = "shut_down"
+
+    @classmethod
+    def unbounded(cls) -> BufferConfig:
+        """Strict and never full: final results are exact; memory is not bounded."""
+        return cls(None, None, "shut_down")
+
+    @classmethod
+    def max_records_of(cls, n: int) -> BufferConfig:
+        """At most ``n`` keys, emitting the oldest early on overflow (Kafka's ``maxRecords``)."""
+        return cls(_limit(n, "max records"), None, "emit")
+
+    @classmethod
+    def max_bytes_of(cls, n: int) -> BufferConfig:
+        """At most ``n`` bytes of keys and values, emitting early on overflow."""
+        return cls(None, _limit(n, "max bytes"), "emit")
+
+    def with_max_records(self, n: int) -> BufferConfig:
+        return replace(self, max_records=_limit(n, "max records"))
+
+    def with_max_bytes(self, n: int) -> BufferConfig:
+        return replace(self, max_bytes=_limit(n, "max bytes"))
+
+    def shut_down_when_full(self) -> BufferConfig:
+        return replace(self, on_full="shut_down")
+
+    def emit_early_when_full(self) -> BufferConfig:
+        return replace(self, on_full="emit")
+
+    @property
+    def strict(self) -> bool:
+        return self.on_full == "shut_down"
+
+
+def _limit(n: int, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ConfigError(f"suppression buffer {what} must be a positive int, got {n!r}")
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class Suppressed:
+    """What ``KTable.suppress`` holds back; build with the two class methods."""
+
+    until: Literal["window_close", "time_limit"]
+    buffer: BufferConfig
+    time_limit_ms: int = 0
+    name: str | None = None
+
+    @classmethod
+    def until_window_closes(cls, buffer: BufferConfig) -> Suppressed:
+        if not buffer.strict:
+            raise ConfigError(
+                "until_window_closes needs a strict buffer (BufferConfig.unbounded() or "
+                "...shut_down_when_full()): emitting early would break final results"
+            )
+        return cls("window_close", buffer)
+
+    @classmethod
+    def until_time_limit(cls, time_limit: int | timedelta, buffer: BufferConfig) -> Suppressed:
+        ms = to_ms(time_limit, "suppression time limit")
+        if ms < 0:
+            raise ConfigError(f"suppression time limit must not be negative, got {ms} ms")
+        return cls("time_limit", buffer, ms)
+
+    def with_name(self, name: str) -> Suppressed:
+        """Name the buffer (its store is ``<name>-store``): keeps the changelog topic stable."""
+        return replace(self, name=name)
+
+
+class BufferedSerde:
+    """Buffer entries ``(buffer_time, timestamp, value)``: 17-byte head, then the value bytes."""
+
+    def __init__(self, value_serde: Serde[Any]) -> None:
+        self.value_serde = value_serde
+
+    def serialize(self, entry: tuple[int, int, Any] | None) -> bytes | None:
+        if entry is None:
+            return None
+        buffer_time, timestamp, value = entry
+        vb = None if value is None else self.value_serde.serialize(value)
+        return _HEAD.pack(buffer_time, timestamp, vb is not None) + (vb or b"")
+
+    def deserialize(self, data: bytes | None) -> tuple[int, int, Any] | None:
+        if data is None:
+            return None
+        buffer_time, timestamp, has_value = _HEAD.unpack(data[: _HEAD.size])
+        value = self.value_serde.deserialize(data[_HEAD.size :]) if has_value else None
+        return buffer_time, timestamp, value
+
+
+@dataclass(slots=True)
+class _Entry:
+    key: Any
+    buffer_time: int
+    timestamp: int
+    value: Any
+    size: int
+
+
+class SuppressProcessor(Processor):
+    """Buffers updates by key (bytes of the upstream key serde) in a changelogged store and
+    emits them in buffer-time order once due; see the module docstring."""
+
+    def __init__(
+        self,
+        store: str,
+        key_serde: Serde[Any],
+        suppressed: Suppressed,
+        close_delay_ms: int | None,
+    ) -> None:
+        self.store_name = store
+        self.key_serde = key_serde
+        self.suppressed = suppressed
+        self.final = suppressed.until == "window_close"
+        self.delay = (close_delay_ms or 0) if self.final else suppressed.time_limit_ms
+        self.buffer_time: Callable[[Any, int], int] = (
+            (lambda key, _ts: cast(Windowed, key).end) if self.final else (lambda _k, ts: ts)
+        )
+        self._entries: dict[bytes, _Entry] | None = None
+        self._heap: list[tuple[int, int, bytes]] = []
+        self._seq = itertools.count()
+        self._bytes = 0
+        self.observed = -(2**63)
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._entries = None  # loaded at the first record: the store is restored by then
+
+    def _store(self) -> ChangeLoggingStore:
+        return cast(ChangeLoggingStore, self.context.get_store(self.store_name))
+
+    def _load(self) -> dict[bytes, _Entry]:
+        if self._entries is None:
+            self._entries, self._heap, self._bytes = {}, [], 0
+            for kb, (buffer_time, timestamp, value) in self._store().items():
+                key = self.key_serde.deserialize(kb)
+                self._add(kb, _Entry(key, buffer_time, timestamp, value, 0))
+        return self._entries
+
+    def _add(self, kb: bytes, entry: _Entry) -> None:
+        entries = self._entries
+        assert entries is not None
+        entry.size = len(kb) + 17 + len(repr(entry.value))
+        old = entries.get(kb)
+        if old is None:
+            heapq.heappush(self._heap, (entry.buffer_time, next(self._seq), kb))
+        else:
+            self._bytes -= old.size
+        entries[kb] = entry
+        self._bytes += entry.size
+
+    def process(self, key: Any, value: Any) -> None:
+        ts = self.context.timestamp
+        if not self.final and self.delay == 0:
+            self.context.forward(key, value)  # until_time_limit(0): no suppression
+            return
+        entries = self._load()
+        self.observed = max(self.observed, ts)
+        kb = self.key_serde.serialize(key)
+        if kb is None:
+            return
+        kb = bytes(kb)
+        existing = entries.get(kb)
+        buffer_time = existing.buffer_time if existing else self.buffer_time(key, ts)
+        self._add(kb, _Entry(key, buffer_time, ts, value, 0))
+        self._store().put(kb, (buffer_time, ts, value))
+        self._enforce_capacity()
+        self._emit_due(self.observed - self.delay)
+
+    def _over(self) -> bool:
+        cfg = self.suppressed.buffer
+        entries = self._entries or {}
+        return (cfg.max_records is not None and len(entries) > cfg.max_records) or (
+            cfg.max_bytes is not None and self._bytes > cfg.max_bytes
+        )
+
+    def _enforce_capacity(self) -> None:
+        if not self._over():
+            return
+        if self.suppressed.buffer.strict:
+            raise BufferFullError(
+                f"suppression buffer {self.store_name} exceeded its max capacity "
+                f"({self.suppressed.buffer}); use a larger buffer or emit_early_when_full()"
+            )
+        while self._over() and self._heap:
+            self._emit_one()
+
+    def _emit_due(self, threshold: int) -> None:
+        while self._heap and self._heap[0][0] <= threshold:
+            self._emit_one()
+
+    def _emit_one(self) -> None:
+        entries = self._entries
+        assert entries is not None
+        buffer_time, _seq, kb = heapq.heappop(self._heap)
+        entry = entries.get(kb)
+        if entry is None or entry.buffer_time != buffer_time:
+            return  # a stale heap slot
+        del entries[kb]
+        self._bytes -= entry.size
+        self._store().delete(kb)
+        if self.final and entry.value is None:
+            return
+        self.context.forward(entry.key, entry.value)
