@@ -17,6 +17,7 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
+from streamrt.runtime.timestamps import TimestampExtractor, resolve_extractor
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
@@ -65,6 +66,8 @@ class StreamsConfig:
     errors_retry_backoff_ms: int = 1_000
     errors_retry_backoff_max_ms: int = 30_000
     default_dsl_store: StoreKind = ROCKS_DB
+    # a Kafka built-in name (FailOnInvalidTimestamp, ...) or module:function; runtime.timestamps
+    default_timestamp_extractor: str = "FailOnInvalidTimestamp"
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -127,6 +130,11 @@ class StreamsConfig:
                 "errors.retry.backoff.ms must be positive and at most errors.retry.backoff.max.ms"
             )
         self.error_handlers()  # dlq without a topic name is refused here
+        self.timestamp_extractor()
+
+    def timestamp_extractor(self) -> TimestampExtractor:
+        """``default.timestamp.extractor`` resolved (ConfigError if it names nothing usable)."""
+        return resolve_extractor(self.default_timestamp_extractor)
 
     def error_handlers(self) -> RecordErrorHandlers:
         """The record exception handlers these settings describe (fresh counters)."""

@@ -1,18 +1,54 @@
 """The processor API under the DSL: a processor gets each record and a context.
 
-The context gives the processor its state stores, ``forward`` to its children, and
-``schedule`` for punctuation (wall-clock callbacks), as Kafka Streams' ``ProcessorContext``.
+The context gives the processor its state stores, ``forward`` to its children, the record's
+timestamp and headers, and ``schedule`` for punctuation (stream-time or wall-clock callbacks),
+as Kafka Streams' ``ProcessorContext``. Table nodes forward :class:`Change` values (new and
+old); a child that does not ask for changes receives the new value only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
-__all__ = ("KeyValueStore", "Processor", "ProcessorContext", "Punctuator", "Windowed")
+__all__ = (
+    "Cancellable",
+    "Change",
+    "Headers",
+    "KeyValueStore",
+    "Processor",
+    "ProcessorContext",
+    "PunctuationType",
+    "Punctuator",
+    "Windowed",
+)
 
 Punctuator = Callable[[int], None]
+Headers = tuple[tuple[str, bytes], ...]  # Kafka record headers, in order (keys may repeat)
+
+
+class PunctuationType(Enum):
+    """What time a punctuator follows: record time (advances only with data) or wall clock."""
+
+    STREAM_TIME = "stream_time"
+    WALL_CLOCK_TIME = "wall_clock_time"
+
+
+class Cancellable(Protocol):
+    """Returned by ``schedule``: ``cancel()`` stops future runs (allowed inside the callback)."""
+
+    def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A table update: the new value and the one it replaces (``None``: absent/deleted), as
+    Kafka Streams' ``Change<V>``. Aggregations with a subtractor and table joins need ``old``."""
+
+    new: Any
+    old: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +92,40 @@ class ProcessorContext(Protocol):
     @property
     def timestamp(self) -> int: ...
 
-    def forward(self, key: Any, value: Any, to: str | None = None) -> None: ...
+    @property
+    def headers(self) -> Headers:
+        """The current record's headers (empty in a punctuation)."""
+        ...
+
+    @property
+    def stream_time(self) -> int:
+        """The task's stream time: the largest record timestamp processed (-1: none yet)."""
+        ...
+
+    def forward(
+        self,
+        key: Any,
+        value: Any,
+        to: str | None = None,
+        *,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        """Send to the children (or the child ``to``); ``timestamp``/``headers`` override the
+        current record's for this forward only."""
+        ...
 
     def get_store(self, name: str) -> KeyValueStore: ...
 
-    def schedule(self, interval_ms: int, punctuator: Punctuator) -> None: ...
+    def schedule(
+        self,
+        interval_ms: int,
+        kind: PunctuationType | Punctuator,
+        punctuator: Punctuator | None = None,
+    ) -> Cancellable:
+        """``schedule(ms, PunctuationType.STREAM_TIME, fn)``; ``schedule(ms, fn)`` means
+        wall-clock time. ``fn`` gets the current stream or wall-clock time."""
+        ...
 
 
 class Processor:

@@ -28,6 +28,7 @@ class RecordCollector(Protocol):
         value: bytes | None,
         partition: int | None,
         timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None: ...
 
 
@@ -40,6 +41,7 @@ class RecordContext:
     partition: int = -1
     offset: int = -1
     timestamp: int = 0
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class ChangeLoggingStore:
@@ -80,6 +82,14 @@ class ChangeLoggingStore:
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         for kb, vb in self._store.items():
+            yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
+
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """Entries with ``start <= key < end`` in serialized-key order (``None``: unbounded);
+        joins use it with bytes keys they lay out for prefix and time-range scans."""
+        lo = None if start is None else self._key(start)
+        hi = None if end is None else self._key(end)
+        for kb, vb in self._store.range(lo, hi):
             yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
 
     def _key(self, key: Any) -> bytes:

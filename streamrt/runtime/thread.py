@@ -407,6 +407,8 @@ class StreamThread:
             self._collector,
             default_store=self.env.config.default_dsl_store,
             errors=self.env.errors,
+            timestamp_extractor=self.env.config.timestamp_extractor(),
+            clock=self.env.clock,
         )
         self.tasks[str(task_id)] = task
         self.locked.add(str(task_id))
