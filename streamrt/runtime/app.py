@@ -28,6 +28,8 @@ from streamrt.logs import fields
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
+from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
+from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
 from streamrt.runtime.internal_topics import ensure_internal_topics
 from streamrt.runtime.metadata import (
@@ -119,6 +121,7 @@ class App:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
+        self._global_thread: GlobalStreamThread | None = None
         self.error_stats = ErrorStats()
         self.thread_failures = 0  # stream thread deaths (not counting clean stops)
         self._failures: dict[str, _Failures] = {}
@@ -137,10 +140,33 @@ class App:
         self.settings.update({k: v for k, v in overrides.items() if v is not None})
 
     def stream(
-        self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+        self,
+        topic: str,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> KStream:
         """``builder.stream``: a KStream reading ``topic``."""
-        return self.builder.stream(topic, key_serde=key_serde, value_serde=value_serde)
+        return self.builder.stream(
+            topic,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> GlobalKTable:
+        """``builder.global_table``: every partition of ``topic`` on every instance."""
+        return self.builder.global_table(
+            topic, store=store, key_serde=key_serde, value_serde=value_serde
+        )
 
     def table(
         self,
@@ -272,6 +298,7 @@ class App:
             for service in self._services:  # first: a taken port fails before any thread runs
                 service.start()
                 self._started_services.append(service)
+            self._start_global_thread(config)
             self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
                 self._start_thread(index)
@@ -279,6 +306,22 @@ class App:
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
             self._supervisor.start()
+
+    def _start_global_thread(self, config: StreamsConfig) -> None:
+        """Global tables load fully (to the topics' end offsets) before any stream thread."""
+        specs = list(self.topology.global_tables.values())
+        if not specs:
+            return
+        self._global_thread = GlobalStreamThread(
+            config.bootstrap_servers, f"{config.application_id}-{self.instance_id}", specs
+        )
+        try:
+            self._global_thread.start()
+        except BaseException:
+            for service in reversed(self._started_services):
+                service.stop()
+            self._started_services.clear()
+            raise
 
     def _start_thread(self, index: int) -> StreamThread:
         assert self._env is not None
@@ -435,6 +478,8 @@ class App:
             thread.stop()
         for thread in threads:
             thread.join(timeout)
+        if self._global_thread is not None:
+            self._global_thread.stop(timeout)
         if self.fatal_error is None:
             fatal = [t.error for t in threads if isinstance(t.error, FatalThreadError)]
             self.fatal_error = fatal[0] if fatal else None

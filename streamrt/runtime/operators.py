@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streamrt.runtime.processor import Processor, Windowed
+from streamrt.runtime.processor import Change, Processor, Windowed
 
 __all__ = (
     "AggregateProcessor",
     "BranchProcessor",
+    "BranchWithDefaultProcessor",
+    "FlatMapValuesProcessor",
+    "ForeachProcessor",
     "FilterProcessor",
     "FlatMapProcessor",
     "MapProcessor",
@@ -103,7 +106,7 @@ class AggregateProcessor(Processor):
         old = store.get(key)
         new = self.aggregator(key, value, self.initializer() if old is None else old)
         store.put(key, new)
-        self.context.forward(key, new)
+        self.context.forward(key, Change(new, old))  # children that are not tables get ``new``
 
 
 def windows_for(timestamp: int, size_ms: int, advance_ms: int) -> list[tuple[int, int]]:
@@ -156,9 +159,46 @@ class TableSourceProcessor(Processor):
         self.store_name = store
 
     def process(self, key: Any, value: Any) -> None:
+        if key is None:  # as Kafka Streams: a table record needs a key
+            return
         store = self.context.get_store(self.store_name)
+        old = store.get(key)
         if value is None:
             store.delete(key)
         else:
             store.put(key, value)
-        self.context.forward(key, value)
+        self.context.forward(key, Change(value, old))  # children that are not tables get ``value``
+
+
+class ForeachProcessor(Processor):
+    """A terminal action per record (``foreach``): forwards nothing."""
+
+    def __init__(self, action: Callable[[Any, Any], None]) -> None:
+        self.action = action
+
+    def process(self, key: Any, value: Any) -> None:
+        self.action(key, value)
+
+
+class FlatMapValuesProcessor(Processor):
+    def __init__(self, fn: Callable[[Any], Iterable[Any]]) -> None:
+        self.fn = fn
+
+    def process(self, key: Any, value: Any) -> None:
+        for new_value in self.fn(value):
+            self.context.forward(key, new_value)
+
+
+class BranchWithDefaultProcessor(BranchProcessor):
+    """``split`` with a default branch: a record no predicate matches goes to ``default``."""
+
+    def __init__(self, branches: list[tuple[Callable[[Any, Any], bool], str]], default: str):
+        super().__init__(branches)
+        self.default = default
+
+    def process(self, key: Any, value: Any) -> None:
+        for predicate, child in self.branches:
+            if predicate(key, value):
+                self.context.forward(key, value, to=child)
+                return
+        self.context.forward(key, value, to=self.default)

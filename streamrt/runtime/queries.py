@@ -145,6 +145,9 @@ class StreamsQueries:
         races a task being closed or restored. Raises KeyError (unknown store), ValueError
         (bad key), StoreNotReadyError (the task is not open and running here).
         """
+        global_table = self._topology.global_tables.get(store)
+        if global_table is not None:  # fully replicated: every instance answers locally
+            return global_table.require().get(key)
         task_id = self.task_for_key(store, key)
         owner = next((t for t in self._threads() if t.owns(task_id)), None)
         if owner is None:

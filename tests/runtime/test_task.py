@@ -236,10 +236,10 @@ def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
     app = App({"application.id": "app"})
     app.stream("in").process(Ticker)
     collector = ListCollector()
-    task = make_task(app, 0, 0, tmp_path, collector)
-    task.open()
     clock = ManualClock(10_000)
-    assert task.punctuate(clock.now_ms()) == 0  # the first call schedules
+    task = make_task(app, 0, 0, tmp_path, collector, clock=clock)
+    task.open()  # scheduled at 10_000: first due at 11_000
+    assert task.punctuate(clock.now_ms()) == 0
     clock.advance(999)
     assert task.punctuate(clock.now_ms()) == 0
     clock.advance(1)
@@ -247,6 +247,10 @@ def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
     clock.advance(2_500)
     assert task.punctuate(clock.now_ms()) == 1
     assert fired == [11_000, 13_500]
+    clock.advance(499)  # missed slots are skipped, keeping the alignment: next due 14_000
+    assert task.punctuate(clock.now_ms()) == 0
+    clock.advance(1)
+    assert task.punctuate(clock.now_ms()) == 1
     task.close()
 
 
