@@ -177,6 +177,8 @@ class _TimeTracker:
 
     stream_time: int = -1
     next_purge: int = 0
+    # each side's buffer keeps its own observed time (max ts put), as a window store does
+    put_time: list[int] = field(default_factory=lambda: [-1, -1])
 
 
 @dataclass(slots=True)
@@ -248,7 +250,7 @@ class StreamStreamJoinSide(Processor):
         if self.pending is not None and ts == now:
             self._emit_closed(now)
         kb = self.spec.key_serde.serialize(key) or b""
-        lo = max(0, ts - self.lo, now - retention + 1)
+        lo = max(0, ts - self.lo, tracker.put_time[1 - self.side] - retention + 1)
         hi = max(0, ts + self.hi)
         matched = False
         if lo <= hi:
@@ -268,11 +270,13 @@ class StreamStreamJoinSide(Processor):
                 pk = _pending_key(ts, self.side, kb)
                 vb = self.this_serde.serialize(value) or b""
                 self.pending.put(pk, _pack_list([*_unpack_list(self.pending.get(pk) or b""), vb]))
-        if ts > now - retention:  # a record older than the retention would be dropped by the store
+        mine_time = max(tracker.put_time[self.side], ts)
+        if ts > mine_time - retention:  # older than the retention: the store would drop it
+            tracker.put_time[self.side] = mine_time
             self.seq += 1
             self.mine.put(_window_key(kb, ts, self.seq), self.this_serde.serialize(value) or b"")
         if now >= tracker.next_purge:
-            self._purge(now - retention)
+            self._purge(tracker.put_time, retention)
             tracker.next_purge = now + max(retention // 2, 1)
 
     def _emit_closed(self, now: int) -> None:
@@ -297,9 +301,11 @@ class StreamStreamJoinSide(Processor):
                 self.context.forward(key, result, timestamp=ets)
             self.pending.delete(pk)
 
-    def _purge(self, expired_before: int) -> None:
-        """Drop buffered records older than the retention (Kafka drops whole segments)."""
-        for store in (self.mine, self.other):
+    def _purge(self, put_time: list[int], retention: int) -> None:
+        """Drop buffered records older than each store's retention (Kafka drops segments)."""
+        stores = {self.side: self.mine, 1 - self.side: self.other}
+        for side, store in stores.items():
+            expired_before = put_time[side] - retention + 1
             for raw, _vb in list(store.range(None, None)):
                 if _split_window_key(raw)[1] < expired_before:
                     store.delete(raw)
