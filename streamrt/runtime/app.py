@@ -28,9 +28,8 @@ from streamrt.logs import fields
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
-from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
-from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
+from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
 from streamrt.runtime.internal_topics import ensure_internal_topics
 from streamrt.runtime.metadata import (
     APP_ALLOWED_NEXT,
@@ -41,6 +40,7 @@ from streamrt.runtime.metadata import (
 )
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
+from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike
 

@@ -190,7 +190,9 @@ class KStream:
     def foreach(self, action: Callable[[Any, Any], None]) -> None:
         """Call ``action(key, value)`` for each record; a terminal operation."""
         self.topology.add_processor(
-            self.topology.new_name("KSTREAM-FOREACH"), lambda: ops.ForeachProcessor(action), self.node
+            self.topology.new_name("KSTREAM-FOREACH"),
+            lambda: ops.ForeachProcessor(action),
+            self.node,
         )
 
     def select_key(self, fn: Callable[[Any, Any], Any], *, key_serde: SerdeLike = None) -> KStream:
@@ -474,7 +476,7 @@ class KTable:
         self,
         topology: Topology,
         node: str,
-        store: str,
+        store: str | None,
         key_serde: Serde[Any],
         value_serde: Serde[Any],
         *,
@@ -485,7 +487,11 @@ class KTable:
         self.store = store  # None for a table read through its parent's store (``getter``)
         self.key_serde = key_serde
         self.value_serde = value_serde
-        self.getter = getter or store_getter(store)
+        if getter is None:
+            if store is None:
+                raise ConfigError("a KTable needs a store or a value getter")
+            getter = store_getter(store)
+        self.getter = getter
 
     # -- table operations (issue 13; see runtime.tables and runtime.joins) -----------------
 

@@ -1,4 +1,4 @@
-"""KTable–KTable foreign-key join (Kafka's KIP-213 design, through two internal topics).
+"""KTable-KTable foreign-key join (Kafka's KIP-213 design, through two internal topics).
 
 The left table is partitioned by its key, the right table by the foreign key, so they cannot be
 co-located. As in Kafka Streams:
@@ -131,7 +131,9 @@ class SubscriptionSendProcessor(Processor):
                 self.context.forward(pk, _response(digest, None), to=self.local)
             return
         instruction = (
-            PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE if self.left else PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+            PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+            if self.left
+            else PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
         )
         self._send(new_fk, instruction, digest, pk)
 
@@ -274,7 +276,9 @@ def foreign_key_join(
     topology.add_sink(sink_name, registration, raw, raw, send_name, internal=True)
 
     # 2. right side: subscriptions in, right updates out, both as responses keyed by PK
-    reg_source = topology.add_source(f"{registration}-source", registration, raw, raw, internal=True)
+    reg_source = topology.add_source(
+        f"{registration}-source", registration, raw, raw, internal=True
+    )
     rg = right.getter
     right_serde = right.value_serde
 
@@ -314,7 +318,7 @@ def foreign_key_join(
     if store is None:
         # an unmaterialized FK-join result has no getter of its own: reads recompute nothing,
         # so later joins need it materialized
-        return KTable(topology, local_name, None, kser, vser, getter=_no_getter())  # type: ignore[arg-type]
+        return KTable(topology, local_name, None, kser, vser, getter=_no_getter())
     node = topology.add_processor(
         f"{base}-materialize",
         lambda: TableMaterializeProcessor(store),

@@ -1,4 +1,4 @@
-"""GlobalKTable: a table fully replicated to every instance, and the KStream–GlobalKTable join.
+"""GlobalKTable: a table fully replicated to every instance, and the KStream-GlobalKTable join.
 
 Every instance reads *all* partitions of the table's topic into its own global store: at start
 it restores from the beginning to the end offsets before any stream thread runs (so a join never

@@ -1,4 +1,4 @@
-"""Joins: KStream–KTable, KStream–KStream (windowed) and KTable–KTable, with Kafka Streams'
+"""Joins: KStream-KTable, KStream-KStream (windowed) and KTable-KTable, with Kafka Streams'
 semantics (see docs/dsl.md). Foreign-key and global-table joins live in ``fk_join`` and
 ``global_table``.
 
@@ -85,7 +85,7 @@ class JoinWindows:
         return self.before_ms + self.after_ms + self.grace_ms
 
 
-# -- KStream–KTable --------------------------------------------------------------------------
+# -- KStream-KTable --------------------------------------------------------------------------
 
 
 class StreamTableJoinProcessor(Processor):
@@ -138,7 +138,7 @@ def stream_table_join(
     return KStream(topology, node, stream.key_serde, stream.value_serde)
 
 
-# -- KStream–KStream -------------------------------------------------------------------------
+# -- KStream-KStream -------------------------------------------------------------------------
 
 _U32 = struct.Struct(">I")
 _TS = struct.Struct(">q")
@@ -353,7 +353,10 @@ def stream_stream_join(
         f"{base}-this", lambda: StreamStreamJoinSide(spec, _LEFT), left.node, stores=tuple(stores)
     )
     other_node = topology.add_processor(
-        f"{base}-other", lambda: StreamStreamJoinSide(spec, _RIGHT), right.node, stores=tuple(stores)
+        f"{base}-other",
+        lambda: StreamStreamJoinSide(spec, _RIGHT),
+        right.node,
+        stores=tuple(stores),
     )
     from streamrt.runtime.operators import PassThroughProcessor
 
@@ -362,7 +365,7 @@ def stream_stream_join(
     return KStream(topology, merged, left.key_serde, left.value_serde)
 
 
-# -- KTable–KTable ---------------------------------------------------------------------------
+# -- KTable-KTable ---------------------------------------------------------------------------
 
 
 class TableJoinSide(Processor):
@@ -457,7 +460,12 @@ def table_join(
 
     if store is None:
         return KTable(
-            topology, merged, None, kser, vser, getter=ValueGetter(stores, make)  # type: ignore[arg-type]
+            topology,
+            merged,
+            None,
+            kser,
+            vser,
+            getter=ValueGetter(stores, make),
         )
     node = topology.add_processor(
         f"{base}-materialize",

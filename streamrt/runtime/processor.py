@@ -73,6 +73,10 @@ class KeyValueStore(Protocol):
 
     def items(self) -> Iterator[tuple[Any, Any]]: ...
 
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """Entries with ``start <= key < end`` in serialized-key order (``None``: open)."""
+        ...
+
 
 class ProcessorContext(Protocol):
     """What a processor sees of its task while it processes a record."""

@@ -265,7 +265,7 @@ def _table(
     return KTable(
         topology,
         node,
-        store,  # type: ignore[arg-type]  # None: not materialized, read through the getter
+        store,  # None: not materialized, read through the getter
         key_serde,
         value_serde,
         getter=store_getter(store) if store else getter,
@@ -333,7 +333,9 @@ class KGroupedTable:
     """A table re-keyed by ``KTable.group_by``: aggregations see each update as an
     addition to the new group and a subtraction from the old one."""
 
-    def __init__(self, topology: Topology, node: str, key_serde: Serde[Any], value_serde: Serde[Any]):
+    def __init__(
+        self, topology: Topology, node: str, key_serde: Serde[Any], value_serde: Serde[Any]
+    ):
         self.topology = topology
         self.node = node
         self.key_serde = key_serde

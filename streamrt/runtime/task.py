@@ -30,6 +30,11 @@ from streamrt.runtime.processor import (
     Punctuator,
 )
 from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
+from streamrt.runtime.timestamps import (
+    ConsumedRecord,
+    TimestampExtractor,
+    fail_on_invalid_timestamp,
+)
 from streamrt.runtime.topology import (
     ProcessorNode,
     SinkNode,
@@ -37,11 +42,6 @@ from streamrt.runtime.topology import (
     SubTopology,
     Topology,
     changelog_topic,
-)
-from streamrt.runtime.timestamps import (
-    ConsumedRecord,
-    TimestampExtractor,
-    fail_on_invalid_timestamp,
 )
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
 
@@ -177,15 +177,17 @@ class _NodeContext:
     ) -> _Schedule:
         if interval_ms < 1:
             raise ValueError("punctuation interval must be at least 1 ms")
-        if not isinstance(kind, PunctuationType):  # schedule(ms, fn): wall-clock time
-            kind, punctuator = PunctuationType.WALL_CLOCK_TIME, kind
-        if punctuator is None:
+        if isinstance(kind, PunctuationType):
+            ptype, fn = kind, punctuator
+        else:  # schedule(ms, fn): wall-clock time, as before punctuation types existed
+            ptype, fn = PunctuationType.WALL_CLOCK_TIME, kind
+        if fn is None:
             raise ValueError("schedule needs a punctuator")
-        if kind is PunctuationType.STREAM_TIME:
+        if ptype is PunctuationType.STREAM_TIME:
             first: int | None = 0  # fires as soon as stream time is known
         else:
             first = self.task.clock.now_ms() + interval_ms
-        schedule = _Schedule(interval_ms, punctuator, kind, first)
+        schedule = _Schedule(interval_ms, fn, ptype, first)
         self.schedules.append(schedule)
         return schedule
 

@@ -155,7 +155,12 @@ class TopologyTestDriver:
             known = sorted({*self._by_topic, *self._globals} - self._internal)
             raise ConfigError(f"unknown input topic {topic!r}; the topology reads {known}")
         return TestInputTopic(
-            self, topic, serde_for(key_serde), serde_for(value_serde), start_timestamp, auto_advance_ms
+            self,
+            topic,
+            serde_for(key_serde),
+            serde_for(value_serde),
+            start_timestamp,
+            auto_advance_ms,
         )
 
     def create_output_topic(

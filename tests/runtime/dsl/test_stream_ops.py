@@ -73,9 +73,7 @@ def test_repartition_with_explicit_partitions_goes_through_an_internal_topic() -
     assert [s.source_topics for s in subs] == [("in",), ("ops-by-value-repartition",)]
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in", "str", "str").pipe_input("k", "v", timestamp=5)
-        assert d.create_output_topic("out", "str", "str").read_record() == TestRecord(
-            "v", "v", 5
-        )
+        assert d.create_output_topic("out", "str", "str").read_record() == TestRecord("v", "v", 5)
     with pytest.raises(ConfigError):
         a.stream("x").repartition(0)
 
@@ -137,12 +135,14 @@ def test_extractor_gets_partition_time() -> None:
 
 
 def test_default_timestamp_extractor_config() -> None:
-    a = App({"application.id": "ops", "default.timestamp.extractor": "LogAndSkipOnInvalidTimestamp"})
+    a = App(
+        {"application.id": "ops", "default.timestamp.extractor": "LogAndSkipOnInvalidTimestamp"}
+    )
     a.stream("in").to("out")
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in").pipe_input(None, b"x", timestamp=-5)
         assert d.create_output_topic("out").is_empty()
-    with pytest.raises(ConfigError, match="default.timestamp.extractor"):
+    with pytest.raises(ConfigError, match=r"default\.timestamp\.extractor"):
         TopologyTestDriver(a, {"default.timestamp.extractor": "NoSuchExtractor"})
 
 
