@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamrt.runtime.joins import _co_partition
 from streamrt.runtime.processor import Change, Processor, ProcessorContext
@@ -36,10 +36,9 @@ from streamrt.runtime.tables import (
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec
 from streamrt.serde import BytesSerde, Serde
 
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl import KTable
-
 __all__ = ("foreign_key_join",)
+
+KTable = Any  # runtime.dsl.KTable: not imported, as runtime.dsl imports this module
 
 DELETE_KEY_AND_PROPAGATE = 0
 DELETE_KEY_NO_PROPAGATE = 1
@@ -245,8 +244,6 @@ def foreign_key_join(
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
 ) -> KTable:
-    from streamrt.runtime.dsl import KTable
-
     topology = left.topology
     base = topology.new_name("KTABLE-FK-JOIN")
     raw = BytesSerde()
@@ -318,7 +315,7 @@ def foreign_key_join(
     if store is None:
         # an unmaterialized FK-join result has no getter of its own: reads recompute nothing,
         # so later joins need it materialized
-        return KTable(topology, local_name, None, kser, vser, getter=_no_getter())
+        return type(left)(topology, local_name, None, kser, vser, getter=_no_getter())
     node = topology.add_processor(
         f"{base}-materialize",
         lambda: TableMaterializeProcessor(store),
@@ -326,7 +323,7 @@ def foreign_key_join(
         stores=(store,),
         accepts_changes=True,
     )
-    return KTable(topology, node, store, kser, vser, getter=store_getter(store))
+    return type(left)(topology, node, store, kser, vser, getter=store_getter(store))
 
 
 def _no_getter() -> ValueGetter:

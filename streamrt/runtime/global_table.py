@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
@@ -24,9 +24,6 @@ from streamrt.logs import fields
 from streamrt.runtime.processor import Processor
 from streamrt.serde import Serde
 
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl import KStream
-
 __all__ = (
     "GlobalKTable",
     "GlobalStore",
@@ -34,6 +31,8 @@ __all__ = (
     "GlobalTableSpec",
     "stream_global_join",
 )
+
+KStream = Any  # runtime.dsl.KStream: not imported, as runtime.dsl imports this module
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +138,6 @@ def stream_global_join(
     left: bool,
 ) -> KStream:
     """Never repartitions: every instance holds the whole table."""
-    from streamrt.runtime.dsl import KStream
-
     topology = stream.topology
     spec = table.spec
     node = topology.add_processor(
@@ -148,7 +145,7 @@ def stream_global_join(
         lambda: StreamGlobalJoinProcessor(spec, key_mapper, joiner, left),
         stream.node,
     )
-    return KStream(topology, node, stream.key_serde, stream.value_serde, stream.key_changed)
+    return type(stream)(topology, node, stream.key_serde, stream.value_serde, stream.key_changed)
 
 
 def add_global_table(

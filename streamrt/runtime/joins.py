@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.processor import Change, Processor, ProcessorContext
@@ -25,11 +25,12 @@ from streamrt.runtime.tables import (
 )
 from streamrt.runtime.topology import StoreSpec, Topology
 from streamrt.serde import BytesSerde, Serde
-
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl import KStream, KTable
+from streamrt.state.store import IN_MEMORY, ROCKS_DB
 
 __all__ = ("JoinKind", "JoinWindows", "stream_stream_join", "stream_table_join", "table_join")
+
+KStream = Any  # runtime.dsl.KStream: not imported, as runtime.dsl imports this module
+KTable = Any  # runtime.dsl.KTable: not imported, as runtime.dsl imports this module
 
 JoinKind = Literal["inner", "left", "outer"]
 Joiner = Callable[[Any, Any], Any]
@@ -122,8 +123,6 @@ def _co_partition(topology: Topology, *nodes: str) -> None:
 def stream_table_join(
     stream: KStream, table: KTable, joiner: Joiner, left: bool, name: str | None
 ) -> KStream:
-    from streamrt.runtime.dsl import KStream
-
     if stream.key_changed:  # a table is never repartitioned automatically, the stream is
         stream = stream._repartition(name and f"{name}-left")
     topology = stream.topology
@@ -135,7 +134,7 @@ def stream_table_join(
         stores=getter.stores,
     )
     _co_partition(topology, stream.node, table.node)
-    return KStream(topology, node, stream.key_serde, stream.value_serde)
+    return type(stream)(topology, node, stream.key_serde, stream.value_serde)
 
 
 # -- KStream-KStream -------------------------------------------------------------------------
@@ -320,8 +319,6 @@ def stream_stream_join(
     name: str | None,
     in_memory: bool | None,
 ) -> KStream:
-    from streamrt.runtime.dsl import KStream, store_kind
-
     if not isinstance(windows, JoinWindows):
         raise ConfigError("a KStream-KStream join needs windows=JoinWindows...")
     topology = left.topology
@@ -330,7 +327,7 @@ def stream_stream_join(
         left = left._repartition(f"{base}-left")
     if right.key_changed:
         right = right._repartition(f"{base}-right")
-    kind_of = store_kind(in_memory)
+    kind_of = None if in_memory is None else (IN_MEMORY if in_memory else ROCKS_DB)
     bytes_serde = BytesSerde()
     stores = [f"{base}-this-join-store", f"{base}-other-join-store"]
     if kind != "inner":
@@ -362,7 +359,7 @@ def stream_stream_join(
 
     merged = topology.add_processor(f"{base}-merge", PassThroughProcessor, this_node, other_node)
     _co_partition(topology, left.node, right.node)
-    return KStream(topology, merged, left.key_serde, left.value_serde)
+    return type(left)(topology, merged, left.key_serde, left.value_serde)
 
 
 # -- KTable-KTable ---------------------------------------------------------------------------
@@ -417,7 +414,6 @@ def table_join(
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
 ) -> KTable:
-    from streamrt.runtime.dsl import KTable
     from streamrt.runtime.operators import PassThroughProcessor
 
     topology = left.topology
@@ -459,7 +455,7 @@ def table_join(
         return joined
 
     if store is None:
-        return KTable(
+        return type(left)(
             topology,
             merged,
             None,
@@ -474,7 +470,7 @@ def table_join(
         stores=(store,),
         accepts_changes=True,
     )
-    return KTable(topology, node, store, kser, vser, getter=store_getter(store))
+    return type(left)(topology, node, store, kser, vser, getter=store_getter(store))
 
 
 def window_store_entries(store: Any) -> Iterator[tuple[bytes, int, bytes]]:

@@ -12,16 +12,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamrt.errors import ConfigError, StreamrtError
 from streamrt.runtime.processor import Change, Processor, ProcessorContext
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec, Topology
 from streamrt.serde import IntSerde, Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
-
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl import KTable
 
 __all__ = (
     "ChangeSerde",
@@ -32,6 +29,8 @@ __all__ = (
     "as_change",
     "store_getter",
 )
+
+KTable = Any  # runtime.dsl.KTable: not imported, as runtime.dsl imports this module
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +251,6 @@ def _table(
     value_serde: Serde[Any],
     getter: ValueGetter,
 ) -> KTable:
-    from streamrt.runtime.dsl import KTable
-
     topology = parent.topology
     node = topology.add_processor(
         topology.new_name(prefix),
@@ -262,7 +259,7 @@ def _table(
         stores=(store,) if store else (),
         accepts_changes=True,
     )
-    return KTable(
+    return type(parent)(
         topology,
         node,
         store,  # None: not materialized, read through the getter
@@ -334,8 +331,14 @@ class KGroupedTable:
     addition to the new group and a subtraction from the old one."""
 
     def __init__(
-        self, topology: Topology, node: str, key_serde: Serde[Any], value_serde: Serde[Any]
+        self,
+        topology: Topology,
+        node: str,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
+        table_type: type[KTable],
     ):
+        self.table_type = table_type  # the KTable class (runtime.dsl imports this module)
         self.topology = topology
         self.node = node
         self.key_serde = key_serde
@@ -352,8 +355,6 @@ class KGroupedTable:
     ) -> KTable:
         """``adder(key, value, agg)`` / ``subtractor(key, value, agg)``; stored in
         ``materialized`` (required: the aggregate needs a store)."""
-        from streamrt.runtime.dsl import KTable
-
         if materialized is None:
             raise ConfigError("KGroupedTable.aggregate needs a materialized store name")
         store, kser, vser = materialize(
@@ -367,7 +368,7 @@ class KGroupedTable:
             stores=(store,),
             accepts_changes=True,
         )
-        return KTable(self.topology, node, store, kser, vser)
+        return self.table_type(self.topology, node, store, kser, vser)
 
     def reduce(
         self,
@@ -423,4 +424,4 @@ def group_table(
         f"{base}-sink", base, kser, changes, mapper, internal=True, accepts_changes=True
     )
     source = topology.add_source(f"{base}-source", base, kser, changes, internal=True)
-    return KGroupedTable(topology, source, kser, vser)
+    return KGroupedTable(topology, source, kser, vser, type(table))
