@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.errors import ConfigError, StreamrtError
@@ -218,12 +219,8 @@ class GlobalStreamThread:
         await consumer.start()
         try:
             by_topic = {spec.topic: spec.require() for spec in self.specs}
-            await self._wait_for_topics(consumer, list(by_topic))
-            tps = [
-                KafkaTP(topic, p)
-                for topic in by_topic
-                for p in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
+            counts = await self._partition_counts(list(by_topic))
+            tps = [KafkaTP(topic, p) for topic, n in counts.items() for p in range(n)]
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
             ends = await consumer.end_offsets(tps)
@@ -249,13 +246,22 @@ class GlobalStreamThread:
         finally:
             await consumer.stop()
 
-    async def _wait_for_topics(self, consumer: AIOKafkaConsumer, topics: list[str]) -> None:
-        for _ in range(300):
-            existing = await consumer.topics()
-            missing = [t for t in topics if t not in existing]
-            if not missing and all(consumer.partitions_for_topic(t) for t in topics):
-                return
-            if self._stop.is_set():
-                return
-            await asyncio.sleep(0.1)
-        raise ConfigError(f"global table topics do not exist: {', '.join(missing)}")
+    async def _partition_counts(self, topics: list[str]) -> dict[str, int]:
+        """Every global topic's partition count; waits up to 30 s for missing topics."""
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=self.bootstrap_servers, client_id=f"{self.client_id}-global-admin"
+        )
+        await admin.start()
+        try:
+            missing = topics
+            for _ in range(60):
+                missing = sorted(set(topics) - set(await admin.list_topics()))
+                if not missing:
+                    described = await admin.describe_topics(topics)
+                    return {t["topic"]: len(t["partitions"]) for t in described}
+                if self._stop.is_set():
+                    break
+                await asyncio.sleep(0.5)
+            raise ConfigError(f"global table topics do not exist: {', '.join(missing)}")
+        finally:
+            await admin.close()
