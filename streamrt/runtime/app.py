@@ -30,6 +30,7 @@ from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
+from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
 from streamrt.runtime.internal_topics import ensure_internal_topics
 from streamrt.runtime.metadata import (
     APP_ALLOWED_NEXT,
@@ -40,6 +41,7 @@ from streamrt.runtime.metadata import (
 )
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
+from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike
 
@@ -120,6 +122,7 @@ class App:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
+        self._global_thread: GlobalStreamThread | None = None
         self.error_stats = ErrorStats()
         self.thread_failures = 0  # stream thread deaths (not counting clean stops)
         self._failures: dict[str, _Failures] = {}
@@ -139,10 +142,33 @@ class App:
         self.settings.update({k: v for k, v in overrides.items() if v is not None})
 
     def stream(
-        self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+        self,
+        topic: str,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> KStream:
         """``builder.stream``: a KStream reading ``topic``."""
-        return self.builder.stream(topic, key_serde=key_serde, value_serde=value_serde)
+        return self.builder.stream(
+            topic,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> GlobalKTable:
+        """``builder.global_table``: every partition of ``topic`` on every instance."""
+        return self.builder.global_table(
+            topic, store=store, key_serde=key_serde, value_serde=value_serde
+        )
 
     def table(
         self,
@@ -296,6 +322,7 @@ class App:
             for service in self._services:  # first: a taken port fails before any thread runs
                 service.start()
                 self._started_services.append(service)
+            self._start_global_thread(config)
             self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
                 self._start_thread(index)
@@ -303,6 +330,22 @@ class App:
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
             self._supervisor.start()
+
+    def _start_global_thread(self, config: StreamsConfig) -> None:
+        """Global tables load fully (to the topics' end offsets) before any stream thread."""
+        specs = list(self.topology.global_tables.values())
+        if not specs:
+            return
+        self._global_thread = GlobalStreamThread(
+            config.bootstrap_servers, f"{config.application_id}-{self.instance_id}", specs
+        )
+        try:
+            self._global_thread.start()
+        except BaseException:
+            for service in reversed(self._started_services):
+                service.stop()
+            self._started_services.clear()
+            raise
 
     def _start_thread(self, index: int) -> StreamThread:
         assert self._env is not None
@@ -459,6 +502,8 @@ class App:
             thread.stop()
         for thread in threads:
             thread.join(timeout)
+        if self._global_thread is not None:
+            self._global_thread.stop(timeout)
         if self.fatal_error is None:
             fatal = [t.error for t in threads if isinstance(t.error, FatalThreadError)]
             self.fatal_error = fatal[0] if fatal else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from streamrt.runtime import operators as ops
 from streamrt.runtime.dsl import KStream, KTable, store_kind
+from streamrt.runtime.global_table import GlobalKTable, add_global_table
+from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.topology import StoreSpec, Topology
 from streamrt.serde import SerdeLike, serde_for
 
@@ -16,12 +18,41 @@ class StreamsBuilder:
         self.topology = topology or Topology()
 
     def stream(
-        self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+        self,
+        topic: str,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> KStream:
-        """A KStream reading ``topic``."""
+        """A KStream reading ``topic``; ``timestamp_extractor(record) -> ms`` overrides the
+        ``default.timestamp.extractor`` for this source (see runtime.timestamps)."""
         kser, vser = serde_for(key_serde), serde_for(value_serde)
-        name = self.topology.add_source(self.topology.new_name("KSTREAM-SOURCE"), topic, kser, vser)
+        name = self.topology.add_source(
+            self.topology.new_name("KSTREAM-SOURCE"),
+            topic,
+            kser,
+            vser,
+            timestamp_extractor=timestamp_extractor,
+        )
         return KStream(self.topology, name, kser, vser)
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        store: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> GlobalKTable:
+        """A table of *all* partitions of ``topic`` on every instance, queryable as ``store``."""
+        return add_global_table(
+            self.topology,
+            topic,
+            store or f"{topic}-global",
+            serde_for(key_serde),
+            serde_for(value_serde),
+        )
 
     def table(
         self,

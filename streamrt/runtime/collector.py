@@ -46,7 +46,7 @@ class ProducerCollector:
                 value=value,
                 key=key,
                 partition=partition,
-                timestamp_ms=ts or None,
+                timestamp_ms=ts if ts >= 0 else None,  # 0 is a timestamp too
                 headers=headers,
             )
             self._inflight.append(fut)

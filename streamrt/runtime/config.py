@@ -19,6 +19,7 @@ from streamrt.client_config import ROLES, ClientConfig, redact
 from streamrt.errors import ConfigError
 from streamrt.runtime import client_settings
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
+from streamrt.runtime.timestamps import TimestampExtractor, resolve_extractor
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
@@ -73,6 +74,8 @@ class StreamsConfig:
     statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
     # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
+    # a Kafka built-in name (FailOnInvalidTimestamp, ...) or module:function; runtime.timestamps
+    default_timestamp_extractor: str = "FailOnInvalidTimestamp"
     windowstore_changelog_additional_retention_ms: int = 86_400_000
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -150,6 +153,11 @@ class StreamsConfig:
                 "errors.retry.backoff.ms must be positive and at most errors.retry.backoff.max.ms"
             )
         self.error_handlers()  # dlq without a topic name is refused here
+        self.timestamp_extractor()
+
+    def timestamp_extractor(self) -> TimestampExtractor:
+        """``default.timestamp.extractor`` resolved (ConfigError if it names nothing usable)."""
+        return resolve_extractor(self.default_timestamp_extractor)
 
     def error_handlers(self) -> RecordErrorHandlers:
         """The record exception handlers these settings describe (fresh counters)."""

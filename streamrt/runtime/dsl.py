@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamrt.errors import ConfigError
 from streamrt.runtime import operators as ops
 from streamrt.runtime.processor import Processor, Windowed
 from streamrt.runtime.suppress import Suppressed
+from streamrt.runtime.tables import KGroupedTable, MaterializedLike, ValueGetter, store_getter
 from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec, Topology
 from streamrt.runtime.windowed import (
     SessionWindowedKStream,
@@ -20,6 +21,10 @@ from streamrt.runtime.windowed import (
 from streamrt.runtime.windows import DEFAULT_LEGACY_GRACE_MS, TimeWindows, Windows
 from streamrt.serde import IntSerde, Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
+
+if TYPE_CHECKING:
+    from streamrt.runtime.global_table import GlobalKTable
+    from streamrt.runtime.joins import JoinKind, JoinWindows
 
 __all__ = ("KGroupedStream", "KStream", "KTable", "WindowedSerde")
 
@@ -141,12 +146,25 @@ class KStream:
             key_changed=True,
         )
 
-    def split(self, *predicates: Callable[[Any, Any], bool]) -> list[KStream]:
-        """One stream per predicate; a record goes to the first that matches (``branch``)."""
+    def split(
+        self, *predicates: Callable[[Any, Any], bool], default: bool = False
+    ) -> list[KStream]:
+        """One stream per predicate; a record goes to the first that matches (``branch``).
+
+        ``default=True`` adds a last stream with the records no predicate matched (Kafka's
+        ``defaultBranch``); without it they are dropped.
+        """
         branch_name = self.topology.new_name("KSTREAM-BRANCH")
-        children = [f"{branch_name}-{i}" for i in range(len(predicates))]
-        pairs = list(zip(predicates, children, strict=True))
-        self.topology.add_processor(branch_name, lambda: ops.BranchProcessor(pairs), self.node)
+        count = len(predicates) + (1 if default else 0)
+        children = [f"{branch_name}-{i}" for i in range(count)]
+        pairs = list(zip(predicates, children[: len(predicates)], strict=True))
+        if default:
+            fallback = children[-1]
+            self.topology.add_processor(
+                branch_name, lambda: ops.BranchWithDefaultProcessor(pairs, fallback), self.node
+            )
+        else:
+            self.topology.add_processor(branch_name, lambda: ops.BranchProcessor(pairs), self.node)
         return [
             KStream(
                 self.topology,
@@ -174,6 +192,125 @@ class KStream:
             self.value_serde,
             self.key_changed or other.key_changed,
         )
+
+    # -- stateless operators and joins (issue 13; see runtime.joins, runtime.global_table) --
+
+    def foreach(self, action: Callable[[Any, Any], None]) -> None:
+        """Call ``action(key, value)`` for each record; a terminal operation."""
+        self.topology.add_processor(
+            self.topology.new_name("KSTREAM-FOREACH"),
+            lambda: ops.ForeachProcessor(action),
+            self.node,
+        )
+
+    def select_key(self, fn: Callable[[Any, Any], Any], *, key_serde: SerdeLike = None) -> KStream:
+        """New key ``fn(key, value)``; a later join or grouping repartitions first."""
+        return self._then(
+            "KSTREAM-KEY-SELECT",
+            lambda: ops.MapProcessor(lambda k, v: (fn(k, v), v)),
+            key_changed=True,
+            key_serde=_opt(key_serde),
+        )
+
+    def flat_map_values(
+        self, fn: Callable[[Any], Iterable[Any]], *, value_serde: SerdeLike = None
+    ) -> KStream:
+        """Zero or more values per record, each with the record's key (no repartition)."""
+        return self._then(
+            "KSTREAM-FLATMAPVALUES",
+            lambda: ops.FlatMapValuesProcessor(fn),
+            value_serde=_opt(value_serde),
+        )
+
+    def repartition(
+        self,
+        partitions: int | None = None,
+        *,
+        name: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KStream:
+        """Write to ``<application.id>-<name>-repartition`` (``partitions`` partitions, else
+        as many as the input) and read it back: downstream tasks follow the new key."""
+        if partitions is not None and partitions < 1:
+            raise ConfigError(f"repartition: partitions must be >= 1, got {partitions}")
+        stream = KStream(
+            self.topology,
+            self.node,
+            _opt(key_serde) or self.key_serde,
+            _opt(value_serde) or self.value_serde,
+            self.key_changed,
+        )
+        return stream._repartition(
+            name or self.topology.new_name("KSTREAM-REPARTITION"), partitions=partitions
+        )
+
+    def join(
+        self,
+        other: KStream | KTable | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        windows: JoinWindows | None = None,
+        key_mapper: Callable[[Any, Any], Any] | None = None,
+        name: str | None = None,
+        in_memory: bool | None = None,
+    ) -> KStream:
+        """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
+        (``key_mapper(key, value)`` gives the table key). See docs/dsl.md."""
+        return self._join(other, joiner, "inner", windows, key_mapper, name, in_memory)
+
+    def left_join(
+        self,
+        other: KStream | KTable | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        windows: JoinWindows | None = None,
+        key_mapper: Callable[[Any, Any], Any] | None = None,
+        name: str | None = None,
+        in_memory: bool | None = None,
+    ) -> KStream:
+        """Like :meth:`join`, but a record without partner gives ``joiner(value, None)``."""
+        return self._join(other, joiner, "left", windows, key_mapper, name, in_memory)
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        windows: JoinWindows,
+        name: str | None = None,
+        in_memory: bool | None = None,
+    ) -> KStream:
+        """Windowed outer join of two streams: unmatched records of either side are emitted
+        (``joiner(v, None)`` / ``joiner(None, v)``) once their window closes."""
+        return self._join(other, joiner, "outer", windows, None, name, in_memory)
+
+    def _join(
+        self,
+        other: Any,
+        joiner: Callable[[Any, Any], Any],
+        kind: JoinKind,
+        windows: JoinWindows | None,
+        key_mapper: Callable[[Any, Any], Any] | None,
+        name: str | None,
+        in_memory: bool | None,
+    ) -> KStream:
+        from streamrt.runtime.global_table import GlobalKTable, stream_global_join
+        from streamrt.runtime.joins import stream_stream_join, stream_table_join
+
+        if isinstance(other, KStream):
+            if windows is None:
+                raise ConfigError("a KStream-KStream join needs windows=JoinWindows...")
+            return stream_stream_join(self, other, joiner, windows, kind, name, in_memory)
+        if kind == "outer":
+            raise ConfigError("outer_join is only defined between two streams")
+        if isinstance(other, KTable):
+            return stream_table_join(self, other, joiner, kind == "left", name)
+        if isinstance(other, GlobalKTable):
+            if key_mapper is None:
+                raise ConfigError("a KStream-GlobalKTable join needs key_mapper=fn(key, value)")
+            return stream_global_join(self, other, key_mapper, joiner, kind == "left")
+        raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
     def to(self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> None:
         self.topology.add_sink(
@@ -214,7 +351,7 @@ class KStream:
         )
         return KGroupedStream(mapped._repartition(name))
 
-    def _repartition(self, name: str | None) -> KStream:
+    def _repartition(self, name: str | None, *, partitions: int | None = None) -> KStream:
         base = (
             name or self.topology.new_name("KSTREAM-AGGREGATE-STATE-STORE")
         ) + REPARTITION_SUFFIX
@@ -223,7 +360,12 @@ class KStream:
         )
         del sink
         source = self.topology.add_source(
-            f"{base}-source", base, self.key_serde, self.value_serde, internal=True
+            f"{base}-source",
+            base,
+            self.key_serde,
+            self.value_serde,
+            internal=True,
+            partitions=partitions,
         )
         return KStream(self.topology, source, self.key_serde, self.value_serde)
 
@@ -361,17 +503,23 @@ class KTable:
         self,
         topology: Topology,
         node: str,
-        store: str,
+        store: str | None,
         key_serde: Serde[Any],
         value_serde: Serde[Any],
         *,
         window_close_delay_ms: int | None = None,
+        getter: ValueGetter | None = None,
     ) -> None:
         self.topology = topology
         self.node = node
-        self.store = store
+        self.store = store  # None for a table read through its parent's store (``getter``)
         self.key_serde = key_serde
         self.value_serde = value_serde
+        if getter is None:
+            if store is None:
+                raise ConfigError("a KTable needs a store or a value getter")
+            getter = store_getter(store)
+        self.getter = getter
         # windowed tables: how long after a window's end it closes (grace; + gap for sessions)
         self.window_close_delay_ms = window_close_delay_ms
 
@@ -385,7 +533,7 @@ class KTable:
             self.value_serde,
             self.window_close_delay_ms,
             suppressed,
-            self.store,
+            self.store or self.node,
         )
         return KTable(
             self.topology,
@@ -394,7 +542,105 @@ class KTable:
             self.key_serde,
             self.value_serde,
             window_close_delay_ms=self.window_close_delay_ms,
+            getter=self.getter,
         )
+
+    # -- table operations (issue 13; see runtime.tables and runtime.joins) -----------------
+
+    def filter(
+        self, predicate: Callable[[Any, Any], bool], *, materialized: MaterializedLike = None
+    ) -> KTable:
+        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone."""
+        from streamrt.runtime.tables import filter_table
+
+        return filter_table(self, predicate, False, materialized)
+
+    def filter_not(
+        self, predicate: Callable[[Any, Any], bool], *, materialized: MaterializedLike = None
+    ) -> KTable:
+        from streamrt.runtime.tables import filter_table
+
+        return filter_table(self, predicate, True, materialized)
+
+    def map_values(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        value_serde: SerdeLike = None,
+        materialized: MaterializedLike = None,
+    ) -> KTable:
+        from streamrt.runtime.tables import map_values_table
+
+        return map_values_table(self, fn, value_serde, materialized)
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        *,
+        name: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KGroupedTable:
+        """Re-key rows by ``selector(key, value) -> (new_key, new_value)`` for an aggregation
+        with adder and subtractor (always through a repartition topic)."""
+        from streamrt.runtime.tables import group_table
+
+        return group_table(self, selector, name, key_serde, value_serde)
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
+        join: ``other`` is keyed by what ``foreign_key`` returns)."""
+        return self._join(other, joiner, "inner", foreign_key, materialized, value_serde)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        return self._join(other, joiner, "left", foreign_key, materialized, value_serde)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        return self._join(other, joiner, "outer", None, materialized, value_serde)
+
+    def _join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        kind: JoinKind,
+        foreign_key: Callable[[Any], Any] | None,
+        materialized: MaterializedLike,
+        value_serde: SerdeLike,
+    ) -> KTable:
+        from streamrt.runtime.joins import table_join
+
+        if not isinstance(other, KTable):
+            raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
+        if foreign_key is not None:
+            from streamrt.runtime.fk_join import foreign_key_join
+
+            return foreign_key_join(
+                self, other, foreign_key, joiner, kind == "left", materialized, _opt(value_serde)
+            )
+        return table_join(self, other, joiner, kind, materialized, _opt(value_serde))
 
     def to_stream(self) -> KStream:
         name = self.topology.add_processor(

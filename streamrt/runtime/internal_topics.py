@@ -1,6 +1,7 @@
 """Create the application's internal topics before its threads join the group.
 
-Repartition topics get the largest partition count of the external sources; each changelog
+Repartition topics get their reading sub-topology's user-topic partition count (or an explicit
+``repartition(n)``; see runtime.copartition, which also checks join inputs); each changelog
 gets its sub-topology's task count (the largest partition count of its sources), so that
 changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted; window and
 session store changelogs are ``compact,delete`` with their retention (as Kafka Streams).
@@ -16,6 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
+from streamrt.runtime.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.source_topics import wait_for_source_topics
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 
@@ -79,9 +81,10 @@ async def ensure_internal_topics(
         )
         counts = await _partition_counts(admin, external)
         wanted: dict[str, tuple[int, dict[str, str]]] = {}
-        width = max(counts.values(), default=1)
+        planned = repartition_counts(topology, application_id, subtopologies, counts)
+        validate_copartitioning(topology, application_id, {**counts, **planned})
         for topic in sorted(repartition):
-            wanted[topic] = (width, {})
+            wanted[topic] = (planned[topic], {})
         for sub in subtopologies:
             tasks = max(
                 (counts.get(t, wanted.get(t, (0, {}))[0]) for t in sub.source_topics), default=1

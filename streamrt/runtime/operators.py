@@ -10,8 +10,11 @@ from streamrt.runtime.processor import Processor, ProcessorContext, TupleForward
 __all__ = (
     "AggregateProcessor",
     "BranchProcessor",
+    "BranchWithDefaultProcessor",
     "FilterProcessor",
     "FlatMapProcessor",
+    "FlatMapValuesProcessor",
+    "ForeachProcessor",
     "MapProcessor",
     "MapValuesProcessor",
     "PassThroughProcessor",
@@ -105,7 +108,7 @@ class AggregateProcessor(Processor):
         old = self.store.get(key)
         new = self.aggregator(key, value, self.initializer() if old is None else old)
         self.store.put(key, new)
-        self.forwarder.maybe_forward(key, new)
+        self.forwarder.maybe_forward(key, new, old)  # children that are not tables get ``new``
 
 
 class TableSourceProcessor(Processor):
@@ -119,9 +122,46 @@ class TableSourceProcessor(Processor):
         self.forwarder = TupleForwarder(context, self.store_name)
 
     def process(self, key: Any, value: Any) -> None:
+        if key is None:  # as Kafka Streams: a table record needs a key
+            return
         store = self.context.get_store(self.store_name)
+        old = store.get(key)
         if value is None:
             store.delete(key)
         else:
             store.put(key, value)
-        self.forwarder.maybe_forward(key, value)
+        self.forwarder.maybe_forward(key, value, old)  # non-table children get ``value``
+
+
+class ForeachProcessor(Processor):
+    """A terminal action per record (``foreach``): forwards nothing."""
+
+    def __init__(self, action: Callable[[Any, Any], None]) -> None:
+        self.action = action
+
+    def process(self, key: Any, value: Any) -> None:
+        self.action(key, value)
+
+
+class FlatMapValuesProcessor(Processor):
+    def __init__(self, fn: Callable[[Any], Iterable[Any]]) -> None:
+        self.fn = fn
+
+    def process(self, key: Any, value: Any) -> None:
+        for new_value in self.fn(value):
+            self.context.forward(key, new_value)
+
+
+class BranchWithDefaultProcessor(BranchProcessor):
+    """``split`` with a default branch: a record no predicate matches goes to ``default``."""
+
+    def __init__(self, branches: list[tuple[Callable[[Any, Any], bool], str]], default: str):
+        super().__init__(branches)
+        self.default = default
+
+    def process(self, key: Any, value: Any) -> None:
+        for predicate, child in self.branches:
+            if predicate(key, value):
+                self.context.forward(key, value, to=child)
+                return
+        self.context.forward(key, value, to=self.default)

@@ -1,25 +1,55 @@
 """The processor API under the DSL: a processor gets each record and a context.
 
-The context gives the processor its state stores, ``forward`` to its children, and
-``schedule`` for punctuation (wall-clock callbacks), as Kafka Streams' ``ProcessorContext``.
+The context gives the processor its state stores, ``forward`` to its children, the record's
+timestamp and headers, and ``schedule`` for punctuation (stream-time or wall-clock callbacks),
+as Kafka Streams' ``ProcessorContext``. Table nodes forward :class:`Change` values (new and
+old); a child that does not ask for changes receives the new value only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 __all__ = (
+    "Cancellable",
+    "Change",
+    "Headers",
     "KeyValueStore",
     "Processor",
     "ProcessorContext",
+    "PunctuationType",
     "Punctuator",
     "TupleForwarder",
     "Windowed",
 )
 
 Punctuator = Callable[[int], None]
+Headers = tuple[tuple[str, bytes], ...]  # Kafka record headers, in order (keys may repeat)
+
+
+class PunctuationType(Enum):
+    """What time a punctuator follows: record time (advances only with data) or wall clock."""
+
+    STREAM_TIME = "stream_time"
+    WALL_CLOCK_TIME = "wall_clock_time"
+
+
+class Cancellable(Protocol):
+    """Returned by ``schedule``: ``cancel()`` stops future runs (allowed inside the callback)."""
+
+    def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A table update: the new value and the one it replaces (``None``: absent/deleted), as
+    Kafka Streams' ``Change<V>``. Aggregations with a subtractor and table joins need ``old``."""
+
+    new: Any
+    old: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +74,10 @@ class KeyValueStore(Protocol):
 
     def items(self) -> Iterator[tuple[Any, Any]]: ...
 
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """Entries with ``start <= key < end`` in serialized-key order (``None``: open)."""
+        ...
+
 
 class ProcessorContext(Protocol):
     """What a processor sees of its task while it processes a record."""
@@ -63,11 +97,40 @@ class ProcessorContext(Protocol):
     @property
     def timestamp(self) -> int: ...
 
-    def forward(self, key: Any, value: Any, to: str | None = None) -> None: ...
+    @property
+    def headers(self) -> Headers:
+        """The current record's headers (empty in a punctuation)."""
+        ...
+
+    @property
+    def stream_time(self) -> int:
+        """The task's stream time: the largest record timestamp processed (-1: none yet)."""
+        ...
+
+    def forward(
+        self,
+        key: Any,
+        value: Any,
+        to: str | None = None,
+        *,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        """Send to the children (or the child ``to``); ``timestamp``/``headers`` override the
+        current record's for this forward only."""
+        ...
 
     def get_store(self, name: str) -> KeyValueStore: ...
 
-    def schedule(self, interval_ms: int, punctuator: Punctuator) -> None: ...
+    def schedule(
+        self,
+        interval_ms: int,
+        kind: PunctuationType | Punctuator,
+        punctuator: Punctuator | None = None,
+    ) -> Cancellable:
+        """``schedule(ms, PunctuationType.STREAM_TIME, fn)``; ``schedule(ms, fn)`` means
+        wall-clock time. ``fn`` gets the current stream or wall-clock time."""
+        ...
 
 
 class Processor:
@@ -88,17 +151,22 @@ class Processor:
 class TupleForwarder:
     """Forwards a processor's store updates downstream, as Kafka Streams' TupleForwarder.
 
-    Over a cached store the cache's flush forwards each key's last update (once per key per
-    flush) and :meth:`maybe_forward` does nothing; over an uncached store every update is
-    forwarded at once.
+    Updates go downstream as ``Change(new, old)`` (table children need the old value; other
+    children get ``new``). Over a cached store the cache's flush forwards each key's last
+    update, with the value the store held before the flush as ``old`` (once per key per flush),
+    and :meth:`maybe_forward` does nothing; over an uncached store every update is forwarded
+    at once.
     """
 
     def __init__(self, context: ProcessorContext, store_name: str) -> None:
         self.context = context
         store = context.get_store(store_name)
         listen = getattr(store, "set_flush_listener", None)
-        self.cached = bool(listen is not None and listen(context.forward))
+        self.cached = bool(listen is not None and listen(self._forward))
 
-    def maybe_forward(self, key: Any, value: Any) -> None:
+    def _forward(self, key: Any, new: Any, old: Any) -> None:
+        self.context.forward(key, Change(new, old))
+
+    def maybe_forward(self, key: Any, new: Any, old: Any) -> None:
         if not self.cached:
-            self.context.forward(key, value)
+            self._forward(key, new, old)

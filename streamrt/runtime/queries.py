@@ -150,6 +150,9 @@ class StreamsQueries:
         races a task being closed or restored. Raises KeyError (unknown store), ValueError
         (bad key), StoreNotReadyError (the task is not open and running here).
         """
+        global_table = self._topology.global_tables.get(store)
+        if global_table is not None:  # fully replicated: every instance answers locally
+            return global_table.require().get(key)
         spec = self._topology.stores.get(store)
         if spec is not None and spec.segments is not None and not isinstance(key, Windowed):
             raise ValueError(

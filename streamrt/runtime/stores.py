@@ -28,7 +28,7 @@ __all__ = (
 )
 
 # forward(key, value) of the store's processor, called with the record context of the update
-FlushListener = Callable[[Any, Any], None]
+FlushListener = Callable[[Any, Any, Any], None]  # (key, new value, old value)
 
 
 class RecordCollector(Protocol):
@@ -41,6 +41,7 @@ class RecordCollector(Protocol):
         value: bytes | None,
         partition: int | None,
         timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None: ...
 
 
@@ -53,6 +54,7 @@ class RecordContext:
     partition: int = -1
     offset: int = -1
     timestamp: int = 0
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class ChangeLoggingStore:
@@ -102,6 +104,14 @@ class ChangeLoggingStore:
     def flush_cache(self) -> None:
         """Nothing cached."""
 
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """Entries with ``start <= key < end`` in serialized-key order (``None``: unbounded);
+        joins use it with bytes keys they lay out for prefix and time-range scans."""
+        lo = None if start is None else self.key_bytes(start)
+        hi = None if end is None else self.key_bytes(end)
+        for kb, vb in self._store.range(lo, hi):
+            yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
+
     def key_bytes(self, key: Any) -> bytes:
         kb = self.spec.key_serde.serialize(key)
         if kb is None:
@@ -117,6 +127,9 @@ class ChangeLoggingStore:
 
     def raw_get(self, key: bytes) -> bytes | None:
         return self._store.get(key)
+
+    def decode_value(self, raw: bytes) -> Any:
+        return self.spec.value_serde.deserialize(raw)
 
     def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
         return self._store.items()
@@ -227,11 +240,13 @@ class CachingStore:
         self._cache.added(-sum(e[6] for e in dirty.values()))
         try:
             for kb, (vb, key, value, ts, topic, offset, _size) in dirty.items():
-                if vb is None and self._logged.raw_get(kb) is None:
+                old_raw = self._logged.raw_get(kb)
+                if vb is None and old_raw is None:
                     continue  # deleting a key the store never held: neither written nor sent
                 self._logged.raw_write(kb, vb, ts)
                 if self._listener is not None:
+                    old = None if old_raw is None else self._logged.decode_value(old_raw)
                     ctx.topic, ctx.offset, ctx.timestamp = topic, offset, ts
-                    self._listener(key, value)
+                    self._listener(key, value, old)
         finally:
             ctx.topic, ctx.offset, ctx.timestamp = saved

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
@@ -20,13 +21,25 @@ from streamrt.runtime.exception_handlers import (
     Stage,
     parse_handler,
 )
-from streamrt.runtime.processor import KeyValueStore, Processor, Punctuator
+from streamrt.runtime.processor import (
+    Change,
+    Headers,
+    KeyValueStore,
+    Processor,
+    PunctuationType,
+    Punctuator,
+)
 from streamrt.runtime.stores import (
     CachingStore,
     ChangeLoggingStore,
     RecordCache,
     RecordCollector,
     RecordContext,
+)
+from streamrt.runtime.timestamps import (
+    ConsumedRecord,
+    TimestampExtractor,
+    fail_on_invalid_timestamp,
 )
 from streamrt.runtime.topology import (
     ProcessorNode,
@@ -72,9 +85,30 @@ class DeserializationError(RecordFailedError):
 
 @dataclass(slots=True)
 class _Schedule:
+    """One punctuation schedule; it is also the ``Cancellable`` handed to the processor."""
+
     interval_ms: int
     punctuator: Punctuator
+    kind: PunctuationType = PunctuationType.WALL_CLOCK_TIME
     next_ms: int | None = None
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def due(self, now_ms: int) -> bool:
+        if self.cancelled:
+            return False
+        if self.next_ms is None:  # a wall-clock schedule made before the task knew the time
+            self.next_ms = now_ms + self.interval_ms
+            return False
+        return now_ms >= self.next_ms
+
+    def advance(self, now_ms: int) -> None:
+        """Next due = last + interval; missed slots are skipped, keeping the alignment."""
+        assert self.next_ms is not None
+        missed = (now_ms - self.next_ms) // self.interval_ms
+        self.next_ms += (missed + 1) * self.interval_ms
 
 
 @dataclass(slots=True)
@@ -106,10 +140,38 @@ class _NodeContext:
     def timestamp(self) -> int:
         return self.task.record.timestamp
 
-    def forward(self, key: Any, value: Any, to: str | None = None) -> None:
-        for child in self.children:
-            if to is None or child == to:
-                self.task.deliver(child, key, value)
+    @property
+    def headers(self) -> Headers:
+        return self.task.record.headers
+
+    @property
+    def stream_time(self) -> int:
+        return self.task.stream_time
+
+    def forward(
+        self,
+        key: Any,
+        value: Any,
+        to: str | None = None,
+        *,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+    ) -> None:
+        record = self.task.record
+        saved = record.timestamp, record.headers
+        if timestamp is not None:
+            record.timestamp = timestamp
+        if headers is not None:
+            record.headers = headers
+        # a table's Change reaches only the children that asked for it; others get the new value
+        plain = value.new if isinstance(value, Change) else value
+        accepts = self.task.accepts_changes
+        try:
+            for child in self.children:
+                if to is None or child == to:
+                    self.task.deliver(child, key, value if child in accepts else plain)
+        finally:
+            record.timestamp, record.headers = saved
 
     def get_store(self, name: str) -> KeyValueStore:
         return self.task.stores[name]  # type: ignore[return-value]  # window views differ
@@ -118,10 +180,27 @@ class _NodeContext:
         """Count a record skipped on purpose (``dropped-records``; the caller logs why)."""
         self.task.dropped_records += 1
 
-    def schedule(self, interval_ms: int, punctuator: Punctuator) -> None:
-        if interval_ms <= 0:
-            raise ValueError("punctuation interval must be positive")
-        self.schedules.append(_Schedule(interval_ms, punctuator))
+    def schedule(
+        self,
+        interval_ms: int,
+        kind: PunctuationType | Punctuator,
+        punctuator: Punctuator | None = None,
+    ) -> _Schedule:
+        if interval_ms < 1:
+            raise ValueError("punctuation interval must be at least 1 ms")
+        if isinstance(kind, PunctuationType):
+            ptype, fn = kind, punctuator
+        else:  # schedule(ms, fn): wall-clock time, as before punctuation types existed
+            ptype, fn = PunctuationType.WALL_CLOCK_TIME, kind
+        if fn is None:
+            raise ValueError("schedule needs a punctuator")
+        if ptype is PunctuationType.STREAM_TIME:
+            first: int | None = 0  # fires as soon as stream time is known
+        else:
+            first = self.task.clock.now_ms() + interval_ms
+        schedule = _Schedule(interval_ms, fn, ptype, first)
+        self.schedules.append(schedule)
+        return schedule
 
 
 class StreamTask:
@@ -141,6 +220,9 @@ class StreamTask:
         default_store: StoreKind = ROCKS_DB,
         errors: RecordErrorHandlers | None = None,
         cache: RecordCache | None = None,
+        timestamp_extractor: TimestampExtractor = fail_on_invalid_timestamp,
+        clock: Clock | None = None,
+        lock_state: bool = True,
     ) -> None:
         self.task_id = task_id
         self.subtopology = subtopology
@@ -156,7 +238,17 @@ class StreamTask:
             (),
         )
         self.inputs = [TopicPartition(t, task_id.partition) for t in subtopology.source_topics]
-        self.state = StateManager(str(task_id), state_dir / application_id / str(task_id))
+        self.state = StateManager(
+            str(task_id), state_dir / application_id / str(task_id), lock=lock_state
+        )
+        self.clock: Clock = clock or SystemClock()
+        self.default_extractor = timestamp_extractor
+        self.stream_time = -1  # largest timestamp processed; punctuation and joins follow it
+        self.partition_time: dict[str, int] = {}
+        self.dropped_records = 0
+        self.accepts_changes = frozenset(
+            n for n in subtopology.nodes if getattr(topology.nodes[n], "accepts_changes", False)
+        )
         for name in subtopology.stores:
             kind = topology.stores[name].kind or default_store
             changelog = TopicPartition(changelog_topic(application_id, name), task_id.partition)
@@ -253,9 +345,16 @@ class StreamTask:
         :class:`RecordFailedError` before the offset is committed, so it is read again.
         """
         source = self._sources[topic]
-        self.record.topic, self.record.offset, self.record.timestamp = topic, offset, timestamp
+        hdrs: Headers = tuple(headers or ())
+        record = self.record
+        record.topic, record.offset, record.timestamp, record.headers = (
+            topic,
+            offset,
+            timestamp,
+            hdrs,
+        )
         self.processed[self._input_of[topic]] = offset + 1
-        self._raw = (key, value, tuple(headers or ()))
+        self._raw = (key, value, hdrs)
         try:
             k = source.key_serde.deserialize(key)
             v = source.value_serde.deserialize(value)
@@ -266,8 +365,28 @@ class StreamTask:
             except RecordFailedError as failed:
                 raise DeserializationError(failed.context, exc, failed.handler) from exc
             return
+        extractor = source.timestamp_extractor or self.default_extractor
+        partition_time = self.partition_time.get(topic, -1)
+        ts = extractor(
+            ConsumedRecord(
+                topic, self.task_id.partition, offset, timestamp, k, v, hdrs, partition_time
+            )
+        )
+        if ts < 0:  # as Kafka Streams: a negative extracted timestamp drops the record
+            logger.warning(
+                "dropping a record with a negative timestamp",
+                extra=fields(topic=topic, offset=offset, timestamp=ts),
+            )
+            self.dropped_records += 1
+            return
+        record.timestamp = ts
+        if ts > partition_time:
+            self.partition_time[topic] = ts
+        if ts > self.stream_time:
+            self.stream_time = ts
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
+        self.punctuate_stream_time()
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw
@@ -300,6 +419,7 @@ class StreamTask:
                 value_bytes,
                 None,
                 self.record.timestamp,
+                list(self.record.headers) or None,
             )
             return
         try:
@@ -311,17 +431,33 @@ class StreamTask:
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
 
     def punctuate(self, now_ms: int) -> int:
-        """Run due punctuators at ``now_ms`` (the thread's clock); returns how many ran."""
+        """Run due wall-clock punctuators at ``now_ms`` (the thread's clock); returns how many
+        ran. Stream-time punctuators run after each record (:meth:`punctuate_stream_time`)."""
+        return self._punctuate(PunctuationType.WALL_CLOCK_TIME, now_ms)
+
+    def punctuate_stream_time(self) -> int:
+        """Run due stream-time punctuators (stream time advances only with records)."""
+        if self.stream_time < 0:
+            return 0
+        return self._punctuate(PunctuationType.STREAM_TIME, self.stream_time)
+
+    def _punctuate(self, kind: PunctuationType, now_ms: int) -> int:
         ran = 0
-        for ctx in self._contexts.values():
-            for schedule in ctx.schedules:
-                if schedule.next_ms is None:
-                    schedule.next_ms = now_ms + schedule.interval_ms
-                elif now_ms >= schedule.next_ms:
-                    self.record.timestamp = now_ms
+        record = self.record
+        for ctx in list(self._contexts.values()):
+            for schedule in [s for s in ctx.schedules if s.kind is kind]:
+                if not schedule.due(now_ms):
+                    continue
+                saved = (record.topic, record.offset, record.timestamp, record.headers)
+                # Kafka's punctuation context: ts = that time, no topic/offset, empty headers
+                record.topic, record.offset, record.timestamp, record.headers = "", -1, now_ms, ()
+                try:
                     schedule.punctuator(now_ms)
-                    schedule.next_ms = now_ms + schedule.interval_ms
-                    ran += 1
+                finally:
+                    record.topic, record.offset, record.timestamp, record.headers = saved
+                schedule.advance(now_ms)
+                ran += 1
+            ctx.schedules = [s for s in ctx.schedules if not s.cancelled]
         return ran
 
     # -- commit (see runtime.commit) -------------------------------------------------------

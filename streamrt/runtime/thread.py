@@ -411,6 +411,8 @@ class StreamThread:
             default_store=self.env.config.default_dsl_store,
             errors=self.env.errors,
             cache=self._cache,
+            timestamp_extractor=self.env.config.timestamp_extractor(),
+            clock=self.env.clock,
         )
         self.tasks[str(task_id)] = task
         self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)

@@ -65,6 +65,9 @@ class SourceNode:
     value_serde: Serde[Any]
     internal: bool = False  # a repartition topic: named relative to application.id
     children: list[str] = field(default_factory=list)
+    # fn(record) -> ms (see runtime.timestamps); None: the default.timestamp.extractor config
+    timestamp_extractor: Callable[[Any], int] | None = None
+    partitions: int | None = None  # an explicit repartition(n) topic's partition count
 
 
 @dataclass(slots=True)
@@ -74,6 +77,7 @@ class ProcessorNode:
     parents: list[str]
     stores: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
+    accepts_changes: bool = False  # gets table Change(new, old) values, not just new ones
 
 
 @dataclass(slots=True)
@@ -85,6 +89,7 @@ class SinkNode:
     parents: list[str]
     internal: bool = False
     children: list[str] = field(default_factory=list)
+    accepts_changes: bool = False  # writes Change values (a KTable.group_by repartition)
 
 
 Node = SourceNode | ProcessorNode | SinkNode
@@ -104,6 +109,10 @@ class Topology:
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
         self.stores: dict[str, StoreSpec] = {}
+        # joins: sets of source node names whose topics must be co-partitioned (checked at start)
+        self.copartition_groups: list[frozenset[str]] = []
+        # global tables by store name (runtime.global_table.GlobalTableSpec): not in any task
+        self.global_tables: dict[str, Any] = {}
         self._counter = 0
 
     def new_name(self, prefix: str) -> str:
@@ -120,11 +129,25 @@ class Topology:
         value_serde: Serde[Any],
         *,
         internal: bool = False,
+        timestamp_extractor: Callable[[Any], int] | None = None,
+        partitions: int | None = None,
     ) -> str:
         for node in self.nodes.values():
             if isinstance(node, SourceNode) and node.topic == topic and node.internal == internal:
                 raise ConfigError(f"topic {topic!r} is already a source of this topology")
-        self._add(SourceNode(name, topic, key_serde, value_serde, internal))
+        if not internal and any(g.topic == topic for g in self.global_tables.values()):
+            raise ConfigError(f"topic {topic!r} is already the source of a global table")
+        self._add(
+            SourceNode(
+                name,
+                topic,
+                key_serde,
+                value_serde,
+                internal,
+                timestamp_extractor=timestamp_extractor,
+                partitions=partitions,
+            )
+        )
         return name
 
     def add_processor(
@@ -133,11 +156,16 @@ class Topology:
         supplier: Callable[[], Processor],
         *parents: str,
         stores: tuple[str, ...] = (),
+        accepts_changes: bool = False,
     ) -> str:
         for store in stores:
             if store not in self.stores:
                 raise ConfigError(f"processor {name} uses unknown store {store!r}")
-        self._add(ProcessorNode(name, supplier, list(parents), list(stores)))
+        self._add(
+            ProcessorNode(
+                name, supplier, list(parents), list(stores), accepts_changes=accepts_changes
+            )
+        )
         return name
 
     def add_sink(
@@ -148,8 +176,19 @@ class Topology:
         value_serde: Serde[Any],
         *parents: str,
         internal: bool = False,
+        accepts_changes: bool = False,
     ) -> str:
-        self._add(SinkNode(name, topic, key_serde, value_serde, list(parents), internal))
+        self._add(
+            SinkNode(
+                name,
+                topic,
+                key_serde,
+                value_serde,
+                list(parents),
+                internal,
+                accepts_changes=accepts_changes,
+            )
+        )
         return name
 
     def add_store(self, spec: StoreSpec) -> None:
@@ -165,6 +204,22 @@ class Topology:
                 raise ConfigError(f"node {node.name}: unknown parent {parent!r}")
             self.nodes[parent].children.append(node.name)
         self.nodes[node.name] = node
+
+    def source_ancestors(self, node_name: str) -> frozenset[str]:
+        """The source nodes that feed ``node_name`` (joins use them as a co-partition group)."""
+        seen: set[str] = set()
+        todo, sources = [node_name], set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            node = self.nodes[name]
+            if isinstance(node, SourceNode):
+                sources.add(name)
+            else:
+                todo.extend(node.parents)
+        return frozenset(sources)
 
     def topic_of(self, node: SourceNode | SinkNode, application_id: str) -> str:
         return internal_topic(application_id, node.topic) if node.internal else node.topic

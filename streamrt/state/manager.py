@@ -57,14 +57,27 @@ class StoreRegistration:
     segments: SegmentSpec | None = None
 
 
+class _NoLock:
+    """Stands in for the directory lock when a single owner is guaranteed (test driver)."""
+
+    held = False
+
+    def acquire(self) -> None:
+        self.held = True
+
+    def release(self) -> None:
+        self.held = False
+
+
 class StateManager:
     """Responsibilities: lock the task directory, open/close/flush stores, checkpoint hint,
     restoration entry points. Changelog partitions are registered explicitly, never guessed."""
 
-    def __init__(self, task_id: str, directory: Path) -> None:
+    def __init__(self, task_id: str, directory: Path, *, lock: bool = True) -> None:
+        """``lock=False`` (the test driver, in-memory stores only): touch no disk at all."""
         self.task_id = task_id
         self.directory = directory
-        self._lock = DirectoryLock(directory)
+        self._lock: DirectoryLock | _NoLock = DirectoryLock(directory) if lock else _NoLock()
         self._registered: dict[str, StoreRegistration] = {}
         self._by_changelog: dict[TopicPartition, str] = {}
         self._stores: dict[str, KeyValueStore] = {}

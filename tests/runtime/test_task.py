@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from streamrt.clock import ManualClock
 from streamrt.runtime import App, Processor, Windowed
 from streamrt.runtime.task import DeserializationError, StreamTask, TaskId, TopicPartition
 from streamrt.state import StateLockedError
@@ -26,6 +27,7 @@ class ListCollector:
         value: bytes | None,
         partition: int | None,
         timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         self.sent.append((topic, key, value, partition, timestamp_ms))
 
@@ -192,11 +194,11 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
         "out", value_serde="int"
     )
     collector = ListCollector()
-    task = make_task(app, 0, 0, tmp_path, collector)
+    task = make_task(app, 0, 0, tmp_path, collector, clock=ManualClock(0))
     task.open()
     task.process("in", 0, 0, b"a", b"")
     task.process("in", 1, 0, b"a", b"")
-    assert task.punctuate(0) == 0  # first call arms the schedule
+    assert task.punctuate(999) == 0  # first due at schedule time + interval
     assert task.punctuate(1000) == 1
     assert collector.to("out") == [(b"a", struct.pack(">q", 2))]
     assert task.stores["buffer"].get("a") is None
@@ -234,10 +236,10 @@ def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
     app = App({"application.id": "app"})
     app.stream("in").process(Ticker)
     collector = ListCollector()
-    task = make_task(app, 0, 0, tmp_path, collector)
-    task.open()
     clock = ManualClock(10_000)
-    assert task.punctuate(clock.now_ms()) == 0  # the first call schedules
+    task = make_task(app, 0, 0, tmp_path, collector, clock=clock)
+    task.open()  # scheduled at 10_000: first due at 11_000
+    assert task.punctuate(clock.now_ms()) == 0
     clock.advance(999)
     assert task.punctuate(clock.now_ms()) == 0
     clock.advance(1)
@@ -245,6 +247,10 @@ def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
     clock.advance(2_500)
     assert task.punctuate(clock.now_ms()) == 1
     assert fired == [11_000, 13_500]
+    clock.advance(499)  # missed slots are skipped, keeping the alignment: next due 14_000
+    assert task.punctuate(clock.now_ms()) == 0
+    clock.advance(1)
+    assert task.punctuate(clock.now_ms()) == 1
     task.close()
 
 
