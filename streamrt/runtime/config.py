@@ -22,6 +22,7 @@ __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
 
 ENV_PREFIX = "STREAMRT_"
 
+MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
 _GUARANTEES = ("at_least_once",)
 _DESER_HANDLERS = ("log_and_continue", "log_and_fail")
 _HOST_PORT = re.compile(r"^[^:\s]+:\d{1,5}$")
@@ -45,6 +46,11 @@ class StreamsConfig:
     processing_guarantee: str = "at_least_once"
     default_deserialization_exception_handler: str = "log_and_fail"
     default_dsl_store: StoreKind = ROCKS_DB
+    # Standby replicas and warm-ups (KIP-441), with Kafka Streams' defaults and minimums.
+    num_standby_replicas: int = 0
+    acceptable_recovery_lag: int = 10_000
+    max_warmup_replicas: int = 2
+    probing_rebalance_interval_ms: int = 600_000
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -103,6 +109,18 @@ class StreamsConfig:
             raise ConfigError(
                 "default.deserialization.exception.handler must be one of "
                 f"{', '.join(_DESER_HANDLERS)}"
+            )
+
+        if self.num_standby_replicas < 0:
+            raise ConfigError("num.standby.replicas must be at least 0")
+        if self.acceptable_recovery_lag < 0:
+            raise ConfigError("acceptable.recovery.lag must be at least 0")
+        if self.max_warmup_replicas < 1:
+            raise ConfigError("max.warmup.replicas must be at least 1")
+        if self.probing_rebalance_interval_ms < MIN_PROBING_REBALANCE_INTERVAL_MS:
+            raise ConfigError(
+                "probing.rebalance.interval.ms must be at least "
+                f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)"
             )
 
     @property
