@@ -117,6 +117,13 @@ def test_lost_instance_moves_to_its_standby_and_restores_only_the_lag(
                 )
 
             wait_until(followed, what="the standby followed the changelog")
+            from streamrt.rest.metrics import registry_for, render_metrics
+
+            exposed = render_metrics(registry_for(survivor)).decode()
+            assert (
+                'streamrt_standby_lag_records{instance_id="survivor",'
+                f'thread="survivor-thread-1",task="{lost}"}} 0.0'
+            ) in exposed
             cluster = {m.instance_id: m for m in survivor.metadata_for_all_clients()}
             assert cluster["victim"].tasks == (lost,)
         else:
