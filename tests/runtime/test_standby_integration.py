@@ -11,12 +11,15 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from streamrt.clock import ManualClock
+from streamrt.runtime import App
 from tests.kafka_helpers import produce, read_all, wait_until
 from tests.runtime.counting_app import make_app
 from tests.runtime.test_membership_integration import (
@@ -153,3 +156,74 @@ def test_lost_instance_moves_to_its_standby_and_restores_only_the_lag(
             victim.send_signal(signal.SIGKILL)
             victim.wait(30)
         survivor.stop()
+
+
+def clocked_app(settings_: dict[str, str], clock: ManualClock) -> App:
+    app = App({"application.id": "counting", **settings_}, clock=clock)
+    (
+        app.stream("events", key_serde="str", value_serde="str")
+        .group_by_key()
+        .count("event-counts")
+        .to_stream()
+        .to("event-counts-out", value_serde="int")
+    )
+    return app
+
+
+def test_warm_up_then_probing_rebalance_moves_a_task_only_once_caught_up(
+    broker_factory, tmp_path
+) -> None:
+    """A fresh instance joins a busy one: balance wants a task on it, but its state is far
+    behind, so it gets warm-ups first; the probing rebalance then moves a warmed-up task."""
+    broker = broker_factory(BROKER)
+    setup_topics(broker.bootstrap, partitions=2)
+    produce(broker.bootstrap, "events", events(400, keys=100))
+    clock = ManualClock(1_000_000)
+    extra = {"acceptable.recovery.lag": "10", "commit.interval.ms": "1"}
+    old = clocked_app({**settings(broker.bootstrap, tmp_path / "o", "old", 1), **extra}, clock)
+    new = clocked_app({**settings(broker.bootstrap, tmp_path / "n", "new", 1), **extra}, clock)
+    seen: list[dict[str, Any]] = []
+    for app in (old, new):
+        app.on_event(seen.append)
+    old.start()
+    try:
+        wait_until(lambda: counts(broker.bootstrap) == expected(400, 100), what="old alone")
+        clock.advance(10)  # commit (checkpoints) on the next loop
+        time.sleep(1)
+        new.start()
+
+        def warming() -> bool:
+            meta = new.metadata_for_local_threads()[0]
+            # balance gives 0_1 to it; 0_1 stays on old and is warmed up on new instead
+            return meta.active_tasks == () and meta.standby_tasks == ("0_1",)
+
+        wait_until(warming, what="the new instance only warms up")
+        assert old.metadata_for_local_threads()[0].active_tasks == ("0_0", "0_1")
+        assert [e for e in seen if e["type"] == "probing_rebalance_scheduled"]
+        wait_until(
+            lambda: new.metadata_for_local_threads()[0].standby_lags == {"0_1": 0},
+            what="warm-ups caught up",
+        )
+        clock.advance(600_000)  # probing.rebalance.interval.ms
+        wait_until(
+            lambda: [e for e in seen if e["type"] == "probing_rebalance"], what="probing rejoin"
+        )
+        wait_until(
+            lambda: (
+                len(new.metadata_for_local_threads()[0].active_tasks) == 1
+                and all_running(old, new, partitions=2)
+            ),
+            what="a warmed-up task moved to the new instance",
+        )
+        assert new.metadata_for_local_threads()[0].records_restored == 0
+        produce(broker.bootstrap, "events", events(100, keys=100))
+        final = Counter(expected(400, 100)) + Counter(expected(100, 100))
+
+        def done() -> bool:
+            clock.advance(10)
+            return counts(broker.bootstrap) == dict(final)
+
+        wait_until(done, what="counts after the move")
+    finally:
+        old.stop()
+        new.stop()
