@@ -142,6 +142,8 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
                     "state": t.state.value,
                     "active_tasks": list(t.active_tasks),
                     "restoring_tasks": list(t.restoring_tasks),
+                    "standby_tasks": list(t.standby_tasks),
+                    "standby_lags": dict(t.standby_lags),
                     "topic_partitions": [list(p) for p in t.topic_partitions],
                     "rebalances": t.rebalances,
                     "records_processed": t.records_processed,

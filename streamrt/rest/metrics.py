@@ -44,6 +44,16 @@ class AppCollector(Collector):
         restored_bytes = CounterMetricFamily(
             "streamrt_bytes_restored", "Changelog bytes restored into stores", labels=labels
         )
+        standby_lag = GaugeMetricFamily(
+            "streamrt_standby_lag_records",
+            "Changelog records a standby task has not applied yet",
+            labels=[*labels, "task"],
+        )
+        standby_applied = CounterMetricFamily(
+            "streamrt_standby_records_applied",
+            "Changelog records applied to the thread's standby tasks",
+            labels=labels,
+        )
         instance = self.app.instance_id
         for t in self.app.metadata_for_local_threads():
             key = [instance, t.thread_name]
@@ -53,7 +63,11 @@ class AppCollector(Collector):
             rebalances.add_metric(key, t.rebalances)
             restored.add_metric(key, t.records_restored)
             restored_bytes.add_metric(key, t.bytes_restored)
+            standby_applied.add_metric(key, t.standby_records_applied)
+            for task, lag in t.standby_lags.items():
+                standby_lag.add_metric([*key, task], lag)
         yield from (state, processed, rebalances, restored, restored_bytes)
+        yield from (standby_lag, standby_applied)
         yield from self._errors(instance)
 
     def _errors(self, instance: str) -> Iterator[Metric]:

@@ -26,6 +26,7 @@ __all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
 
 ENV_PREFIX = "STREAMRT_"
 
+MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
 _GUARANTEES = ("at_least_once",)
 # Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
 _ALIASES = {
@@ -72,11 +73,16 @@ class StreamsConfig:
     errors_retry_backoff_max_ms: int = 30_000
     default_dsl_store: StoreKind = ROCKS_DB
     statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
-    # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
-    # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     # a Kafka built-in name (FailOnInvalidTimestamp, ...) or module:function; runtime.timestamps
     default_timestamp_extractor: str = "FailOnInvalidTimestamp"
     windowstore_changelog_additional_retention_ms: int = 86_400_000
+    # Standby replicas and warm-ups (KIP-441), with Kafka Streams' defaults and minimums.
+    num_standby_replicas: int = 0
+    acceptable_recovery_lag: int = 10_000
+    max_warmup_replicas: int = 2
+    probing_rebalance_interval_ms: int = 600_000
+    # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
+    # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -131,6 +137,17 @@ class StreamsConfig:
             raise ConfigError(f"client settings: {exc}") from None
         if self.windowstore_changelog_additional_retention_ms < 0:
             raise ConfigError("windowstore.changelog.additional.retention.ms must not be negative")
+        if self.num_standby_replicas < 0:
+            raise ConfigError("num.standby.replicas must be at least 0")
+        if self.acceptable_recovery_lag < 0:
+            raise ConfigError("acceptable.recovery.lag must be at least 0")
+        if self.max_warmup_replicas < 1:
+            raise ConfigError("max.warmup.replicas must be at least 1")
+        if self.probing_rebalance_interval_ms < MIN_PROBING_REBALANCE_INTERVAL_MS:
+            raise ConfigError(
+                "probing.rebalance.interval.ms must be at least "
+                f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)"
+            )
         if self.num_stream_threads < 1:
             raise ConfigError("num.stream.threads must be at least 1")
         if self.commit_interval_ms < 1:

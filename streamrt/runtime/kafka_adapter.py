@@ -1,10 +1,11 @@
 """Every aiokafka internal the runtime touches, in one place, pinned to aiokafka 0.14.0.
 
-The runtime needs three things aiokafka does not offer publicly: the consumer's member id and
-group generation (for metadata and events), and a static member's heartbeat that reports
-FENCED_INSTANCE_ID (82). :data:`PINNED_INTERNALS` lists every private name used here and
-``tests/runtime/test_kafka_adapter.py`` checks them against the installed aiokafka, so an
-upgrade that moves them fails loudly in the suite instead of silently at run time.
+The runtime needs four things aiokafka does not offer publicly: the consumer's member id and
+group generation (for metadata and events), a static member's heartbeat that reports
+FENCED_INSTANCE_ID (82), and a rejoin on demand (probing rebalances). :data:`PINNED_INTERNALS`
+lists every private name used here and ``tests/runtime/test_kafka_adapter.py`` checks them
+against the installed aiokafka, so an upgrade that moves them fails loudly in the suite instead
+of silently at run time.
 
 What aiokafka 0.14 does by itself (read in ``aiokafka/consumer/group_coordinator.py``):
 
@@ -45,6 +46,7 @@ __all__ = (
     "install_static_heartbeat",
     "is_fenced",
     "member_id",
+    "request_rejoin",
 )
 
 AIOKAFKA_VERSION = "0.14.0"
@@ -62,6 +64,7 @@ PINNED_INTERNALS: tuple[tuple[str, str, str], ...] = (
     ),
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "_do_heartbeat", "method(self)"),
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "_send_req", "method(self, request)"),
+    ("aiokafka.consumer.group_coordinator.GroupCoordinator", "request_rejoin", "method(self)"),
     ("aiokafka.errors", "kafka_errors", "module dict: error code -> class"),
 )
 
@@ -139,6 +142,21 @@ def generation(consumer: AIOKafkaConsumer | None) -> int | None:
     """The group generation this consumer last joined (-1 before the first join)."""
     value = getattr(_coordinator(consumer), "generation", None)
     return None if value is None else int(value)
+
+
+def request_rejoin(consumer: AIOKafkaConsumer) -> bool:
+    """Make the consumer rejoin its group at its next poll (Kafka's ``enforceRebalance``).
+
+    aiokafka has no public call for it; its coordinator's ``request_rejoin`` wakes the
+    coordination task, which sends JoinGroup with fresh subscription metadata. A leader's
+    rejoin always rebalances a stable group (KIP-345 coordinator), which is what a probing
+    rebalance needs. Returns False if the consumer has no coordinator yet.
+    """
+    coordinator = _coordinator(consumer)
+    if coordinator is None:
+        return False
+    coordinator.request_rejoin()
+    return True
 
 
 def install_static_heartbeat(consumer: AIOKafkaConsumer) -> None:

@@ -8,7 +8,8 @@ comes from the assignment user data. ``AppState`` is the instance's overall stat
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 __all__ = ("APP_ALLOWED_NEXT", "AppState", "StreamsMetadata", "ThreadMetadata", "ThreadState")
 
@@ -100,6 +101,9 @@ class ThreadMetadata:
     bytes_restored: int
     restore_time_ms: float
     member_id: str | None = None  # the consumer's member id in the group, once joined
+    standby_tasks: tuple[str, ...] = ()  # warm-ups included
+    standby_lags: Mapping[str, int] = field(default_factory=dict)  # task → records behind
+    standby_records_applied: int = 0  # changelog records applied to standbys
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,13 +22,20 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
 from streamrt.runtime import client_settings, kafka_adapter
-from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, SubscriptionInfo
+from streamrt.runtime.assignor import (
+    AssignmentInfo,
+    PlacementConfig,
+    StreamsPartitionAssignor,
+    SubscriptionInfo,
+    TaskPlacement,
+)
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
+from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology
@@ -115,6 +122,8 @@ class StreamThread:
         # Kafka Streams splits statestore.cache.max.bytes evenly over the stream threads
         cfg = env.config
         self._cache = RecordCache(cfg.statestore_cache_max_bytes // cfg.num_stream_threads)
+        self._standbys: StandbyUpdater | None = None
+        self._probe_at_ms: int | None = None  # when the leader asks for a probing rebalance
 
     # -- control from other threads ----------------------------------------------------------
 
@@ -191,6 +200,7 @@ class StreamThread:
             records_restored=stats.records if stats else 0,
             bytes_restored=stats.bytes if stats else 0,
             restore_time_ms=round(stats.seconds * 1000, 3) if stats else 0.0,
+            **self._standby_metadata(),
         )
 
     def _transition(self, new: ThreadState) -> None:
@@ -227,13 +237,17 @@ class StreamThread:
             self._transition(ThreadState.DEAD)
 
     def _assignor(self) -> StreamsPartitionAssignor:
-        subs = self.env.subtopologies
+        subs, cfg = self.env.subtopologies, self.env.config
         return StreamsPartitionAssignor(
             {s.id: s.source_topics for s in subs},
             {s.id: s.stores for s in subs},
             self._subscription_info,
             self._on_assignment_info,
             self._on_leader,
+            PlacementConfig(
+                cfg.num_standby_replicas, cfg.acceptable_recovery_lag, cfg.max_warmup_replicas
+            ),
+            self._on_placement,
         )
 
     def _on_leader(self, members: int, tasks: int) -> None:
@@ -248,12 +262,15 @@ class StreamThread:
         )
 
     def _subscription_info(self) -> SubscriptionInfo:
+        if self._standbys is not None:
+            self._standbys.checkpoint()  # report how far the standbys are right now
         return SubscriptionInfo(
             self.env.instance_id,
             self.thread_instance_id or self.client_id,
             self.env.config.application_server,
             self._previous_tasks,
             local_task_offsets(self.env.config.app_state_dir),
+            self._standbys.task_ids if self._standbys is not None else (),
         )
 
     def _on_assignment_info(self, info: AssignmentInfo) -> None:
@@ -289,6 +306,7 @@ class StreamThread:
             restore_consumer, self.name, lambda type_, **kv: self.env.emit(type_, self.index, **kv)
         )
         self._consumer = consumer
+        self._standbys = self._standby_updater(restore_consumer)
         await producer.start()
         await restore_consumer.start()
         try:
@@ -302,6 +320,7 @@ class StreamThread:
                 await self._commit(consumer)
         finally:
             await self._close_tasks(list(self.tasks))
+            self._close_standbys()
             # A static member sends no LeaveGroup on stop: aiokafka skips it when
             # group_instance_id is set, so the coordinator keeps our partitions for us.
             await consumer.stop()
@@ -322,6 +341,7 @@ class StreamThread:
                 await self._retry_locked()
                 for task_id in await self._restorer.step():
                     self._ready(self.tasks[task_id])
+                await self._step_standbys()
                 self._process(batches)
                 now_ms = clock.now_ms()
                 for task_id, task in self.tasks.items():
@@ -332,6 +352,7 @@ class StreamThread:
                 if schedule.due():
                     await self._commit(consumer)
                     schedule.committed()
+                self._maybe_probe(consumer)
 
     def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
         by_input = self._by_input
@@ -347,6 +368,7 @@ class StreamThread:
         assert self._collector is not None
         open_tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
         offsets = await commit(self._collector, open_tasks, _ConsumerCommitter(consumer))
+        self._checkpoint_standbys()
         if offsets:
             self.env.emit(
                 "commit",
@@ -391,6 +413,7 @@ class StreamThread:
         self.env.emit("assignment", self.index, partitions=sorted(assigned), tasks=sorted(wanted))
         async with self._commit_lock:
             await self._close_tasks([t for t in self.tasks if t not in wanted])
+            await self._assign_standbys(info.standby_tasks if info else ())
             for task_id in sorted(wanted - set(self.tasks)):
                 self._create(TaskId.parse(task_id))
             await self._retry_locked()
@@ -465,6 +488,84 @@ class StreamThread:
             self.locked.discard(task_id)
             self._records_processed_closed += task.records_processed
             task.close()
+
+    # -- standby tasks and probing rebalances (issue 14) ---------------------------------------
+
+    def _standby_updater(self, restore_consumer: AIOKafkaConsumer) -> StandbyUpdater:
+        """The thread's standbys share the restore consumer; they pause while actives restore."""
+        cfg = self.env.config
+
+        def make(task_id: str) -> StandbyTask:
+            return StandbyTask(
+                task_id,
+                self.env.subtopologies[TaskId.parse(task_id).subtopology],
+                self.env.topology,
+                cfg.application_id,
+                Path(cfg.state_dir),
+                default_store=cfg.default_dsl_store,
+            )
+
+        return StandbyUpdater(
+            restore_consumer,
+            make,
+            lambda: bool(self._restorer and self._restorer.restoring),
+            self.name,
+            lambda type_, **kv: self.env.emit(type_, self.index, **kv),
+        )
+
+    async def _assign_standbys(self, wanted: tuple[str, ...]) -> None:
+        """On assignment, before actives open: close standbys no longer wanted (or now active
+        here, whose directory the active needs) and open the new ones."""
+        if self._standbys is not None:
+            await self._standbys.update(t for t in wanted if t not in self.tasks)
+
+    async def _step_standbys(self) -> None:
+        """Between process batches: apply what the restore consumer fetched for standbys."""
+        if self._standbys is not None:
+            await self._standbys.step()
+
+    def _checkpoint_standbys(self) -> None:
+        """On commit: standbys refresh their checkpoint hints (the subscription reads them)."""
+        if self._standbys is not None:
+            self._standbys.checkpoint()
+
+    def _close_standbys(self) -> None:
+        if self._standbys is not None:
+            self._standbys.close_all()
+
+    def _standby_metadata(self) -> dict[str, Any]:
+        if self._standbys is None:
+            return {}
+        return {
+            "standby_tasks": self._standbys.task_ids,
+            "standby_lags": self._standbys.lags(),
+            "standby_records_applied": self._standbys.records_applied,
+        }
+
+    def _on_placement(self, plan: TaskPlacement) -> None:
+        """As the group leader: warm-ups mean a probing rebalance is due later (KIP-441)."""
+        if not plan.probing_rebalance_needed:
+            self._probe_at_ms = None
+            return
+        due = self.env.clock.now_ms() + self.env.config.probing_rebalance_interval_ms
+        self._probe_at_ms = due
+        self.env.emit(
+            "probing_rebalance_scheduled",
+            self.index,
+            warmups=plan.warmup_count,
+            moved=plan.moved,
+            due_ms=due,
+        )
+
+    def _maybe_probe(self, consumer: AIOKafkaConsumer) -> None:
+        """Trigger the scheduled probing rebalance: the leader rejoins, which always rebalances
+        a stable group; members then report their warm-ups' offsets."""
+        if self._probe_at_ms is None or self.env.clock.now_ms() < self._probe_at_ms:
+            return
+        self._probe_at_ms = None
+        logger.info("probing rebalance", extra=fields(thread=self.name))
+        self.env.emit("probing_rebalance", self.index, generation=self.generation)
+        kafka_adapter.request_rejoin(consumer)
 
 
 def local_task_offsets(app_state_dir: Path) -> dict[str, int]:
