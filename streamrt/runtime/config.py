@@ -19,11 +19,24 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
-__all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
+__all__ = (
+    "AT_LEAST_ONCE",
+    "ENV_PREFIX",
+    "EXACTLY_ONCE_V2",
+    "StreamsConfig",
+    "load_config_file",
+    "read_env",
+)
 
 ENV_PREFIX = "STREAMRT_"
 
-_GUARANTEES = ("at_least_once",)
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+_GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
+# Kafka 2.6-2.8's name for v2 (KIP-447), still accepted by Kafka 3.x.
+_GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
+#: Kafka Streams' commit.interval.ms default under exactly-once (30000 otherwise).
+EOS_COMMIT_INTERVAL_MS = 100
 # Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
 _ALIASES = {
     "deserialization.exception.handler": "default.deserialization.exception.handler",
@@ -67,6 +80,11 @@ class StreamsConfig:
     default_dsl_store: StoreKind = ROCKS_DB
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        alias = _GUARANTEE_ALIASES.get(self.processing_guarantee)
+        if alias is not None:
+            object.__setattr__(self, "processing_guarantee", alias)
+
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
         """Build from Kafka-style keys (``application.id``), refusing unknown or bad values."""
@@ -91,6 +109,11 @@ class StreamsConfig:
         if store.lower() not in kinds:
             raise ConfigError(f"default.dsl.store must be {ROCKS_DB} or {IN_MEMORY}, got {store!r}")
         kwargs["default_dsl_store"] = kinds[store.lower()]
+        guarantee = str(kwargs.get("processing_guarantee", AT_LEAST_ONCE))
+        guarantee = _GUARANTEE_ALIASES.get(guarantee, guarantee)
+        kwargs["processing_guarantee"] = guarantee
+        if guarantee == EXACTLY_ONCE_V2 and "commit_interval_ms" not in kwargs:
+            kwargs["commit_interval_ms"] = EOS_COMMIT_INTERVAL_MS
         config = cls(**kwargs, extra=extra)
         config.validate()
         return config
@@ -115,6 +138,11 @@ class StreamsConfig:
             raise ConfigError("heartbeat.interval.ms must be positive and below session.timeout.ms")
         if self.application_server is not None and not _HOST_PORT.match(self.application_server):
             raise ConfigError(f"application.server {self.application_server!r} is not host:port")
+        if self.processing_guarantee == "exactly_once":
+            raise ConfigError(
+                "processing.guarantee 'exactly_once' (EOS v1, one producer per task) was removed "
+                f"in Kafka 4.0; use {EXACTLY_ONCE_V2!r}"
+            )
         if self.processing_guarantee not in _GUARANTEES:
             raise ConfigError(
                 f"processing.guarantee {self.processing_guarantee!r} is not supported; "
@@ -136,6 +164,11 @@ class StreamsConfig:
             production=self.production_exception_handler,
             dead_letter_topic=self.errors_deadletterqueue_topic_name or None,
         )
+
+    @property
+    def exactly_once(self) -> bool:
+        """True under ``processing.guarantee=exactly_once_v2``."""
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @property
     def app_state_dir(self) -> Path:
