@@ -26,9 +26,10 @@ aborted batch, ``last + 2`` is still at or before the marker's end: the restore 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
@@ -75,11 +76,18 @@ class TransactionalCollector(ProducerCollector):
         if producer is not None:
             self.producer = producer
         self._queue.clear()
+        for fut in self._inflight:  # their failure is the lost transaction's, already handled
+            fut.add_done_callback(_retrieve)
         self._inflight.clear()
         self.in_transaction = False
 
     def transaction_ended(self) -> None:
         self.in_transaction = False
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 class DiscardingTask(Committable, Protocol):

@@ -72,7 +72,10 @@ def exactness(updates: dict[str, list[int]], expected: dict[str, int]) -> tuple[
 def run_counting_process(
     bootstrap: str, state: Path, instance: str, settings: dict[str, str]
 ) -> subprocess.Popen[str]:
-    """``streamrt run tests.runtime.counting_app:app`` with ``settings`` as --config."""
+    """``streamrt run tests.runtime.counting_app:app`` with ``settings`` as --config.
+
+    stderr goes to ``<state>.<instance>.log`` (a pipe nobody drains would block the process
+    once full); :func:`stderr_of` reads it."""
     args = [
         sys.executable,
         "-m",
@@ -89,6 +92,14 @@ def run_counting_process(
     for key, value in settings.items():
         args += ["--config", f"{key}={value}"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen(
-        args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
-    )
+    state.parent.mkdir(parents=True, exist_ok=True)
+    with log_path(state, instance).open("a") as log:
+        return subprocess.Popen(args, stderr=log, stdout=subprocess.DEVNULL, text=True, env=env)
+
+
+def log_path(state: Path, instance: str) -> Path:
+    return state.parent / f"{state.name}.{instance}.log"
+
+
+def stderr_of(state: Path, instance: str) -> str:
+    return log_path(state, instance).read_text()
