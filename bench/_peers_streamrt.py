@@ -115,6 +115,7 @@ def build() -> Any:
         "num.stream.threads": int(ENV("PEERS_THREADS", "1")),
         "state.dir": ENV("PEERS_STATE_DIR", "state"),
     }
+    settings["statestore.cache.max.bytes"] = 0  # one output per input, as the harness counts
     settings.update(json.loads(ENV("PEERS_CONFIG", "{}")))
     app.configure(settings)
     return app

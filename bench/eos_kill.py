@@ -43,7 +43,12 @@ from tests.runtime.eos_support import (
 )
 
 KEYS = 64
-SESSION = {"session.timeout.ms": "8000", "heartbeat.interval.ms": "500"}
+# The record cache off: every update is emitted, so each key's counts must be exactly 1..n.
+SESSION = {
+    "session.timeout.ms": "8000",
+    "heartbeat.interval.ms": "500",
+    "statestore.cache.max.bytes": "0",
+}
 
 
 def events(n: int, start: int = 0) -> list[tuple[bytes, bytes]]:

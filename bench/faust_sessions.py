@@ -48,6 +48,7 @@ CONFIG: dict[str, str] = json.loads(ENV("CONTENDER_CONFIG", "{}"))
 PARTITIONS = int(CONFIG.get("num.partitions", "12"))
 SESSION_TIMEOUT_S = int(CONFIG.get("session.timeout.ms", "10000")) / 1000
 EVENTS_TOPIC = f"{APP_ID}-events"
+time.sleep(float(ENV("SESSIONS_STARTUP_DELAY", "0") or 0))  # the benchmark's slow start-up
 
 
 class Lifecycle:

@@ -4,11 +4,16 @@
 
 Contenders (``--runs``):
 - ``static``: KIP-345 static membership; ``dynamic``: the same app without group.instance.id;
+- ``handoff``: static membership, each new process started beside the old one with
+  ``streamrt run --handoff``; the old one hands over once the new one has started up;
 - ``faust``: the same app logic on faust-streaming with ``consumer_group_instance_id``
   (``bench/faust_sessions.py``; one worker per instance, faust has no stream threads);
   ``faust-dynamic``: the same without it;
 - edge cases: ``static-late`` (each instance stays down longer than session.timeout.ms) and
   ``static-kill`` (SIGKILL instead of SIGTERM).
+
+``--startup-delay 0,5`` runs every contender once per delay: the app sleeps that long at import
+(``SESSIONS_STARTUP_DELAY``), as a real app's slow start-up.
 
 Every run restarts every instance, so the group leader's instance is always among them; the
 report names it and the step that restarted it. Writes one JSON per run, ``table.md`` and
@@ -29,17 +34,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 
-RUNS = ("static", "dynamic", "faust", "faust-dynamic", "static-late", "static-kill")
+RUNS = ("handoff", "static", "dynamic", "faust", "faust-dynamic", "static-late", "static-kill")
 FAUST_WORKER = (sys.executable, str(Path(__file__).with_name("faust_sessions.py")), "worker")
 FAUST_WORKER += ("--without-web", "--loglevel", "info")
 
 
-def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig:
+def config_for(
+    run: str, args: argparse.Namespace, work: Path, delay: float = 0.0
+) -> ScenarioConfig:
     late = run == "static-late"
     faust = run.startswith("faust")
     static = run not in ("dynamic", "faust-dynamic")
+    label = f"faust-streaming {'static' if static else 'dynamic'}" if faust else f"streamrt {run}"
     return ScenarioConfig(
-        work_dir=work / run,
+        work_dir=work / f"{run}-{delay:g}s",
         static=static,
         instances=args.instances,
         threads=1 if faust else args.threads,
@@ -49,10 +57,10 @@ def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig
         session_timeout_ms=args.session_timeout_ms,
         restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
         stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
-        label=f"faust-streaming {'static' if static else 'dynamic'}"
-        if faust
-        else f"streamrt {run}",
+        label=f"{label} +{delay:g}s start" if delay else label,
         command=FAUST_WORKER if faust else (),
+        mode="handoff" if run == "handoff" else "restart",
+        startup_delay=delay,
     )
 
 
@@ -93,12 +101,18 @@ def _versus(a: DeployReport, b: DeployReport) -> str:
 
 
 def headline(reports: list[DeployReport]) -> list[str]:
-    by = {r.contender: r for r in reports}
-    static = by.get("streamrt static")
-    if static is None:
-        return []
-    others = [by.get("streamrt dynamic"), by.get("faust-streaming static")]
-    return [_versus(static, other) for other in others if other is not None]
+    """Hand-off (else static) against the others, per start-up delay."""
+    out = []
+    for delay in sorted({r.settings.get("startup_delay", 0.0) for r in reports}):
+        suffix = f" +{delay:g}s start" if delay else ""
+        by = {r.contender.removesuffix(suffix): r for r in reports if r.contender.endswith(suffix)}
+        by = {k: r for k, r in by.items() if r.settings.get("startup_delay", 0.0) == delay}
+        base = by.get("streamrt handoff") or by.get("streamrt static")
+        if base is None:
+            continue
+        names = ("streamrt static", "streamrt dynamic", "faust-streaming static")
+        out += [_versus(base, by[n]) for n in names if n in by and by[n] is not base]
+    return out
 
 
 def chart(reports: list[DeployReport], path: Path) -> None:
@@ -137,6 +151,11 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=300.0, help="clicks/s during the deploy")
     p.add_argument("--restart-delay", type=float, default=0.0, help="seconds down per instance")
     p.add_argument("--session-timeout-ms", type=int, default=10_000)
+    p.add_argument(
+        "--startup-delay",
+        default="0",
+        help="comma list of extra start-up seconds (e.g. 0,5): every run once per delay",
+    )
     p.add_argument("--out", type=Path, default=Path("docs/bench/rolling_deploy"))
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/streamrt-bench-rolling"))
     args = p.parse_args()
@@ -144,11 +163,14 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work_dir / str(int(time.time()))
     reports = []
-    for run in args.runs.split(","):
-        report = run_scenario(config_for(run, args, work), lambda m: print(m, flush=True))
-        (args.out / f"{run}.json").write_text(json.dumps(report.to_json(), indent=1))
-        print("\n".join(report.lines()), flush=True)
-        reports.append(report)
+    for delay in [float(d) for d in args.startup_delay.split(",")]:
+        for run in args.runs.split(","):
+            cfg = config_for(run, args, work, delay)
+            report = run_scenario(cfg, lambda m: print(m, flush=True))
+            name = f"{run}-{delay:g}s" if delay else run
+            (args.out / f"{name}.json").write_text(json.dumps(report.to_json(), indent=1))
+            print("\n".join(report.lines()), flush=True)
+            reports.append(report)
     lines = [*table(reports), "", *headline(reports)]
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
     chart(reports, args.out / "gaps.png")

@@ -123,6 +123,7 @@ def fresh_app(bootstrap: str, state_dir: Path):  # type: ignore[no-untyped-def]
             "state.dir": str(state_dir),
             "commit.interval.ms": 1000,
             "session.timeout.ms": 10000,
+            **json.loads(os.environ.get("PERF_CONFIG", "{}")),
         }
     )
     return app
@@ -136,7 +137,25 @@ def wait(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.1)
 
 
+def _std_json() -> None:
+    """PERF_STDJSON=1: the JSON serde on the stdlib (the lever's 'before')."""
+    import streamrt.serde as serde
+
+    def ser(self, value):  # type: ignore[no-untyped-def]
+        if value is None:
+            return None
+        return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+    def de(self, data):  # type: ignore[no-untyped-def]
+        return None if data is None else json.loads(data)
+
+    serde.JsonSerde.serialize = ser  # type: ignore[method-assign]
+    serde.JsonSerde.deserialize = de  # type: ignore[method-assign]
+
+
 def main() -> None:
+    if os.environ.get("PERF_STDJSON"):
+        _std_json()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--users", type=int, default=20000)
     ap.add_argument("--clicks", type=int, default=100000)
@@ -162,8 +181,11 @@ def main() -> None:
             def processed() -> int:
                 return sum(t.records_processed for t in app.metadata_for_local_threads())
 
+            wait(lambda: processed() > 0, 600)
+            t_first, n_first = time.perf_counter(), processed()
             wait(lambda: processed() >= args.clicks, 600)
             rate = args.clicks / (time.perf_counter() - t0)
+            steady = (args.clicks - n_first) / (time.perf_counter() - t_first)
             app.stop()
 
             shutil.rmtree(state)  # lost disk: everything comes back from the changelog
@@ -171,6 +193,7 @@ def main() -> None:
             spy = start_spy(args.profile_restore) if args.profile_restore else None
             if spy is not None:
                 time.sleep(1.0)  # py-spy attaches
+            t_restart = time.perf_counter()
             app.start()
 
             def restored() -> tuple[int, int, float]:
@@ -191,6 +214,7 @@ def main() -> None:
                 ),
                 600,
             )
+            wall = time.perf_counter() - t_restart
             records, nbytes, ms = restored()
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -202,6 +226,11 @@ def main() -> None:
             broker.wait(10)
     print(f"baseline (aiokafka consume + json.loads): {base:,.0f} records/s")
     print(f"sessions app, 1 stream thread: {rate:,.0f} records/s  ratio {rate / base:.2f}")
+    print(f"  steady (from the first processed record): {steady:,.0f} records/s")
+    print(
+        f"restore wall clock (start -> every task RUNNING): {wall:.2f}s = "
+        f"{records / wall:,.0f} records/s; ratio to bare fetch {records / wall / fetch_rate:.2f}"
+    )
     secs = ms / 1000
     print(
         f"full restore: {records:,} records, {nbytes / 1e6:.1f} MB in {secs:.2f}s = "

@@ -3,24 +3,53 @@
 This command sits above the runtime: it loads the App, merges settings, and wires what the
 runtime does not know — the REST endpoint (``streamrt.rest``, only when
 ``application.server`` is set, so a plain run does not import it) and the events publisher.
+
+It also serves the instance's hand-off socket (:mod:`streamrt.runtime.handoff`, static members
+only): ``--handoff`` starts a successor that does its slow start-up, then takes over from the
+running process of the same instance; ``SIGHUP`` makes the running process start such a
+successor from the current code with its own command line, as gunicorn reloads.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 from streamrt.errors import ConfigError
+from streamrt.logs import fields
 from streamrt.runtime.app import App, AppError
-from streamrt.runtime.config import load_config_file, read_env
+from streamrt.runtime.config import StreamsConfig, load_config_file, read_env
+from streamrt.runtime.handoff import (
+    HandoffBusyError,
+    HandoffError,
+    HandoffInterruptedError,
+    HandoffRefusedError,
+    HandoffServer,
+    NoRunningInstanceError,
+    SuccessorLock,
+    request_handoff,
+    socket_path,
+    topology_fingerprint,
+)
+from streamrt.runtime.metadata import AppState
 
 __all__ = ("EXIT_APP_ERROR", "register")
 
 # The instance ended in ERROR: every stream thread stopped because a record kept failing
 # (exception handler ``fail``) or because of a fatal error such as a fenced instance id.
 EXIT_APP_ERROR = 4
+
+logger = logging.getLogger(__name__)
+
+_STOPPED = (AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR, AppState.NOT_RUNNING, AppState.ERROR)
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +71,19 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="log lifecycle events only, do not produce them to <application.id>-events",
     )
+    p.add_argument(
+        "--handoff",
+        action="store_true",
+        help="take over from the running process of this instance (same --instance-id and "
+        "--state-dir) after starting up, instead of waiting for it to exit; without one, "
+        "start normally",
+    )
+    p.add_argument(
+        "--handoff-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the running process to release its state (default 120)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -55,6 +97,10 @@ def load_app(target: str) -> App:
 
 
 def _run(args: argparse.Namespace) -> int:
+    began = time.monotonic()
+    if threading.current_thread() is threading.main_thread():
+        # until we serve: a SIGHUP must not kill a starting process (its default action)
+        signal.signal(signal.SIGHUP, lambda *_: logger.warning("SIGHUP ignored: still starting"))
     app = load_app(args.target)
     settings: dict[str, Any] = {}
     if args.config_file:
@@ -77,7 +123,14 @@ def _run(args: argparse.Namespace) -> int:
     settings = {k: v for k, v in settings.items() if v is not None}
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
-    if app.resolve_config().application_server is not None:
+    config = app.resolve_config()
+    successor_lock: SuccessorLock | None = None
+    if args.handoff:
+        outcome = _take_over(app, config, args, began)
+        if isinstance(outcome, int):
+            return outcome
+        successor_lock = outcome
+    if config.application_server is not None:
         from streamrt.rest.wiring import attach_rest
 
         attach_rest(app)
@@ -85,9 +138,166 @@ def _run(args: argparse.Namespace) -> int:
 
     publisher = install_event_publisher(app, to_topic=not args.no_events_topic)
     try:
-        return app.run()
+        return _serve(app, config, successor_lock)
     except AppError as exc:
         print(f"streamrt: error: the instance ended in ERROR: {exc}", file=sys.stderr)
         return EXIT_APP_ERROR
     finally:
         publisher.close()
+
+
+def _take_over(
+    app: App, config: StreamsConfig, args: argparse.Namespace, began: float
+) -> SuccessorLock | int:
+    """The successor's side: lock, slow start-up, ask the running process to hand over.
+
+    Returns the successor lock to release once we serve the socket ourselves, or an exit code.
+    """
+    if config.group_instance_id is None:
+        print("streamrt: error: --handoff needs static membership (--instance-id)", file=sys.stderr)
+        return 2
+    lock = SuccessorLock(config.app_state_dir)
+    try:
+        lock.acquire()
+    except HandoffBusyError as exc:
+        print(f"streamrt: error: {exc}", file=sys.stderr)
+        return 1
+    app.prepare()  # connect, validate, create internal topics while the old one still processes
+    ready = time.monotonic()
+    path = socket_path(config.app_state_dir)
+    try:
+        answer = request_handoff(
+            path,
+            instance_id=config.group_instance_id,
+            fingerprint=topology_fingerprint(app.topology, config.application_id),
+            release_timeout=args.handoff_timeout,
+        )
+    except NoRunningInstanceError as exc:
+        logger.info(
+            "hand-off: no running instance to take over, ordinary start",
+            extra=fields(reason=str(exc)),
+        )
+    except HandoffRefusedError as exc:
+        lock.release()
+        logger.error("hand-off refused", extra=fields(reason=exc.reason, error=str(exc)))
+        print(f"streamrt: error: hand-off refused: {exc}", file=sys.stderr)
+        return 1
+    except HandoffInterruptedError as exc:
+        logger.warning(
+            "hand-off interrupted: falling back to an ordinary start (restores the tail)",
+            extra=fields(error=str(exc), old_pid=exc.old_pid),
+        )
+        _wait_gone(exc.old_pid, timeout=30.0)
+    except (HandoffError, OSError, ValueError) as exc:
+        logger.warning(
+            "hand-off failed: falling back to an ordinary start", extra=fields(error=repr(exc))
+        )
+    else:
+        logger.info(
+            "hand-off: took over",
+            extra=fields(
+                old_pid=answer.get("pid"),
+                startup_s=round(ready - began, 3),
+                released_after_s=round(time.monotonic() - ready, 3),
+                **answer.get("summary", {}),
+            ),
+        )
+    return lock
+
+
+def _wait_gone(pid: int | None, timeout: float) -> None:
+    """Wait for a process that let us down to exit (it may still be closing its stores)."""
+    deadline = time.monotonic() + timeout
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        time.sleep(0.05)
+
+
+def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None) -> int:
+    """Start, serve the hand-off socket, block until a signal, a hand-off or a fatal error."""
+    done = threading.Event()
+    handed_off: list[bool] = []
+    reloader = _Reloader()
+    previous: dict[signal.Signals, Any] = {}
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: done.set())
+    server: HandoffServer | None = None
+    try:
+        app.start()
+        if config.group_instance_id is not None:
+            server = HandoffServer(
+                socket_path(config.app_state_dir),
+                instance_id=config.group_instance_id,
+                fingerprint=topology_fingerprint(app.topology, config.application_id),
+                release=app.stop_for_handoff,
+                on_done=lambda ok: _finish(handed_off, ok, done),
+                state=lambda: app.state.name,
+            )
+            try:
+                server.start()
+            except (HandoffError, OSError) as exc:
+                logger.warning("hand-off socket not served", extra=fields(error=str(exc)))
+                server = None
+            if main and server is not None:
+                signal.signal(signal.SIGHUP, lambda *_: reloader.reload())
+        if successor_lock is not None:
+            successor_lock.release()
+        while not done.wait(0.2):
+            if app.state in _STOPPED:
+                break
+        if handed_off:
+            logger.info("handed off: exiting without leaving the group")
+            return 0 if handed_off[0] else 1
+        if server is not None:
+            server.close()
+        app.stop()
+    finally:
+        if server is not None:
+            server.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if app.fatal_error is not None:
+        raise AppError(str(app.fatal_error))
+    return 0
+
+
+def _finish(handed_off: list[bool], ok: bool, done: threading.Event) -> None:
+    handed_off.append(ok)
+    done.set()
+
+
+class _Reloader:
+    """SIGHUP: start a successor from the current code with this process's own command line.
+
+    The successor runs with ``--handoff``; if it dies before taking over, this process logs it
+    and keeps running (a successor that takes over makes this process exit).
+    """
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def reload(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            logger.warning("reload already in progress", extra=fields(successor=self.child.pid))
+            return
+        argv = [sys.executable, *sys.orig_argv[1:]]
+        if "--handoff" not in argv:
+            argv.append("--handoff")
+        self.child = subprocess.Popen(argv, cwd=os.getcwd())
+        logger.info("reload: started a successor", extra=fields(successor=self.child.pid))
+        threading.Thread(target=self._watch, args=(self.child,), daemon=True).start()
+
+    @staticmethod
+    def _watch(child: subprocess.Popen[bytes]) -> None:
+        code = child.wait()
+        logger.error(
+            "reload: the successor exited before taking over; this instance keeps running",
+            extra=fields(successor=child.pid, exit_code=code),
+        )

@@ -10,6 +10,8 @@ import json
 import struct
 from typing import Any, Generic, Protocol, TypeVar
 
+import orjson
+
 from streamrt.errors import ConfigError
 
 __all__ = (
@@ -70,16 +72,35 @@ class IntSerde:
         return int(self._FORMAT.unpack(data)[0])
 
 
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 class JsonSerde:
-    """JSON documents (compact separators, UTF-8)."""
+    """JSON documents: compact separators, sorted keys, UTF-8 (written by orjson).
+
+    The bytes equal the stdlib's ``json.dumps(v, separators=(",", ":"), sort_keys=True)``
+    for ASCII text; non-ASCII characters are written as UTF-8 instead of ``\\uXXXX``
+    escapes (the same value either way). Every document older versions wrote still reads: what
+    orjson refuses (``NaN``, ``Infinity``) is read by the stdlib. Integers beyond 64 bits and
+    types orjson does not know go through the stdlib too. NaN and infinities are written as
+    ``null`` (standard JSON has no NaN). See docs/benchmarks.md, "Throughput work".
+    """
 
     def serialize(self, value: Any) -> bytes | None:
         if value is None:
             return None
-        return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
+        try:
+            return orjson.dumps(value, option=_ORJSON_OPTIONS)
+        except TypeError:
+            return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
     def deserialize(self, data: bytes | None) -> Any:
-        return None if data is None else json.loads(data)
+        if data is None:
+            return None
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return json.loads(data)
 
 
 class FaustRecordSerde(Generic[T]):

@@ -17,7 +17,7 @@ from typing import Any
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.processes import InstanceSpec, LocalInstance
 from streamrt.deploy.report import count_rebalances, count_restores
-from streamrt.deploy.rolling import rolling_restart, wait_all_running
+from streamrt.deploy.rolling import MODES, rolling_restart, wait_all_running
 
 __all__ = ("register",)
 
@@ -40,6 +40,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dynamic", action="store_true", help="no group.instance.id (KIP-345 off)")
     p.add_argument("--restart-delay", type=float, default=0.0, help="seconds down per instance")
     p.add_argument("--signal", choices=("TERM", "KILL"), default="TERM", help="stop signal")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="restart",
+        help="restart: stop, then start each instance; handoff: start the new process beside "
+        "the old one, which hands over its partitions and state once the new one has started "
+        "up (needs static membership and the same state dir: same host)",
+    )
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--timeline-json", type=Path, help="write the timeline and counts here")
     p.add_argument("--keep-running", action="store_true", help="leave instances up until ^C")
@@ -48,6 +56,9 @@ def register(subparsers: Any) -> None:
 
 
 def _rolling(args: argparse.Namespace) -> int:
+    if args.mode == "handoff" and args.dynamic:
+        print("error: --mode handoff needs static membership (drop --dynamic)")
+        return 2
     settings = dict(item.split("=", 1) for item in args.config)
     settings["application.id"] = args.application_id
     specs = [
@@ -81,6 +92,7 @@ def _rolling(args: argparse.Namespace) -> int:
                 stop_signal=stop_signal,
                 ready_timeout=args.timeout,
                 on_step=say,
+                mode=args.mode,
             )
             time.sleep(1.0)  # late events (the last restore, a trailing rebalance)
             events = tail.events()

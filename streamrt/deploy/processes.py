@@ -1,7 +1,9 @@
 """Local instance processes: ``streamrt run`` children the deploy driver starts and stops.
 
 The driver plays the orchestrator: SIGTERM (the runtime commits and exits without a
-LeaveGroup when static), wait for exit, start again with the same instance id and state dir.
+LeaveGroup when static), wait for exit, start again with the same instance id and state dir;
+or, hand-off mode, start the new process with ``--handoff`` beside the old one and wait for
+the old one to hand over and exit.
 
 Another runtime (the benchmark's faust-streaming contender) runs through ``argv``: the driver
 then passes what it would have put on the ``streamrt run`` command line in the environment,
@@ -38,9 +40,12 @@ class InstanceSpec:
     settings: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     argv: tuple[str, ...] = ()  # run this instead of ``streamrt run`` (settings in the env)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. a start-up delay
 
-    def command(self) -> list[str]:
+    def command(self, handoff: bool = False) -> list[str]:
         if self.argv:
+            if handoff:
+                raise ValueError(f"{self.name}: only `streamrt run` instances can hand off")
             return list(self.argv)
         cmd = [sys.executable, "-m", "streamrt.cli", "--log-format", "json", "run", self.target]
         cmd += ["--threads", str(self.threads), "--bootstrap-server", self.bootstrap]
@@ -49,12 +54,14 @@ class InstanceSpec:
             cmd += ["--instance-id", self.instance_id]
         for key, value in sorted(self.settings.items()):
             cmd += ["--config", f"{key}={value}"]
+        if handoff:
+            cmd.append("--handoff")
         return cmd
 
     def environment(self) -> dict[str, str]:
-        """Variables for an ``argv`` command; ``streamrt run`` takes flags instead."""
+        """Variables for an ``argv`` command (``streamrt run`` takes flags instead) + ``env``."""
         if not self.argv:
-            return {}
+            return dict(self.env)
         env = {
             "CONTENDER_BOOTSTRAP": self.bootstrap,
             "CONTENDER_STATE_DIR": str(self.state_dir),
@@ -62,7 +69,7 @@ class InstanceSpec:
         }
         if self.instance_id is not None:
             env["CONTENDER_INSTANCE_ID"] = self.instance_id
-        return env
+        return {**env, **self.env}
 
 
 class LocalInstance:
@@ -85,17 +92,44 @@ class LocalInstance:
         """Start the process (output appended to the spec's log); returns its pid."""
         if self.running:
             raise RuntimeError(f"{self.spec.name} is already running")
+        self.process = self._spawn(handoff=False)
+        self.starts += 1
+        return self.process.pid
+
+    def handoff(self, timeout: float = 180.0) -> tuple[int | None, int]:
+        """Start a successor with ``--handoff`` while this one runs; wait for the old process to
+        hand over and exit. Returns (old exit code, new pid); raises if the successor gave up
+        (refused, crashed) and the old process keeps running."""
+        old = self.process
+        if old is None or old.poll() is not None:
+            raise RuntimeError(f"{self.spec.name} is not running: nothing to hand off from")
+        new = self._spawn(handoff=True)
+        deadline = time.monotonic() + timeout
+        while old.poll() is None:
+            if new.poll() is not None:
+                raise RuntimeError(
+                    f"{self.spec.name}: the successor exited ({new.returncode}) before taking "
+                    f"over; pid {old.pid} keeps running (see {self.spec.log_path})"
+                )
+            if time.monotonic() > deadline:
+                new.kill()
+                new.wait(10)
+                raise TimeoutError(f"{self.spec.name}: no hand-off within {timeout:g}s")
+            time.sleep(0.02)
+        self.process = new
+        self.starts += 1
+        return old.returncode, new.pid
+
+    def _spawn(self, handoff: bool) -> subprocess.Popen[bytes]:
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update(self.spec.environment())
         cwd = self.spec.cwd or Path.cwd()
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH")) if p)
         with self.spec.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.spec.command(), stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env
+            return subprocess.Popen(
+                self.spec.command(handoff), stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env
             )
-        self.starts += 1
-        return self.process.pid
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int | None:
         """Send ``sig``, wait for exit (SIGKILL after ``timeout``); returns the exit code."""

@@ -4,6 +4,10 @@ For each instance: send the stop signal, wait for the process to exit, wait ``re
 (the time a pod is down), start it again and wait until every one of its threads reports
 RUNNING in the events topic, then until the whole application is RUNNING again before
 moving on. Every step is stamped in a :class:`Timeline`.
+
+``mode="handoff"`` instead starts the new process with ``--handoff`` while the old one runs;
+the old one stops only when the new one has started up (``streamrt.runtime.handoff``). Its
+step's ``stop_sent`` is when the successor was started, ``exited`` when the old one exited.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.processes import LocalInstance
 from streamrt.logs import fields
 
-__all__ = ("RestartStep", "Timeline", "rolling_restart", "wait_all_running")
+__all__ = ("MODES", "RestartStep", "Timeline", "rolling_restart", "wait_all_running")
+
+MODES = ("restart", "handoff")
 
 logger = logging.getLogger(__name__)
 
@@ -87,22 +93,31 @@ def rolling_restart(
     stop_signal: int = signal.SIGTERM,
     ready_timeout: float = 180.0,
     on_step: Callable[[str], None] | None = None,
+    mode: str = "restart",
 ) -> Timeline:
     """Restart ``instances`` one at a time; returns the timeline."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     say = on_step or (lambda _msg: None)
     timeline = Timeline(start=time.time())
     for n, instance in enumerate(instances, 1):
         name = instance.spec.name
-        step = RestartStep(name, signal.Signals(stop_signal).name, instance.pid)
-        say(f"restart {n}/{len(instances)}: {signal.Signals(stop_signal).name} → {name}")
+        how = "HANDOFF" if mode == "handoff" else signal.Signals(stop_signal).name
+        step = RestartStep(name, how, instance.pid)
+        say(f"restart {n}/{len(instances)}: {how} → {name}")
         step.stop_sent = time.time()
-        step.exit_code = instance.stop(stop_signal)
-        step.exited = time.time()
-        if restart_delay > 0:
-            say(f"  {name} exited ({step.exit_code}); down for {restart_delay:g}s")
-            time.sleep(restart_delay)
-        step.started = time.time()
-        step.new_pid = instance.start()
+        if mode == "handoff":
+            step.started = step.stop_sent
+            step.exit_code, step.new_pid = instance.handoff(ready_timeout)
+            step.exited = time.time()
+        else:
+            step.exit_code = instance.stop(stop_signal)
+            step.exited = time.time()
+            if restart_delay > 0:
+                say(f"  {name} exited ({step.exit_code}); down for {restart_delay:g}s")
+                time.sleep(restart_delay)
+            step.started = time.time()
+            step.new_pid = instance.start()
         step.running = tail.wait_for(
             functools.partial(tail.is_running, step.new_pid, threads),
             ready_timeout,

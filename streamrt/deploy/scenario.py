@@ -39,6 +39,7 @@ from streamrt.deploy.rolling import rolling_restart, wait_all_running
 __all__ = ("ScenarioConfig", "run_scenario")
 
 Progress = Callable[[str], None]
+STARTUP_DELAY_ENV = "SESSIONS_STARTUP_DELAY"  # apps/sessions.py sleeps this long at import
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,10 +69,16 @@ class ScenarioConfig:
     # Another runtime's worker instead of ``streamrt run`` (see ``deploy.processes``); its
     # threads per instance are ``threads``.
     command: tuple[str, ...] = ()
+    mode: str = "restart"  # or "handoff": the successor starts up beside the old process
+    startup_delay: float = 0.0  # extra seconds the app takes to start (SESSIONS_STARTUP_DELAY)
 
     @property
     def contender(self) -> str:
-        return self.label or ("streamrt static" if self.static else "streamrt dynamic")
+        if self.label:
+            return self.label
+        if self.mode == "handoff":
+            return "streamrt handoff"
+        return "streamrt static" if self.static else "streamrt dynamic"
 
     def settings_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -108,6 +115,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             settings=settings,
             cwd=REPO_ROOT,
             argv=cfg.command,
+            env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
         )
         for n in range(1, cfg.instances + 1)
     ]
@@ -175,6 +183,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                 stop_signal=cfg.stop_signal,
                 ready_timeout=cfg.timeout,
                 on_step=say,
+                mode=cfg.mode,
             )
             time.sleep(cfg.after_seconds)
             rebalances_after = coordinator_rebalances(metrics_url, cfg.application_id) or 0

@@ -1,6 +1,6 @@
 """The FastAPI application one instance serves at its ``application.server``.
 
-Reads are open; the mutating call (member removal) needs ``Authorization: Bearer <token>``
+Reads are open; the mutating calls (member removal, reload) need ``Authorization: Bearer <token>``
 matching ``rest.auth.token``. Every error is a 4xx/5xx with a JSON body ``{error, message}``;
 bad input is always a 4xx.
 """
@@ -8,6 +8,8 @@ bad input is always a 4xx.
 from __future__ import annotations
 
 import hmac
+import os
+import signal
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
 
@@ -208,6 +210,26 @@ def create_api(app: App, settings: RestSettings) -> FastAPI:
                 for i, e in results.items()
             ],
         )
+
+    @api.post(
+        "/v1/reload",
+        status_code=202,
+        responses={**_ERRORS, 409: {"model": ErrorBody}},
+        dependencies=[Depends(require_token)],
+    )
+    def reload() -> dict[str, Any]:
+        """Reload in place: as ``kill -HUP``, start a successor from the current code that
+        takes over through the hand-off socket (``streamrt run`` only)."""
+        handler = signal.getsignal(signal.SIGHUP)
+        if not callable(handler):  # SIG_DFL would kill the process, SIG_IGN would do nothing
+            raise ApiError(
+                409,
+                "RELOAD_UNSUPPORTED",
+                "this process does not reload on SIGHUP: run it with `streamrt run` and "
+                "group.instance.id (static membership)",
+            )
+        os.kill(os.getpid(), signal.SIGHUP)
+        return {"status": "reloading", "pid": os.getpid()}
 
     @api.get("/metrics", response_class=Response)
     def metrics() -> Response:

@@ -1,4 +1,7 @@
-"""``streamrt instances list|remove``: scale-down through any instance's REST endpoint.
+"""``streamrt instances list|remove|reload``: through an instance's REST endpoint.
+
+``reload`` asks that one instance to reload in place (as ``kill -HUP``: a successor from the
+current code takes over through the hand-off socket); it needs the bearer token.
 
 ``remove`` sends one batch LeaveGroup (through the instance, which uses the same admin client
 as ``streamrt groups remove-members``). Exit codes: 0 all removed, 3 some ids were not
@@ -60,6 +63,34 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV})")
     p.set_defaults(func=_remove)
+
+    p = sub.add_parser(
+        "reload",
+        help="reload one instance in place (a successor takes over, no rebalance)",
+        description="As kill -HUP on the instance at --url: it starts a successor from the "
+        "current code, which takes over its partitions and state through the hand-off socket.",
+    )
+    _common(p)
+    p.add_argument("--token", default=None, help=f"bearer token (default: ${TOKEN_ENV})")
+    p.set_defaults(func=_reload)
+
+
+def _reload(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.post(f"{args.url.rstrip('/')}/v1/reload", headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
+        return EXIT_FAILED
+    if response.status_code != 202:
+        return _http_error(response)
+    body = response.json()
+    if args.output == "json":
+        print(json.dumps(body, indent=2))
+    else:
+        print(f"reloading: pid {body['pid']} is starting its successor")
+    return EXIT_OK
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

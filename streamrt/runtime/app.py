@@ -26,6 +26,7 @@ from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime.builder import StreamsBuilder
+from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
@@ -123,6 +124,7 @@ class App:
         self.thread_failures = 0  # stream thread deaths (not counting clean stops)
         self._failures: dict[str, _Failures] = {}
         self._restart_at: dict[int, float] = {}  # dead thread index → when to replace it
+        self._prepared: StreamsConfig | None = None
 
     @property
     def topology(self) -> Topology:
@@ -230,20 +232,38 @@ class App:
         streams = {k: v for k, v in self.settings.items() if not k.startswith("rest.")}
         return StreamsConfig.from_mapping({**env, **streams})
 
-    def start(self) -> None:
-        """Validate config, create internal topics, start services and the stream threads."""
+    def prepare(self) -> StreamsConfig:
+        """The slow part of a start, without joining: validate config and topology, connect to
+        the broker and create internal topics. A hand-off successor calls it while the old
+        process still processes; :meth:`start` then skips it."""
         with self._lock:
-            if self.config is not None:
-                raise StreamrtError("app already started")
+            if self._prepared is not None:
+                return self._prepared
             config = self.resolve_config()
             if not self.topology.nodes:
                 raise ConfigError("the topology is empty: define at least one stream")
             subs = self.topology.subtopologies(config.application_id)
             asyncio.run(
                 ensure_internal_topics(
-                    config.bootstrap_servers, config.application_id, self.topology, subs
+                    config.bootstrap_servers,
+                    config.application_id,
+                    self.topology,
+                    subs,
+                    admin_kwargs=admin_kwargs(
+                        config.client_config(), f"{config.application_id}-admin"
+                    ),
                 )
             )
+            self._prepared = config
+            return config
+
+    def start(self) -> None:
+        """Validate config, create internal topics, start services and the stream threads."""
+        with self._lock:
+            if self.config is not None:
+                raise StreamrtError("app already started")
+            config = self.prepare()
+            subs = self.topology.subtopologies(config.application_id)
             self.config = config
             static = config.group_instance_id is not None
             self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
@@ -267,6 +287,7 @@ class App:
                     instance_id=self.instance_id,
                     threads=config.num_stream_threads,
                     static=static,
+                    config=config.redacted(),
                 ),
             )
             for service in self._services:  # first: a taken port fails before any thread runs
@@ -441,6 +462,29 @@ class App:
         if self.fatal_error is not None:
             self._set_state(AppState.PENDING_ERROR)
         self._set_state(AppState.ERROR if self.fatal_error is not None else AppState.NOT_RUNNING)
+
+    def stop_for_handoff(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Stop so another process of this instance takes over (``streamrt run --handoff``).
+
+        The same as :meth:`stop` (each thread commits: producer flushed, data + changelog
+        offsets written, input offsets committed; stores closed, their locks released; a static
+        member sends no LeaveGroup), but refuses a dynamic member (its stop would rebalance) and
+        raises if a thread is still alive or failed, so the caller can tell the successor the
+        state is not clean. Returns what was handed over.
+        """
+        if self.config is None or self.config.group_instance_id is None:
+            raise StreamrtError("a hand-off needs static membership (group.instance.id)")
+        threads = self._thread_list()
+        tasks = sorted(t for thread in threads for t in thread.tasks)
+        self._emit("handoff_stopping", None, tasks=tasks)
+        self.stop(timeout)
+        alive = [t.name for t in threads if t.alive]
+        if alive:
+            raise StreamrtError(f"threads still running after {timeout:g}s: {alive}")
+        if self.fatal_error is not None:
+            raise StreamrtError(f"stopped with an error: {self.fatal_error}")
+        self._emit("handoff_released", None, tasks=tasks)
+        return {"threads": len(threads), "tasks": tasks}
 
     def run(self) -> int:
         """Start, block until SIGTERM/SIGINT or a fatal error, stop; returns an exit code."""

@@ -31,17 +31,19 @@ class StreamsBuilder:
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         in_memory: bool | None = None,
+        caching: bool = True,
     ) -> KTable:
         """A KTable materialised from a (compacted) topic into ``store``.
 
-        ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config).
+        ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
+        ``caching=False`` sends every update downstream (no record cache for this store).
         """
         kser, vser = serde_for(key_serde), serde_for(value_serde)
         store_name = store or f"{topic}-table"
         source = self.topology.add_source(
             self.topology.new_name("KTABLE-SOURCE"), topic, kser, vser
         )
-        self.topology.add_store(StoreSpec(store_name, kser, vser, store_kind(in_memory)))
+        self.topology.add_store(StoreSpec(store_name, kser, vser, store_kind(in_memory), caching))
         node = self.topology.add_processor(
             self.topology.new_name("KTABLE-MATERIALIZE"),
             lambda: ops.TableSourceProcessor(store_name),

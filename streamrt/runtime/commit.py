@@ -2,6 +2,8 @@
 
 Order, and why:
 
+0. flush each task's record cache: cached updates reach the stores, the changelogs and the
+   sinks (as producer sends), so that step 1 delivers them;
 1. flush the producer: every sink and changelog record is delivered, and we learn the
    changelog offset each store reached;
 2. each task writes each store's data with that offset in one WriteBatch per store (and the
@@ -30,7 +32,9 @@ class ProducerFlush(Protocol):
 
 
 class Committable(Protocol):
-    """A task: flushes its state (step 2) and hands over its processed input offsets."""
+    """A task: flushes its cache (step 0) and state (step 2), hands over its input offsets."""
+
+    def flush_cache(self) -> None: ...
 
     def flush_state(self, delivered: dict[TopicPartition, int]) -> None: ...
 
@@ -44,8 +48,10 @@ class OffsetCommitter(Protocol):
 async def commit(
     producer: ProducerFlush, tasks: Iterable[Committable], committer: OffsetCommitter
 ) -> dict[TopicPartition, int]:
-    """Run steps 1-3; returns the input offsets committed (empty: nothing to commit)."""
+    """Run steps 0-3; returns the input offsets committed (empty: nothing to commit)."""
     tasks = list(tasks)
+    for task in tasks:
+        task.flush_cache()  # 0
     delivered = dict(await producer.flush())  # 1
     for task in tasks:
         task.flush_state(delivered)  # 2

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamrt.client_config import ROLES, ClientConfig, redact
 from streamrt.errors import ConfigError
+from streamrt.runtime import client_settings
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
@@ -50,6 +52,9 @@ _HANDLER_FIELDS = (
 )
 _HOST_PORT = re.compile(r"^[^:\s]+:\d{1,5}$")
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+_CLIENT_PREFIXES = tuple(sorted({p for ps in ROLES.values() for p in ps}, key=len, reverse=True))
+DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024  # Kafka Streams' statestore.cache.max.bytes
+_DEPRECATED_CACHE_KEY = "cache.max.bytes.buffering"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +83,10 @@ class StreamsConfig:
     errors_retry_backoff_ms: int = 1_000
     errors_retry_backoff_max_ms: int = 30_000
     default_dsl_store: StoreKind = ROCKS_DB
-    extra: Mapping[str, str] = field(default_factory=dict)
+    statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
+    # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
+    # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
+    extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         alias = _GUARANTEE_ALIASES.get(self.processing_guarantee)
@@ -97,7 +105,13 @@ class StreamsConfig:
             key = _ALIASES.get(key, key)
             name = known.get(key)
             if name is None:
-                if key.startswith(("consumer.", "producer.")):
+                if key == _DEPRECATED_CACHE_KEY:  # the pre-3.4 name; the new one wins
+                    kwargs.setdefault(
+                        "statestore_cache_max_bytes",
+                        _coerce(key, "statestore_cache_max_bytes", raw),
+                    )
+                    continue
+                if key.startswith(_CLIENT_PREFIXES) or client_settings.is_client_key(key):
                     extra[key] = str(raw)
                     continue
                 raise ConfigError(f"unknown config key {key!r}")
@@ -128,6 +142,12 @@ class StreamsConfig:
             raise ConfigError(
                 f"group.instance.id {self.group_instance_id!r} must match [A-Za-z0-9._-]+"
             )
+        if self.statestore_cache_max_bytes < 0:
+            raise ConfigError("statestore.cache.max.bytes must be at least 0")
+        try:
+            client_settings.validate(self.client_config())
+        except ConfigError as exc:
+            raise ConfigError(f"client settings: {exc}") from None
         if self.num_stream_threads < 1:
             raise ConfigError("num.stream.threads must be at least 1")
         if self.commit_interval_ms < 1:
@@ -164,6 +184,18 @@ class StreamsConfig:
             production=self.production_exception_handler,
             dead_letter_topic=self.errors_deadletterqueue_topic_name or None,
         )
+
+    def client_config(self) -> ClientConfig:
+        """The Kafka client settings (``bootstrap.servers`` and every client key given)."""
+        return ClientConfig({**self.extra, "bootstrap.servers": self.bootstrap_servers})
+
+    def redacted(self) -> dict[str, Any]:
+        """Every setting under its Kafka name, secrets ``[hidden]``: safe for logs and events."""
+        out: dict[str, Any] = {
+            f.replace("_", "."): getattr(self, f) for f in self.__dataclass_fields__ if f != "extra"
+        }
+        out.update(redact(self.extra))
+        return out
 
     @property
     def exactly_once(self) -> bool:

@@ -234,25 +234,32 @@ class KGroupedStream:
         supplier: Callable[[], Processor],
         key_serde: Serde[Any],
         in_memory: bool | None = None,
+        caching: bool = True,
     ) -> KTable:
         topology = self.stream.topology
-        topology.add_store(StoreSpec(store, key_serde, value_serde, store_kind(in_memory)))
+        topology.add_store(StoreSpec(store, key_serde, value_serde, store_kind(in_memory), caching))
         node = topology.add_processor(
             topology.new_name(prefix), supplier, self.stream.node, stores=(store,)
         )
         return KTable(topology, node, store, key_serde, value_serde)
 
-    def count(self, store: str, *, in_memory: bool | None = None) -> KTable:
+    def count(self, store: str, *, in_memory: bool | None = None, caching: bool = True) -> KTable:
         return self.aggregate(
             lambda: 0,
             lambda _k, _v, agg: agg + 1,
             store=store,
             value_serde=IntSerde(),
             in_memory=in_memory,
+            caching=caching,
         )
 
     def reduce(
-        self, reducer: Callable[[Any, Any], Any], store: str, *, in_memory: bool | None = None
+        self,
+        reducer: Callable[[Any, Any], Any],
+        store: str,
+        *,
+        in_memory: bool | None = None,
+        caching: bool = True,
     ) -> KTable:
         first = object()
         return self.aggregate(
@@ -261,6 +268,7 @@ class KGroupedStream:
             store=store,
             value_serde=self.stream.value_serde,
             in_memory=in_memory,
+            caching=caching,
         )
 
     def aggregate(
@@ -271,8 +279,10 @@ class KGroupedStream:
         store: str,
         value_serde: SerdeLike = "json",
         in_memory: bool | None = None,
+        caching: bool = True,
     ) -> KTable:
-        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config)."""
+        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
+        ``caching=False`` sends every update downstream (no record cache for this store)."""
         serde = serde_for(value_serde)
         return self._aggregate(
             "KSTREAM-AGGREGATE",
@@ -281,6 +291,7 @@ class KGroupedStream:
             lambda: ops.AggregateProcessor(store, initializer, aggregator),
             self.stream.key_serde,
             in_memory,
+            caching,
         )
 
     def windowed_by(self, size_ms: int, advance_ms: int | None = None) -> TimeWindowedKStream:
@@ -297,13 +308,14 @@ class TimeWindowedKStream:
         self.size_ms = size_ms
         self.advance_ms = advance_ms
 
-    def count(self, store: str, *, in_memory: bool | None = None) -> KTable:
+    def count(self, store: str, *, in_memory: bool | None = None, caching: bool = True) -> KTable:
         return self.aggregate(
             lambda: 0,
             lambda _k, _v, agg: agg + 1,
             store=store,
             value_serde=IntSerde(),
             in_memory=in_memory,
+            caching=caching,
         )
 
     def aggregate(
@@ -314,8 +326,10 @@ class TimeWindowedKStream:
         store: str,
         value_serde: SerdeLike = "json",
         in_memory: bool | None = None,
+        caching: bool = True,
     ) -> KTable:
-        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config)."""
+        """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
+        ``caching=False`` sends every update downstream (no record cache for this store)."""
         size, advance = self.size_ms, self.advance_ms
         return self.grouped._aggregate(
             "KSTREAM-WINDOWED-AGGREGATE",
@@ -324,6 +338,7 @@ class TimeWindowedKStream:
             lambda: ops.WindowedAggregateProcessor(store, size, advance, initializer, aggregator),
             WindowedSerde(self.grouped.stream.key_serde),
             in_memory,
+            caching,
         )
 
 

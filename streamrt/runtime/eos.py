@@ -5,6 +5,7 @@ producer. A transaction begins with the first record sent after a commit; output
 changelog records and the input offsets of every task of the thread go into it. The commit, in
 order, and why:
 
+0. flush each task's record cache (its updates become this transaction's sends);
 1. flush the producer: every output and changelog record of the transaction is delivered;
 2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the consumer's generation, member
    id and ``group.instance.id``, see :func:`kafka_adapter.install_group_metadata_offsets`),
@@ -13,7 +14,8 @@ order, and why:
    (one WriteBatch per store) and the checkpoint hint.
 
 A failure before 3 leaves the stores as they were at the previous commit (their staged writes
-are discarded with :meth:`StreamTask.discard_uncommitted`), and the aborted changelog records are
+are discarded with :meth:`StreamTask.discard_uncommitted`; a task's record cache entries go with
+its dirty close, which always follows an abort), and the aborted changelog records are
 skipped by the ``read_committed`` restore consumer: the durable state of a store never runs
 ahead of the committed transactions, so a crash needs no wipe, only the changelog tail.
 
@@ -103,6 +105,8 @@ async def commit_transaction(
     producer) and discards the tasks' staged writes.
     """
     tasks = list(tasks)
+    for task in tasks:
+        task.flush_cache()  # 0: cached updates become sends of this transaction
     offsets: dict[TopicPartition, int] = {}
     for task in tasks:
         offsets.update(task.take_offsets())

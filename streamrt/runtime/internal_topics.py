@@ -8,6 +8,8 @@ changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
@@ -41,10 +43,15 @@ async def ensure_internal_topics(
     subtopologies: list[SubTopology],
     *,
     wait_s: float = 30.0,
+    admin_kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Create missing repartition and changelog topics; returns every topic's partition count."""
+    """Create missing repartition and changelog topics; returns every topic's partition count.
+
+    ``admin_kwargs``: extra AIOKafkaAdminClient arguments (security, timeouts).
+    """
+    extra = dict(admin_kwargs or {})
     admin = AIOKafkaAdminClient(
-        bootstrap_servers=bootstrap_servers, client_id=f"{application_id}-admin"
+        **{**extra, "bootstrap_servers": bootstrap_servers, "client_id": f"{application_id}-admin"}
     )
     await admin.start()
     try:
@@ -52,7 +59,11 @@ async def ensure_internal_topics(
         external = [t for t in topology.source_topics(application_id) if t not in repartition]
         # Says at once which source topics are missing and how to create them, then waits.
         await wait_for_source_topics(
-            bootstrap_servers, external, wait_s=wait_s, client_id=f"{application_id}-admin"
+            bootstrap_servers,
+            external,
+            wait_s=wait_s,
+            client_id=f"{application_id}-admin",
+            admin_kwargs=extra,
         )
         counts = await _partition_counts(admin, external)
         wanted: dict[str, tuple[int, dict[str, str]]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streamrt.runtime.processor import Processor, Windowed
+from streamrt.runtime.processor import Processor, ProcessorContext, TupleForwarder, Windowed
 
 __all__ = (
     "AggregateProcessor",
@@ -96,14 +96,18 @@ class AggregateProcessor(Processor):
         self.initializer = initializer
         self.aggregator = aggregator
 
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = context.get_store(self.store_name)
+        self.forwarder = TupleForwarder(context, self.store_name)
+
     def process(self, key: Any, value: Any) -> None:
         if key is None:  # as in Kafka Streams: records with a null key are not aggregated
             return
-        store = self.context.get_store(self.store_name)
-        old = store.get(key)
+        old = self.store.get(key)
         new = self.aggregator(key, value, self.initializer() if old is None else old)
-        store.put(key, new)
-        self.context.forward(key, new)
+        self.store.put(key, new)
+        self.forwarder.maybe_forward(key, new)
 
 
 def windows_for(timestamp: int, size_ms: int, advance_ms: int) -> list[tuple[int, int]]:
@@ -137,6 +141,10 @@ class WindowedAggregateProcessor(Processor):
         self.initializer = initializer
         self.aggregator = aggregator
 
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.forwarder = TupleForwarder(context, self.store_name)
+
     def process(self, key: Any, value: Any) -> None:
         if key is None:
             return
@@ -146,7 +154,7 @@ class WindowedAggregateProcessor(Processor):
             old = store.get(window_key)
             new = self.aggregator(key, value, self.initializer() if old is None else old)
             store.put(window_key, new)
-            self.context.forward(window_key, new)
+            self.forwarder.maybe_forward(window_key, new)
 
 
 class TableSourceProcessor(Processor):
@@ -155,10 +163,14 @@ class TableSourceProcessor(Processor):
     def __init__(self, store: str) -> None:
         self.store_name = store
 
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.forwarder = TupleForwarder(context, self.store_name)
+
     def process(self, key: Any, value: Any) -> None:
         store = self.context.get_store(self.store_name)
         if value is None:
             store.delete(key)
         else:
             store.put(key, value)
-        self.context.forward(key, value)
+        self.forwarder.maybe_forward(key, value)

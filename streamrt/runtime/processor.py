@@ -10,7 +10,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ("KeyValueStore", "Processor", "ProcessorContext", "Punctuator", "Windowed")
+__all__ = (
+    "KeyValueStore",
+    "Processor",
+    "ProcessorContext",
+    "Punctuator",
+    "TupleForwarder",
+    "Windowed",
+)
 
 Punctuator = Callable[[int], None]
 
@@ -76,3 +83,22 @@ class Processor:
 
     def close(self) -> None:
         """Called when the task closes (revocation or shutdown)."""
+
+
+class TupleForwarder:
+    """Forwards a processor's store updates downstream, as Kafka Streams' TupleForwarder.
+
+    Over a cached store the cache's flush forwards each key's last update (once per key per
+    flush) and :meth:`maybe_forward` does nothing; over an uncached store every update is
+    forwarded at once.
+    """
+
+    def __init__(self, context: ProcessorContext, store_name: str) -> None:
+        self.context = context
+        store = context.get_store(store_name)
+        listen = getattr(store, "set_flush_listener", None)
+        self.cached = bool(listen is not None and listen(context.forward))
+
+    def maybe_forward(self, key: Any, value: Any) -> None:
+        if not self.cached:
+            self.context.forward(key, value)

@@ -173,7 +173,9 @@ class StreamsQueries:
         group = config.application_id
 
         async def go() -> dict[str, KafkaError | None]:
-            async with AdminClient(config.bootstrap_servers) as admin:
+            async with AdminClient(
+                config.bootstrap_servers, config=config.client_config().for_role("admin")
+            ) as admin:
                 described = (await admin.describe_groups([group]))[group]
                 members = [m.group_instance_id for m in described.members if m.group_instance_id]
                 return await admin.remove_members(group, expand_instance_ids(instance_ids, members))

@@ -128,7 +128,7 @@ class ChangelogRestorer:
         if not self._pending:
             return []
         began = time.monotonic()
-        batches = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+        batches = await self.consumer.getmany(timeout_ms=timeout_ms)
         for ktp, records in batches.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             state = self._state_of.get(tp)
@@ -136,8 +136,9 @@ class ChangelogRestorer:
                 continue
             store_name = state.store_for(tp)
             next_offset = records[-1].offset + 1
-            state.restore_batch(tp, [(r.key, r.value) for r in records], next_offset)
-            size = sum(len(r.key or b"") + len(r.value or b"") for r in records)
+            pairs = [(r.key, r.value) for r in records]
+            state.restore_batch(tp, pairs, next_offset)
+            size = sum(len(k or b"") + len(v or b"") for k, v in pairs)
             self.stats.records += len(records)
             self.stats.bytes += size
             pending = self._pending[state.task_id]

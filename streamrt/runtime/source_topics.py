@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 
@@ -51,13 +52,22 @@ def create_command(bootstrap_servers: str, topic: str) -> str:
 
 
 async def missing_source_topics(
-    bootstrap_servers: str, topics: Iterable[str], *, client_id: str = "streamrt-source-check"
+    bootstrap_servers: str,
+    topics: Iterable[str],
+    *,
+    client_id: str = "streamrt-source-check",
+    admin_kwargs: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Those of ``topics`` that do not exist on the cluster, sorted."""
+    """Those of ``topics`` that do not exist on the cluster, sorted.
+
+    ``admin_kwargs``: extra AIOKafkaAdminClient arguments (security, timeouts).
+    """
     wanted = set(topics)
     if not wanted:
         return []
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
+    admin = AIOKafkaAdminClient(
+        **{**(admin_kwargs or {}), "bootstrap_servers": bootstrap_servers, "client_id": client_id}
+    )
     await admin.start()
     try:
         return sorted(wanted - set(await admin.list_topics()))
@@ -72,6 +82,7 @@ async def wait_for_source_topics(
     wait_s: float = 30.0,
     poll_s: float = 0.5,
     client_id: str = "streamrt-source-check",
+    admin_kwargs: Mapping[str, Any] | None = None,
 ) -> None:
     """Return once every topic exists; log the missing ones at once, raise after ``wait_s``.
 
@@ -82,7 +93,9 @@ async def wait_for_source_topics(
     deadline = loop.time() + wait_s
     announced: list[str] = []
     while True:
-        missing = await missing_source_topics(bootstrap_servers, wanted, client_id=client_id)
+        missing = await missing_source_topics(
+            bootstrap_servers, wanted, client_id=client_id, admin_kwargs=admin_kwargs
+        )
         if not missing:
             if announced:
                 logger.info("source topics exist now", extra=fields(topics=announced))

@@ -1,21 +1,34 @@
-"""ChangeLoggingStore: the typed store a processor sees; every write also goes to the store's
-changelog partition through the task's record collector.
+"""The typed stores a processor sees.
 
-It knows its bytes store, serdes, changelog partition, the collector and the task's current
-record context (for the changelog record's timestamp) — not the task. A record cache (issue 12)
-would sit between this view and the bytes store.
+:class:`ChangeLoggingStore` writes to the bytes store and to the store's changelog partition
+through the task's record collector. :class:`CachingStore` sits in front of it, as Kafka
+Streams' CachingKeyValueStore: updates stay in the thread's :class:`RecordCache` and reach the
+bytes store, the changelog **and** downstream (through a flush listener) only when the store is
+flushed — at each commit, or when the cache, over its byte budget, evicts a dirty entry — so
+repeated updates to one key between flushes go out once. Both know their bytes store, serdes,
+changelog partition, the collector and the task's current record context — not the task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamrt.runtime.topology import StoreSpec
 from streamrt.state import KeyValueStore, TopicPartition
 
-__all__ = ("ChangeLoggingStore", "RecordCollector", "RecordContext")
+__all__ = (
+    "CachingStore",
+    "ChangeLoggingStore",
+    "FlushListener",
+    "RecordCache",
+    "RecordCollector",
+    "RecordContext",
+)
+
+# forward(key, value) of the store's processor, called with the record context of the update
+FlushListener = Callable[[Any, Any], None]
 
 
 class RecordCollector(Protocol):
@@ -61,11 +74,11 @@ class ChangeLoggingStore:
         self._context = context
 
     def get(self, key: Any) -> Any:
-        raw = self._store.get(self._key(key))
+        raw = self._store.get(self.key_bytes(key))
         return None if raw is None else self.spec.value_serde.deserialize(raw)
 
     def put(self, key: Any, value: Any) -> None:
-        kb = self._key(key)
+        kb = self.key_bytes(key)
         vb = self.spec.value_serde.serialize(value)
         if vb is None:
             self.delete(key)
@@ -74,7 +87,7 @@ class ChangeLoggingStore:
         self._log(kb, vb)
 
     def delete(self, key: Any) -> None:
-        kb = self._key(key)
+        kb = self.key_bytes(key)
         self._store.delete(kb)
         self._log(kb, None)
 
@@ -82,7 +95,14 @@ class ChangeLoggingStore:
         for kb, vb in self._store.items():
             yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
 
-    def _key(self, key: Any) -> bytes:
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """Not cached: the processor forwards each update itself (returns False)."""
+        return False
+
+    def flush_cache(self) -> None:
+        """Nothing cached."""
+
+    def key_bytes(self, key: Any) -> bytes:
         kb = self.spec.key_serde.serialize(key)
         if kb is None:
             raise ValueError(f"store {self.name}: keys must not be None")
@@ -92,3 +112,126 @@ class ChangeLoggingStore:
         self._collector.send(
             self.changelog.topic, key, value, self.changelog.partition, self._context.timestamp
         )
+
+    # -- the bytes-level write path a CachingStore flushes through ---------------------------
+
+    def raw_get(self, key: bytes) -> bytes | None:
+        return self._store.get(key)
+
+    def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._store.items()
+
+    def raw_write(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Write serialized bytes to the store and its changelog with ``timestamp``."""
+        if value is None:
+            self._store.delete(key)
+        else:
+            self._store.put(key, value)
+        self._collector.send(self.changelog.topic, key, value, self.changelog.partition, timestamp)
+
+
+# Kafka Streams counts a cache entry's key, value and bookkeeping; ~64 bytes of Python
+# objects per entry here (the entry list, its dict slot).
+_ENTRY_OVERHEAD = 64
+
+
+class RecordCache:
+    """One stream thread's byte budget (``statestore.cache.max.bytes`` / threads), shared by
+    the caches of every store of its tasks. Each store's entries are kept in least-recently-
+    updated order; a put over budget evicts from the store that was written to."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.flushes = 0  # whole-store flushes caused by eviction (for tests and metrics)
+
+    def added(self, nbytes: int) -> None:
+        self.size += nbytes
+
+    def over_budget(self) -> bool:
+        return self.size > self.max_bytes
+
+
+class CachingStore:
+    """A record cache in front of a :class:`ChangeLoggingStore` (see the module docstring).
+
+    Entries hold the serialized key and value (``None``: a delete), the typed key and value
+    the processor passed (what the flush forwards), and the record context of the update.
+    """
+
+    def __init__(
+        self, logged: ChangeLoggingStore, cache: RecordCache, context: RecordContext
+    ) -> None:
+        self.name = logged.name
+        self.spec = logged.spec
+        self.changelog = logged.changelog
+        self._logged = logged
+        self._cache = cache
+        self._context = context
+        self._listener: FlushListener | None = None
+        # key bytes → [value bytes | None, key, value, timestamp, topic, offset, size]
+        self._dirty: dict[bytes, list[Any]] = {}
+
+    def set_flush_listener(self, listener: FlushListener) -> bool:
+        """Cached: ``listener`` forwards each key's last update when the cache flushes."""
+        self._listener = listener
+        return True
+
+    @property
+    def cached_entries(self) -> int:
+        return len(self._dirty)
+
+    def get(self, key: Any) -> Any:
+        kb = self._logged.key_bytes(key)
+        entry = self._dirty.get(kb)
+        raw = self._logged.raw_get(kb) if entry is None else entry[0]
+        return None if raw is None else self.spec.value_serde.deserialize(raw)
+
+    def put(self, key: Any, value: Any) -> None:
+        vb = self.spec.value_serde.serialize(value)
+        self._update(key, value, None if vb is None else bytes(vb))
+
+    def delete(self, key: Any) -> None:
+        self._update(key, None, None)
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        merged: dict[bytes, bytes | None] = dict(self._logged.raw_items())
+        merged.update((kb, e[0]) for kb, e in self._dirty.items())
+        kser, vser = self.spec.key_serde, self.spec.value_serde
+        for kb in sorted(merged):
+            vb = merged[kb]
+            if vb is not None:
+                yield kser.deserialize(kb), vser.deserialize(vb)
+
+    def _update(self, key: Any, value: Any, vb: bytes | None) -> None:
+        kb = self._logged.key_bytes(key)
+        ctx = self._context
+        size = len(kb) + (0 if vb is None else len(vb)) + _ENTRY_OVERHEAD
+        old = self._dirty.pop(kb, None)  # re-inserted last: dict order is LRU order
+        self._cache.added(size - (0 if old is None else old[6]))
+        self._dirty[kb] = [vb, key, value, ctx.timestamp, ctx.topic, ctx.offset, size]
+        if self._cache.over_budget():
+            # Kafka Streams evicts this store's least recent entry; a dirty one flushes the
+            # whole store. Every entry here is dirty: flush the store.
+            self._cache.flushes += 1
+            self.flush_cache()
+
+    def flush_cache(self) -> None:
+        """Write each dirty key's last update to the store and changelog, then forward it
+        downstream with that update's record context."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, {}
+        ctx = self._context
+        saved = ctx.topic, ctx.offset, ctx.timestamp
+        self._cache.added(-sum(e[6] for e in dirty.values()))
+        try:
+            for kb, (vb, key, value, ts, topic, offset, _size) in dirty.items():
+                if vb is None and self._logged.raw_get(kb) is None:
+                    continue  # deleting a key the store never held: neither written nor sent
+                self._logged.raw_write(kb, vb, ts)
+                if self._listener is not None:
+                    ctx.topic, ctx.offset, ctx.timestamp = topic, offset, ts
+                    self._listener(key, value)
+        finally:
+            ctx.topic, ctx.offset, ctx.timestamp = saved

@@ -21,7 +21,13 @@ from streamrt.runtime.exception_handlers import (
     parse_handler,
 )
 from streamrt.runtime.processor import KeyValueStore, Processor, Punctuator
-from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
+from streamrt.runtime.stores import (
+    CachingStore,
+    ChangeLoggingStore,
+    RecordCache,
+    RecordCollector,
+    RecordContext,
+)
 from streamrt.runtime.topology import (
     ProcessorNode,
     SinkNode,
@@ -129,6 +135,7 @@ class StreamTask:
         deserialization_handler: str = "log_and_fail",
         default_store: StoreKind = ROCKS_DB,
         errors: RecordErrorHandlers | None = None,
+        cache: RecordCache | None = None,
     ) -> None:
         self.task_id = task_id
         self.subtopology = subtopology
@@ -149,8 +156,11 @@ class StreamTask:
             kind = topology.stores[name].kind or default_store
             changelog = TopicPartition(changelog_topic(application_id, name), task_id.partition)
             self.state.register(name, changelog, kind)
-        self.stores: dict[str, ChangeLoggingStore] = {}
+        self.stores: dict[str, ChangeLoggingStore | CachingStore] = {}
+        # the thread's record cache (None or 0 bytes: every update goes through at once)
+        self.cache = cache if cache is not None and cache.max_bytes > 0 else None
         self.processed: dict[TopicPartition, int] = {}  # next offset to commit per input
+        self._input_of = {tp.topic: tp for tp in self.inputs}
         self.records_processed = 0
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
@@ -181,12 +191,19 @@ class StreamTask:
         positions = self.state.open()
         try:
             for name in self.state.store_names:
-                self.stores[name] = ChangeLoggingStore(
-                    self.topology.stores[name],
+                spec = self.topology.stores[name]
+                logged = ChangeLoggingStore(
+                    spec,
                     self.state.store(name),
                     self.state.changelog_of(name),
                     self.collector,
                     self.record,
+                )
+                cached = self.cache is not None and spec.caching
+                self.stores[name] = (
+                    CachingStore(logged, self.cache, self.record)
+                    if cached and self.cache is not None
+                    else logged
                 )
             for name in self.subtopology.nodes:
                 node = self.topology.nodes[name]
@@ -230,7 +247,7 @@ class StreamTask:
         """
         source = self._sources[topic]
         self.record.topic, self.record.offset, self.record.timestamp = topic, offset, timestamp
-        self.processed[TopicPartition(topic, self.task_id.partition)] = offset + 1
+        self.processed[self._input_of[topic]] = offset + 1
         self._raw = (key, value, tuple(headers or ()))
         try:
             k = source.key_serde.deserialize(key)
@@ -301,6 +318,11 @@ class StreamTask:
         return ran
 
     # -- commit (see runtime.commit) -------------------------------------------------------
+
+    def flush_cache(self) -> None:
+        """Step 0 of a commit: cached updates go to the stores, changelogs and downstream."""
+        for store in self.stores.values():
+            store.flush_cache()
 
     def flush_state(self, delivered: dict[TopicPartition, int]) -> None:
         """Step 2 of a commit: each store's data with the changelog offset it reached."""

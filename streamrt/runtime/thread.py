@@ -22,7 +22,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
-from streamrt.runtime import kafka_adapter
+from streamrt.runtime import client_settings, kafka_adapter
 from streamrt.runtime.assignor import AssignmentInfo, StreamsPartitionAssignor, SubscriptionInfo
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
@@ -36,6 +36,7 @@ from streamrt.runtime.eos import (
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
+from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology
 from streamrt.state import StateLockedError, read_checkpoint_hint
@@ -120,6 +121,10 @@ class StreamThread:
         # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
         # membership, so a restarted incarnation's InitProducerId fences the crashed one.
         self.transactional_id = f"{app_id}-{self.name}" if env.config.exactly_once else None
+        self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
+        # Kafka Streams splits statestore.cache.max.bytes evenly over the stream threads
+        cfg = env.config
+        self._cache = RecordCache(cfg.statestore_cache_max_bytes // cfg.num_stream_threads)
 
     # -- control from other threads ----------------------------------------------------------
 
@@ -270,16 +275,14 @@ class StreamThread:
         self._commit_lock = asyncio.Lock()
         if self._stop_requested.is_set():
             return
+        clients = cfg.client_config()
         producer = self._new_producer()
-        isolation = "read_committed" if cfg.exactly_once else "read_uncommitted"
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=cfg.bootstrap_servers,
+            **self._consumer_kwargs(
+                client_settings.consumer_kwargs(clients, "main.consumer", self.client_id)
+            ),
             group_id=cfg.application_id,
             group_instance_id=self.thread_instance_id,
-            client_id=self.client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level=isolation,
             session_timeout_ms=cfg.session_timeout_ms,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             max_poll_interval_ms=cfg.max_poll_interval_ms,
@@ -287,11 +290,11 @@ class StreamThread:
             partition_assignment_strategy=(self._assignor(),),
         )
         restore_consumer = AIOKafkaConsumer(
-            bootstrap_servers=cfg.bootstrap_servers,
-            client_id=f"{self.client_id}-restore",
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level=isolation,
+            **self._consumer_kwargs(
+                client_settings.consumer_kwargs(
+                    clients, "restore.consumer", f"{self.client_id}-restore"
+                )
+            ),
         )
         self._collector = (
             TransactionalCollector(producer) if cfg.exactly_once else ProducerCollector(producer)
@@ -331,18 +334,21 @@ class StreamThread:
                 "transactional_id": self.transactional_id,
                 "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
             }
+        clients = self.env.config.client_config()
         producer = AIOKafkaProducer(
-            bootstrap_servers=self.env.config.bootstrap_servers,
-            client_id=f"{self.client_id}-producer",
-            acks="all",
-            linger_ms=5,
-            **txn,
+            **client_settings.producer_kwargs(clients, f"{self.client_id}-producer"), **txn
         )
         if self.transactional_id is not None:
             kafka_adapter.install_group_metadata_offsets(
                 producer, lambda: kafka_adapter.group_metadata(self._consumer)
             )
         return producer
+
+    def _consumer_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Under exactly_once_v2 every consumer reads committed data only (Kafka Streams too)."""
+        if self.transactional_id is not None:
+            kwargs["isolation_level"] = "read_committed"
+        return kwargs
 
     async def _run_loop(self, consumer: AIOKafkaConsumer) -> None:
         """The process loop; under EOS a lost transaction closes the tasks dirty and the loop
@@ -361,7 +367,11 @@ class StreamThread:
         clock = self.env.clock
         schedule = CommitSchedule(clock, self.env.config.commit_interval_ms)
         while not self._stop_requested.is_set():
-            batches = await consumer.getmany(timeout_ms=100, max_records=2000)
+            # While stores restore, do not block on the (paused) inputs: restoring is the work.
+            batches = await consumer.getmany(timeout_ms=0 if self.restoring else 100)
+            # getmany returns already fetched records without yielding to the event loop; yield
+            # once per poll so the producer's sender (linger) and the fetcher run in between.
+            await asyncio.sleep(0)
             async with self._commit_lock:
                 await self._retry_locked()
                 for task_id in await self._restorer.step():
@@ -378,9 +388,9 @@ class StreamThread:
                     schedule.committed()
 
     def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
-        by_input = {tp: t for t in self.tasks.values() for tp in t.inputs}
+        by_input = self._by_input
         for ktp, records in batches.items():
-            task = by_input.get(TopicPartition(ktp.topic, ktp.partition))
+            task = by_input.get(ktp)
             if task is None or str(task.task_id) in self.restoring:
                 continue
             for r in records:  # a RecordFailedError (handler said FAIL) ends the thread
@@ -523,8 +533,10 @@ class StreamThread:
             self._collector,
             default_store=self.env.config.default_dsl_store,
             errors=self.env.errors,
+            cache=self._cache,
         )
         self.tasks[str(task_id)] = task
+        self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)
         self.locked.add(str(task_id))
         self._pause(task)
 
@@ -566,6 +578,8 @@ class StreamThread:
             task = self.tasks.pop(task_id, None)
             if task is None:
                 continue
+            for tp in task.inputs:
+                self._by_input.pop(KafkaTP(*tp), None)
             if self._restorer is not None:
                 await self._restorer.remove(task_id)
             self.restoring.discard(task_id)

@@ -41,12 +41,14 @@ def changelog_topic(application_id: str, store: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class StoreSpec:
-    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config."""
+    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config.
+    ``caching``: a record cache in front of it (``statestore.cache.max.bytes`` > 0)."""
 
     name: str
     key_serde: Serde[Any]
     value_serde: Serde[Any]
     kind: StoreKind | None = None
+    caching: bool = True
 
 
 @dataclass(slots=True)

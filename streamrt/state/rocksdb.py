@@ -160,15 +160,23 @@ class RocksDBStore:
         self._pending.clear()
 
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
-        """Apply changelog records and advance the offset, in one batch (restoration)."""
+        """Apply changelog records and advance the offset, in one batch (restoration).
+
+        The records go straight into one WriteBatch (no staging): restoration is bytes in,
+        bytes out, one Python step per record."""
         if self._pending:
             raise RuntimeError(f"state store {self.name}: restore interleaved with processing")
+        db = self._require_db()
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
         for key, value in records:
             if value is None:
-                self.delete(key)
+                delete(key)
             else:
-                self.put(key, value)
-        self.flush(next_offset)
+                put(key, value)
+        handle = db.get_column_family_handle(_METADATA_CF)
+        batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(next_offset), handle)
+        db.write(batch)
 
     def _require_db(self) -> rocksdict.Rdict:
         if self._db is None:

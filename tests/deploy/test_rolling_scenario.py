@@ -68,3 +68,21 @@ def test_faust_static_contender_runs_through_the_same_driver_and_report(tmp_path
     assert report.leader is not None and report.leader["restart_step"] in (1, 2)
     assert report.correctness.ok
     assert report.records_out >= report.records_in > 500
+
+
+def test_handoff_rolling_deploy_with_slow_startup_has_no_rebalance_restore_or_long_gap(
+    tmp_path: Path,
+) -> None:
+    cfg = small(tmp_path, static=True)
+    cfg.mode, cfg.startup_delay = "handoff", 3.0
+    report = run_scenario(cfg)
+    assert report.contender == "streamrt handoff"
+    assert [s.signal for s in report.timeline.steps] == ["HANDOFF", "HANDOFF"]
+    assert [s.exit_code for s in report.timeline.steps] == [0, 0]
+    assert report.rebalances == 0
+    assert report.coordinator_rebalances == 0
+    assert report.restored_records == 0
+    assert report.correctness.exactly_once_result
+    # the old process kept running through the successor's 3 s start-up (the gaps themselves
+    # are measured in bench/rolling_deploy.py)
+    assert all(s.exited - s.started >= cfg.startup_delay for s in report.timeline.steps)

@@ -40,6 +40,9 @@ class FakeTask:
         self.flushed_with: dict[TopicPartition, int] | None = None
         self.offsets = {TopicPartition(f"in-{name}", 0): 11}
 
+    def flush_cache(self) -> None:
+        self.journal.steps.append(f"flush cache {self.name}")
+
     def flush_state(self, delivered: dict[TopicPartition, int]) -> None:
         self.journal.steps.append(f"flush state {self.name}")
         if self.fail:
@@ -66,7 +69,14 @@ def test_steps_run_in_order_and_tasks_see_the_delivered_offsets() -> None:
     tasks = [FakeTask(journal, "a"), FakeTask(journal, "b")]
     committer = FakeCommitter(journal)
     offsets = asyncio.run(commit(FakeProducer(journal), tasks, committer))
-    assert journal.steps == ["flush producer", "flush state a", "flush state b", "commit offsets"]
+    assert journal.steps == [
+        "flush cache a",
+        "flush cache b",
+        "flush producer",
+        "flush state a",
+        "flush state b",
+        "commit offsets",
+    ]
     assert tasks[0].flushed_with == {CHANGELOG: 5, TopicPartition("out", 3): 9}
     assert (
         offsets
@@ -84,7 +94,7 @@ def test_a_failed_producer_flush_commits_nothing() -> None:
     committer = FakeCommitter(journal)
     with pytest.raises(ConnectionError):
         asyncio.run(commit(FakeProducer(journal, fail=True), tasks, committer))
-    assert journal.steps == ["flush producer"]
+    assert journal.steps == ["flush cache a", "flush producer"]
     assert committer.committed == [] and tasks[0].flushed_with is None
 
 

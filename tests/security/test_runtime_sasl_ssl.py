@@ -1,0 +1,78 @@
+"""The runtime over a SASL_SSL listener: a word-count app whose every client (admin, group
+consumer, restore consumer, producer) authenticates with SCRAM over TLS, configured with
+Kafka's names, and whose password appears in no log record and no event."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamrt.runtime import App
+from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
+from tests.security.conftest import USERS, Pki, address
+
+
+def _security(pki: Pki) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_SSL",
+        "ssl.truststore.location": str(pki.ca),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="bob" password="{USERS["bob"]}";'
+        ),
+    }
+
+
+def test_word_count_over_sasl_ssl(
+    secure_broker, pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plain = address(secure_broker, "PLAINTEXT")  # the test's own reads and writes
+    create_topic(plain, "sec-lines", 2)
+    create_topic(plain, "sec-counts", 2)
+    produce(plain, "sec-lines", [(None, b"a b a"), (None, b"b a")])
+    events: list[dict[str, Any]] = []
+    app = App(
+        {
+            "application.id": "sec-wc",
+            "bootstrap.servers": address(secure_broker, "SASL_SSL"),
+            "state.dir": str(tmp_path),
+            "commit.interval.ms": "200",
+            "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "500",
+            "ssl.endpoint.identification.algorithm": "",
+            **_security(pki),
+        }
+    )
+    (
+        app.stream("sec-lines", key_serde="str", value_serde="str")
+        .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
+        .group_by_key(name="words")
+        .count("counts")
+        .to_stream()
+        .to("sec-counts", value_serde="int")
+    )
+    app.on_event(events.append)
+    caplog.set_level(logging.DEBUG)
+
+    def counts() -> dict[str, int]:
+        records = read_all(plain, "sec-counts")
+        return {k.decode(): struct.unpack(">q", v)[0] for k, v in latest_by_key(records).items()}
+
+    app.start()
+    try:
+        wait_until(lambda: counts() == {"a": 3, "b": 2}, what="counts over SASL_SSL")
+    finally:
+        app.stop()
+    assert app.fatal_error is None
+    secret = USERS["bob"]
+    for record in caplog.records:
+        assert secret not in record.getMessage()
+        assert secret not in repr(record.__dict__)
+    assert any("[hidden]" in repr(r.__dict__) for r in caplog.records)  # the start log
+    assert events and all(secret not in repr(e) for e in events)
+    assert secret not in repr(app.config)
