@@ -22,12 +22,25 @@ from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers
 from streamrt.runtime.timestamps import TimestampExtractor, resolve_extractor
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
-__all__ = ("ENV_PREFIX", "StreamsConfig", "load_config_file", "read_env")
+__all__ = (
+    "AT_LEAST_ONCE",
+    "ENV_PREFIX",
+    "EXACTLY_ONCE_V2",
+    "StreamsConfig",
+    "load_config_file",
+    "read_env",
+)
 
 ENV_PREFIX = "STREAMRT_"
 
 MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
-_GUARANTEES = ("at_least_once",)
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+_GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
+# Kafka 2.6-2.8's name for v2 (KIP-447), still accepted by Kafka 3.x.
+_GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
+#: Kafka Streams' commit.interval.ms default under exactly-once (30000 otherwise).
+EOS_COMMIT_INTERVAL_MS = 100
 # Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
 _ALIASES = {
     "deserialization.exception.handler": "default.deserialization.exception.handler",
@@ -85,6 +98,11 @@ class StreamsConfig:
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        alias = _GUARANTEE_ALIASES.get(self.processing_guarantee)
+        if alias is not None:
+            object.__setattr__(self, "processing_guarantee", alias)
+
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
         """Build from Kafka-style keys (``application.id``), refusing unknown or bad values."""
@@ -115,6 +133,11 @@ class StreamsConfig:
         if store.lower() not in kinds:
             raise ConfigError(f"default.dsl.store must be {ROCKS_DB} or {IN_MEMORY}, got {store!r}")
         kwargs["default_dsl_store"] = kinds[store.lower()]
+        guarantee = str(kwargs.get("processing_guarantee", AT_LEAST_ONCE))
+        guarantee = _GUARANTEE_ALIASES.get(guarantee, guarantee)
+        kwargs["processing_guarantee"] = guarantee
+        if guarantee == EXACTLY_ONCE_V2 and "commit_interval_ms" not in kwargs:
+            kwargs["commit_interval_ms"] = EOS_COMMIT_INTERVAL_MS
         config = cls(**kwargs, extra=extra)
         config.validate()
         return config
@@ -158,6 +181,11 @@ class StreamsConfig:
             raise ConfigError("heartbeat.interval.ms must be positive and below session.timeout.ms")
         if self.application_server is not None and not _HOST_PORT.match(self.application_server):
             raise ConfigError(f"application.server {self.application_server!r} is not host:port")
+        if self.processing_guarantee == "exactly_once":
+            raise ConfigError(
+                "processing.guarantee 'exactly_once' (EOS v1, one producer per task) was removed "
+                f"in Kafka 4.0; use {EXACTLY_ONCE_V2!r}"
+            )
         if self.processing_guarantee not in _GUARANTEES:
             raise ConfigError(
                 f"processing.guarantee {self.processing_guarantee!r} is not supported; "
@@ -196,6 +224,11 @@ class StreamsConfig:
         }
         out.update(redact(self.extra))
         return out
+
+    @property
+    def exactly_once(self) -> bool:
+        """True under ``processing.guarantee=exactly_once_v2``."""
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @property
     def app_state_dir(self) -> Path:

@@ -472,6 +472,12 @@ class StreamTask:
         """Step 2 of a commit: each store's data with the changelog offset it reached."""
         self.state.flush(delivered)
 
+    def discard_uncommitted(self) -> None:
+        """Exactly-once abort: drop staged store writes and the input offsets processed since
+        the last commit; the input is read again from the committed offsets."""
+        self.state.discard()
+        self.processed = {}
+
     def take_offsets(self) -> dict[TopicPartition, int]:
         """Input offsets processed since the last commit (next offset to read)."""
         out, self.processed = self.processed, {}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiokafka.errors as kafka_errors
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition as KafkaTP
 
@@ -32,6 +33,12 @@ from streamrt.runtime.assignor import (
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.eos import (
+    TRANSACTION_TIMEOUT_MS,
+    TransactionalCollector,
+    abort_transaction,
+    commit_transaction,
+)
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.restore import ChangelogRestorer
@@ -118,6 +125,9 @@ class StreamThread:
         self._consumer: AIOKafkaConsumer | None = None
         self._collector: ProducerCollector | None = None
         self._previous_tasks: tuple[str, ...] = ()
+        # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
+        # membership, so a restarted incarnation's InitProducerId fences the crashed one.
+        self.transactional_id = f"{app_id}-{self.name}" if env.config.exactly_once else None
         self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
         # Kafka Streams splits statestore.cache.max.bytes evenly over the stream threads
         cfg = env.config
@@ -283,11 +293,11 @@ class StreamThread:
         if self._stop_requested.is_set():
             return
         clients = cfg.client_config()
-        producer = AIOKafkaProducer(
-            **client_settings.producer_kwargs(clients, f"{self.client_id}-producer")
-        )
+        producer = self._new_producer()
         consumer = AIOKafkaConsumer(
-            **client_settings.consumer_kwargs(clients, "main.consumer", self.client_id),
+            **self._consumer_kwargs(
+                client_settings.consumer_kwargs(clients, "main.consumer", self.client_id)
+            ),
             group_id=cfg.application_id,
             group_instance_id=self.thread_instance_id,
             session_timeout_ms=cfg.session_timeout_ms,
@@ -297,16 +307,23 @@ class StreamThread:
             partition_assignment_strategy=(self._assignor(),),
         )
         restore_consumer = AIOKafkaConsumer(
-            **client_settings.consumer_kwargs(
-                clients, "restore.consumer", f"{self.client_id}-restore"
+            **self._consumer_kwargs(
+                client_settings.consumer_kwargs(
+                    clients, "restore.consumer", f"{self.client_id}-restore"
+                )
             ),
         )
-        self._collector = ProducerCollector(producer)
+        self._collector = (
+            TransactionalCollector(producer) if cfg.exactly_once else ProducerCollector(producer)
+        )
         self._restorer = ChangelogRestorer(
             restore_consumer, self.name, lambda type_, **kv: self.env.emit(type_, self.index, **kv)
         )
         self._consumer = consumer
         self._standbys = self._standby_updater(restore_consumer)
+        # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
+        # and aborts its open transaction, which releases the changelogs' last stable offset
+        # before the restore consumer asks for their ends.
         await producer.start()
         await restore_consumer.start()
         try:
@@ -314,7 +331,7 @@ class StreamThread:
             consumer.subscribe(topics, listener=_Listener(self))
             await consumer.start()
             kafka_adapter.install_static_heartbeat(consumer)
-            await self._loop_until_stopped(consumer)
+            await self._run_loop(consumer)
             self._transition(ThreadState.PENDING_SHUTDOWN)
             async with self._commit_lock:
                 await self._commit(consumer)
@@ -325,7 +342,44 @@ class StreamThread:
             # group_instance_id is set, so the coordinator keeps our partitions for us.
             await consumer.stop()
             await restore_consumer.stop()
-            await producer.stop()
+            if self._collector is not None:
+                await self._collector.producer.stop()
+
+    def _new_producer(self) -> AIOKafkaProducer:
+        """The thread's producer; transactional (one per thread) under exactly_once_v2."""
+        txn: dict[str, Any] = {}
+        if self.transactional_id is not None:
+            txn = {
+                "transactional_id": self.transactional_id,
+                "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
+            }
+        clients = self.env.config.client_config()
+        producer = AIOKafkaProducer(
+            **client_settings.producer_kwargs(clients, f"{self.client_id}-producer"), **txn
+        )
+        if self.transactional_id is not None:
+            kafka_adapter.install_group_metadata_offsets(
+                producer, lambda: kafka_adapter.group_metadata(self._consumer)
+            )
+        return producer
+
+    def _consumer_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Under exactly_once_v2 every consumer reads committed data only (Kafka Streams too)."""
+        if self.transactional_id is not None:
+            kwargs["isolation_level"] = "read_committed"
+        return kwargs
+
+    async def _run_loop(self, consumer: AIOKafkaConsumer) -> None:
+        """The process loop; under EOS a lost transaction closes the tasks dirty and the loop
+        goes on with a fresh producer (Kafka Streams' TaskMigrated/TaskCorrupted handling)."""
+        while True:
+            try:
+                await self._loop_until_stopped(consumer)
+                return
+            except kafka_errors.KafkaError as exc:
+                if self.transactional_id is None or kafka_adapter.is_fenced(exc):
+                    raise
+                await self._recover_lost_transaction(consumer, exc)
 
     async def _loop_until_stopped(self, consumer: AIOKafkaConsumer) -> None:
         assert self._commit_lock is not None and self._restorer is not None
@@ -366,6 +420,9 @@ class StreamThread:
     async def _commit(self, consumer: AIOKafkaConsumer) -> None:
         """Commit at-least-once (the numbered order lives in :func:`runtime.commit.commit`)."""
         assert self._collector is not None
+        if isinstance(self._collector, TransactionalCollector):
+            await self._commit_transaction()
+            return
         open_tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
         offsets = await commit(self._collector, open_tasks, _ConsumerCommitter(consumer))
         self._checkpoint_standbys()
@@ -375,6 +432,72 @@ class StreamThread:
                 self.index,
                 offsets={f"{tp.topic}-{tp.partition}": off for tp, off in offsets.items()},
             )
+
+    # -- exactly-once (the order lives in runtime.eos) ---------------------------------------
+
+    async def _commit_transaction(self) -> None:
+        """Commit the thread's transaction; on failure abort it and discard staged writes."""
+        collector = self._collector
+        assert isinstance(collector, TransactionalCollector)
+        open_tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
+        try:
+            offsets = await commit_transaction(
+                collector, open_tasks, self.env.config.application_id
+            )
+        except BaseException as exc:
+            await abort_transaction(collector, open_tasks)
+            self.env.emit("transaction_aborted", self.index, error=repr(exc))
+            raise
+        if offsets:
+            self.env.emit(
+                "commit",
+                self.index,
+                offsets={f"{tp.topic}-{tp.partition}": off for tp, off in offsets.items()},
+            )
+
+    async def _recover_lost_transaction(
+        self, consumer: AIOKafkaConsumer, exc: BaseException
+    ) -> None:
+        """The transaction is lost: close every task dirty (staged writes discarded), re-create
+        a fenced producer, reopen the tasks and rewind the input to the committed offsets.
+
+        A static member first checks it is still the current incarnation: if another process
+        took its instance id, re-creating the producer would fence that process, so this one
+        stops instead (FENCED_INSTANCE_ID, fatal as for a heartbeat).
+        """
+        assert self._commit_lock is not None
+        collector = self._collector
+        assert isinstance(collector, TransactionalCollector)
+        logger.warning(
+            "transaction lost, closing tasks dirty",
+            extra=fields(thread=self.name, error=repr(exc)),
+        )
+        async with self._commit_lock:
+            task_ids = sorted(self.tasks)
+            aborted = await abort_transaction(collector, list(self.tasks.values()))
+            await self._close_tasks(task_ids)
+            if not aborted or kafka_adapter.is_producer_fenced(exc):
+                await kafka_adapter.check_static_membership(consumer)
+                try:
+                    await collector.producer.stop()
+                except Exception as stop_exc:
+                    logger.warning(
+                        "fenced producer did not stop cleanly",
+                        extra=fields(thread=self.name, error=repr(stop_exc)),
+                    )
+                producer = self._new_producer()
+                await producer.start()
+                collector.reset(producer)
+            for task_id in task_ids:
+                self._create(TaskId.parse(task_id))
+            await self._retry_locked()
+            for ktp in consumer.assignment():
+                committed = await consumer.committed(ktp)
+                if committed is None:
+                    await consumer.seek_to_beginning(ktp)
+                else:
+                    consumer.seek(ktp, committed)
+        self.env.emit("tasks_lost", self.index, tasks=task_ids, error=repr(exc))
 
     # -- rebalance callbacks (run on this thread's loop) ---------------------------------------
 

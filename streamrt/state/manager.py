@@ -155,6 +155,12 @@ class StateManager:
             store.flush(changelog_end.get(self._registered[name].changelog))
         self.write_checkpoint()
 
+    def discard(self) -> None:
+        """Drop every store's staged writes (exactly-once: the Kafka transaction that carried
+        their changelog records aborted, so they must never reach the stores' durable state)."""
+        for store in self._stores.values():
+            store.discard()
+
     def write_checkpoint(self) -> None:
         persistent = {n: s.changelog_offset() for n, s in self._stores.items() if s.persistent}
         if persistent:

@@ -75,6 +75,10 @@ class InMemoryStore:
         if changelog_offset is not None:
             self._offset = changelog_offset
 
+    def discard(self) -> None:
+        """Drop staged writes: reads see the last flushed state again."""
+        self._pending.clear()
+
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
         if self._pending:
             raise RuntimeError(f"state store {self.name}: restore interleaved with processing")

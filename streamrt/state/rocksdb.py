@@ -155,6 +155,10 @@ class RocksDBStore:
             db.write(batch)
         self._pending.clear()
 
+    def discard(self) -> None:
+        """Drop staged writes: reads see the last flushed state again."""
+        self._pending.clear()
+
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
         """Apply changelog records and advance the offset, in one batch (restoration).
 

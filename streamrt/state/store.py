@@ -56,6 +56,10 @@ class KeyValueStore(Protocol):
         """Make staged writes durable with ``changelog_offset`` (if given), atomically."""
         ...
 
+    def discard(self) -> None:
+        """Drop every staged write (an aborted transaction); durable data is untouched."""
+        ...
+
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
         """Apply changelog records (``None`` deletes) and advance the offset, atomically.
 

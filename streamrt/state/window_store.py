@@ -266,6 +266,18 @@ class SegmentedStore:
         self._pending.clear()
         self._drop_staged = False
 
+    def discard(self) -> None:
+        """Drop staged writes (an aborted transaction): reads and stream time go back to the
+        last flush. Segments an in-memory store already dropped stay dropped (an approximation:
+        only records beyond retention at the discarded stream time are affected)."""
+        self._pending.clear()
+        self._drop_below, self._drop_staged = None, False
+        if self._mem is not None:
+            self._observed = self._mem_time
+            return
+        raw = self._require_meta().get(_TIME_KEY)
+        self._observed = _NO_TIME if raw is None else _SEG.unpack(bytes(raw))[0]
+
     def _flush_memory(self, changelog_offset: int | None) -> None:
         mem = self._mem
         assert mem is not None

@@ -96,3 +96,19 @@ def test_reopen_keeps_data_only_if_persistent(kind: StoreKind, tmp_path: Path) -
         assert store.changelog_offset() is None
         assert list(store.items()) == []
     store.close()
+
+
+def test_discard_drops_staged_writes_and_keeps_durable_data(store: KeyValueStore) -> None:
+    store.put(b"k", b"committed")
+    store.flush(3)
+    store.put(b"k", b"aborted")
+    store.put(b"new", b"aborted")
+    store.delete(b"k2")
+    assert store.get(b"k") == b"aborted"  # read-your-writes while the transaction is open
+    store.discard()
+    assert store.get(b"k") == b"committed"
+    assert store.get(b"new") is None
+    assert list(store.items()) == [(b"k", b"committed")]
+    store.flush(None)  # nothing staged any more: a later flush writes nothing aborted
+    assert store.changelog_offset() == 3
+    assert list(store.items()) == [(b"k", b"committed")]

@@ -1,0 +1,221 @@
+"""Exactly-once under SIGKILL, and what exactly-once costs.
+
+Against a broker subprocess, with the counting app (``tests/runtime/counting_app.py``: count
+per key, changelogged RocksDB store, counts out):
+
+1. **kills**: a feeder produces events all along; the app runs as a subprocess with
+   ``processing.guarantee=exactly_once_v2`` (static member, one state dir) and is SIGKILLed
+   mid-stream ``--kills`` times, restarted each time. At the end the committed output
+   (read_committed) is checked: every key's counts must be exactly 1..n (0 duplicates,
+   0 missing). Records restored per restart come from the ``restore_complete`` events.
+   The same run with at-least-once is the baseline (its duplicates).
+2. **throughput**: ``--events`` events pre-produced, the app started in this process and timed
+   until every count is out, for at-least-once and exactly_once_v2 at commit.interval.ms 100
+   and 1000; ratios EOS / at-least-once from the same run. (No peer row: Quix Streams' and
+   faust's exactly-once are not set up in bench/_peers_*.py.)
+
+    .venv/bin/python bench/eos_kill.py --kills 20 --events 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._broker import free_port, start_broker
+from tests.kafka_helpers import create_topic, produce, read_all, wait_until
+from tests.runtime.counting_app import make_app
+from tests.runtime.eos_support import (
+    count_updates,
+    exactness,
+    read_committed,
+    run_counting_process,
+)
+
+KEYS = 64
+# The record cache off: every update is emitted, so each key's counts must be exactly 1..n.
+SESSION = {
+    "session.timeout.ms": "8000",
+    "heartbeat.interval.ms": "500",
+    "statestore.cache.max.bytes": "0",
+}
+
+
+def events(n: int, start: int = 0) -> list[tuple[bytes, bytes]]:
+    return [(f"k{i % KEYS}".encode(), b"e") for i in range(start, start + n)]
+
+
+def expected(n: int) -> dict[str, int]:
+    return dict(Counter(f"k{i % KEYS}" for i in range(n)))
+
+
+def latest_total(bootstrap: str) -> int:
+    return sum(v[-1] for v in count_updates(bootstrap).values())
+
+
+class Feeder:
+    def __init__(self, bootstrap: str, batch: int = 50, pause: float = 0.05) -> None:
+        self.bootstrap, self.batch, self.pause, self.sent = bootstrap, batch, pause, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            produce(self.bootstrap, "events", events(self.batch, start=self.sent))
+            self.sent += self.batch
+            self._stop.wait(self.pause)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def topics(bootstrap: str) -> None:
+    create_topic(bootstrap, "events", 4)
+    create_topic(bootstrap, "event-counts-out", 4)
+
+
+def kill_run(root: Path, kills: int, guarantee: str) -> dict[str, object]:
+    port = free_port()
+    broker = start_broker(str(root / "broker"), port, "group.min.session.timeout.ms=1000")
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        topics(bootstrap)
+        settings = {**SESSION, "processing.guarantee": guarantee, "commit.interval.ms": "100"}
+        state = root / "state"
+        feeder = Feeder(bootstrap)
+        feeder.start()
+        kill_times = []
+        for _ in range(kills):
+            proc = run_counting_process(bootstrap, state, "k", settings)
+            try:
+                done = latest_total(bootstrap)
+                wait_until(lambda d=done: latest_total(bootstrap) >= d + 200, timeout=120)  # type: ignore[misc]
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(30)
+                kill_times.append(time.time())
+        feeder.stop()
+        total = feeder.sent
+        proc = run_counting_process(bootstrap, state, "k", settings)
+        try:
+            ok = wait_until(lambda: latest_total(bootstrap) >= total, timeout=180, what="drain")
+            del ok
+            time.sleep(1.0)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+        reader = read_committed if guarantee != "at_least_once" else None
+        updates = count_updates(bootstrap)
+        duplicates, missing = exactness(updates, expected(total))
+        restored = []
+        for r in read_all(bootstrap, "counting-events"):
+            event = json.loads(r.value)
+            if event["type"] == "restore_complete":
+                restored.append(event["fields"]["records"])
+        changelog = len((reader or read_all)(bootstrap, "counting-event-counts-changelog"))
+        return {
+            "guarantee": guarantee,
+            "kills": kills,
+            "events": total,
+            "duplicates": duplicates,
+            "missing": missing,
+            "restarts_with_restore": len(restored),
+            "restored_per_restart_max": max(restored, default=0),
+            "restored_total": sum(restored),
+            "changelog_records": changelog,
+        }
+    finally:
+        broker.terminate()
+        broker.wait(30)
+
+
+def committed_input(bootstrap: str) -> int:
+    """Sum of the app group's committed input offsets (cheap to poll, unlike the output)."""
+    import asyncio
+
+    from streamrt.admin.client import AdminClient
+
+    async def go() -> int:
+        async with AdminClient(bootstrap) as admin:
+            offsets = await admin.fetch_committed_offsets("counting")
+        return sum(o.offset for (topic, _), o in offsets.items() if topic == "events")
+
+    return asyncio.run(go())
+
+
+def throughput(root: Path, n: int, guarantee: str, commit_ms: int) -> float:
+    port = free_port()
+    broker = start_broker(str(root / f"broker-{guarantee}-{commit_ms}"), port)
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        topics(bootstrap)
+        for start in range(0, n, 5000):
+            produce(bootstrap, "events", events(min(5000, n - start), start))
+        app = make_app(
+            {
+                "bootstrap.servers": bootstrap,
+                "state.dir": str(root / f"state-{guarantee}-{commit_ms}"),
+                "processing.guarantee": guarantee,
+                "commit.interval.ms": str(commit_ms),
+            }
+        )
+        began = time.perf_counter()
+        app.start()
+        try:
+            wait_until(lambda: committed_input(bootstrap) >= n, timeout=600, interval=0.2)
+            return n / (time.perf_counter() - began)
+        finally:
+            app.stop()
+    finally:
+        broker.terminate()
+        broker.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--skip-baseline-kills", action="store_true")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="eos-bench-"))
+    try:
+        print(f"== SIGKILL x{args.kills} mid-stream, commit.interval.ms=100")
+        runs = [kill_run(root / "eos", args.kills, "exactly_once_v2")]
+        if not args.skip_baseline_kills:
+            runs.append(kill_run(root / "alo", args.kills, "at_least_once"))
+        for run in runs:
+            print(json.dumps(run))
+        print(f"== throughput, {args.events} events, counting app, 1 thread, 4 partitions")
+        rows = {}
+        for guarantee, commit_ms in (
+            ("at_least_once", 100),
+            ("at_least_once", 1000),
+            ("exactly_once_v2", 100),
+            ("exactly_once_v2", 1000),
+        ):
+            rows[(guarantee, commit_ms)] = throughput(root, args.events, guarantee, commit_ms)
+            rate = rows[(guarantee, commit_ms)]
+            print(f"{guarantee:16} commit.interval.ms={commit_ms:5}: {rate:8.0f} rec/s")
+        for commit_ms in (100, 1000):
+            ratio = rows[("exactly_once_v2", commit_ms)] / rows[("at_least_once", commit_ms)]
+            print(f"EOS / at-least-once at commit.interval.ms={commit_ms}: {ratio:.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Exactly-once v2 (KIP-447): one transaction per commit, and stores flushed only after it.
+
+Under ``processing.guarantee=exactly_once_v2`` each stream thread has one transactional
+producer. A transaction begins with the first record sent after a commit; output records,
+changelog records and the input offsets of every task of the thread go into it. The commit, in
+order, and why:
+
+0. flush each task's record cache (its updates become this transaction's sends);
+1. flush the producer: every output and changelog record of the transaction is delivered;
+2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the consumer's generation, member
+   id and ``group.instance.id``, see :func:`kafka_adapter.install_group_metadata_offsets`),
+   then ``commit_transaction``;
+3. only now each task's StateManager writes its staged data with the changelog offset reached
+   (one WriteBatch per store) and the checkpoint hint.
+
+A failure before 3 leaves the stores as they were at the previous commit (their staged writes
+are discarded with :meth:`StreamTask.discard_uncommitted`; a task's record cache entries go with
+its dirty close, which always follows an abort), and the aborted changelog records are
+skipped by the ``read_committed`` restore consumer: the durable state of a store never runs
+ahead of the committed transactions, so a crash needs no wipe, only the changelog tail.
+
+The changelog offset recorded is the position *after* the commit marker. The coordinator writes
+the marker of a changelog partition after the transaction's last record there, and only this
+thread's producer writes that partition, so the marker sits at ``last + 1`` and the next
+committed record at ``last + 2`` (should anything else sit in between, e.g. a fenced zombie's
+aborted batch, ``last + 2`` is still at or before the marker's end: the restore just reads it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.runtime.collector import ProducerCollector
+from streamrt.runtime.commit import Committable
+from streamrt.state import TopicPartition
+
+__all__ = (
+    "TRANSACTION_TIMEOUT_MS",
+    "TransactionalCollector",
+    "abort_transaction",
+    "commit_transaction",
+)
+
+logger = logging.getLogger(__name__)
+
+#: Kafka Streams' producer override under EOS: a crashed thread's open transaction is
+#: aborted by the broker after this long if no new incarnation fences it first.
+TRANSACTION_TIMEOUT_MS = 10_000
+
+
+class TransactionalCollector(ProducerCollector):
+    """A collector whose sends always happen inside a transaction of its producer."""
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        super().__init__(producer)
+        self.in_transaction = False
+
+    async def begin(self) -> None:
+        """Begin a transaction unless one is open."""
+        if not self.in_transaction:
+            await self.producer.begin_transaction()
+            self.in_transaction = True
+
+    async def drain(self) -> None:
+        if self._queue:
+            await self.begin()
+        await super().drain()
+
+    def reset(self, producer: AIOKafkaProducer | None = None) -> None:
+        """After an abort (or with a re-created producer): forget everything queued or in
+        flight for the lost transaction."""
+        if producer is not None:
+            self.producer = producer
+        self._queue.clear()
+        for fut in self._inflight:  # their failure is the lost transaction's, already handled
+            fut.add_done_callback(_retrieve)
+        self._inflight.clear()
+        self.in_transaction = False
+
+    def transaction_ended(self) -> None:
+        self.in_transaction = False
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
+class DiscardingTask(Committable, Protocol):
+    def discard_uncommitted(self) -> None: ...
+
+
+async def commit_transaction(
+    collector: TransactionalCollector, tasks: Iterable[Committable], group_id: str
+) -> dict[TopicPartition, int]:
+    """Steps 1-3 above; returns the input offsets committed (empty: nothing to commit).
+
+    Raises whatever the producer raises; the caller then aborts (or re-creates a fenced
+    producer) and discards the tasks' staged writes.
+    """
+    tasks = list(tasks)
+    for task in tasks:
+        task.flush_cache()  # 0: cached updates become sends of this transaction
+    offsets: dict[TopicPartition, int] = {}
+    for task in tasks:
+        offsets.update(task.take_offsets())
+    delivered = dict(await collector.flush())  # 1
+    if not offsets and not collector.in_transaction:
+        return {}
+    await collector.begin()  # input consumed without output still commits its offsets
+    producer = collector.producer
+    if offsets:
+        await producer.send_offsets_to_transaction(  # 2
+            {KafkaTP(*tp): off for tp, off in offsets.items()}, group_id
+        )
+    await producer.commit_transaction()
+    collector.transaction_ended()
+    after_marker = {tp: end + 1 for tp, end in delivered.items()}
+    for task in tasks:
+        task.flush_state(after_marker)  # 3
+    return offsets
+
+
+async def abort_transaction(
+    collector: TransactionalCollector, tasks: Iterable[DiscardingTask]
+) -> bool:
+    """Abort the open transaction and discard every task's staged writes.
+
+    Returns False if the producer could not abort (fenced or fatal): it must be re-created,
+    and its new InitProducerId aborts the open transaction on the broker.
+    """
+    for task in tasks:
+        task.discard_uncommitted()
+    if not collector.in_transaction:
+        return True
+    try:
+        await collector.producer.abort_transaction()
+    except Exception as exc:
+        logger.warning("transaction abort failed, the producer is re-created", exc_info=exc)
+        return False
+    collector.reset()
+    return True
