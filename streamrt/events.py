@@ -134,10 +134,13 @@ async def ensure_topic(bootstrap: str, topic: str) -> None:
     """One partition keeps a global order across instances (events are few)."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+    from streamrt.replication import resolve_replication_factor
+
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:  # TOPIC_ALREADY_EXISTS comes back in the response, not raised: fine either way
-        await admin.create_topics([NewTopic(topic, 1, 1)])
+        replicas = await resolve_replication_factor(admin, -1)  # the brokers' default
+        await admin.create_topics([NewTopic(topic, 1, replicas)])
     finally:
         await admin.close()
 

@@ -281,6 +281,7 @@ class App:
                     window_additional_retention_ms=(
                         config.windowstore_changelog_additional_retention_ms
                     ),
+                    replication_factor=config.replication_factor,
                 )
             )
             self._prepared = config

@@ -89,6 +89,10 @@ class StreamsConfig:
     # a Kafka built-in name (FailOnInvalidTimestamp, ...) or module:function; runtime.timestamps
     default_timestamp_extractor: str = "FailOnInvalidTimestamp"
     windowstore_changelog_additional_retention_ms: int = 86_400_000
+    # of the changelog and repartition topics the runtime creates (-1: the brokers' default)
+    replication_factor: int = -1
+    # consumed repartition records are deleted (DeleteRecords) at most this often
+    repartition_purge_interval_ms: int = 30_000
     # Standby replicas and warm-ups (KIP-441), with Kafka Streams' defaults and minimums.
     num_standby_replicas: int = 0
     acceptable_recovery_lag: int = 10_000
@@ -160,6 +164,10 @@ class StreamsConfig:
             raise ConfigError(f"client settings: {exc}") from None
         if self.windowstore_changelog_additional_retention_ms < 0:
             raise ConfigError("windowstore.changelog.additional.retention.ms must not be negative")
+        if self.repartition_purge_interval_ms < 0:
+            raise ConfigError("repartition.purge.interval.ms must be at least 0")
+        if self.replication_factor == 0 or self.replication_factor < -1:
+            raise ConfigError("replication.factor must be -1 (the brokers' default) or positive")
         if self.num_standby_replicas < 0:
             raise ConfigError("num.standby.replicas must be at least 0")
         if self.acceptable_recovery_lag < 0:

@@ -17,6 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
+from streamrt.replication import resolve_replication_factor
 from streamrt.runtime.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.source_topics import wait_for_source_topics
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
@@ -58,10 +59,13 @@ async def ensure_internal_topics(
     wait_s: float = 30.0,
     admin_kwargs: Mapping[str, Any] | None = None,
     window_additional_retention_ms: int = 86_400_000,
+    replication_factor: int = -1,
 ) -> dict[str, int]:
     """Create missing repartition and changelog topics; returns every topic's partition count.
 
     ``admin_kwargs``: extra AIOKafkaAdminClient arguments (security, timeouts).
+    ``replication_factor``: of the topics created (``replication.factor``; -1: the brokers'
+    ``default.replication.factor``, as Kafka Streams).
     """
     extra = dict(admin_kwargs or {})
     admin = AIOKafkaAdminClient(
@@ -95,10 +99,11 @@ async def ensure_internal_topics(
                     changelog_config(topology, store, window_additional_retention_ms),
                 )
         existing = await _partition_counts(admin, list(wanted))
+        missing = [name for name in wanted if name not in existing]
+        replicas = await resolve_replication_factor(admin, replication_factor) if missing else 1
         new = [
-            NewTopic(name, n, 1, topic_configs=cfg)
-            for name, (n, cfg) in wanted.items()
-            if name not in existing
+            NewTopic(name, wanted[name][0], replicas, topic_configs=wanted[name][1])
+            for name in missing
         ]
         if new:
             await admin.create_topics(new)

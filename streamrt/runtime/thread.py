@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import aiokafka.errors as kafka_errors
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.clock import Clock, SystemClock
@@ -41,6 +42,7 @@ from streamrt.runtime.eos import (
 )
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.purge import RepartitionPurger
 from streamrt.runtime.restore import ChangelogRestorer
 from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
@@ -133,6 +135,7 @@ class StreamThread:
         cfg = env.config
         self._cache = RecordCache(cfg.statestore_cache_max_bytes // cfg.num_stream_threads)
         self._standbys: StandbyUpdater | None = None
+        self._purger: RepartitionPurger | None = None
         self._probe_at_ms: int | None = None  # when the leader asks for a probing rebalance
 
     # -- control from other threads ----------------------------------------------------------
@@ -326,6 +329,7 @@ class StreamThread:
         # before the restore consumer asks for their ends.
         await producer.start()
         await restore_consumer.start()
+        self._purger = self._repartition_purger()
         try:
             topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
             consumer.subscribe(topics, listener=_Listener(self))
@@ -344,6 +348,22 @@ class StreamThread:
             await restore_consumer.stop()
             if self._collector is not None:
                 await self._collector.producer.stop()
+            if self._purger is not None:
+                await self._purger.close()
+
+    def _repartition_purger(self) -> RepartitionPurger | None:
+        """Deletes consumed repartition records after commits (None: no repartition topic)."""
+        cfg = self.env.config
+        topics = self.env.topology.repartition_topics(cfg.application_id)
+        if not topics:
+            return None
+        kwargs = client_settings.admin_kwargs(cfg.client_config(), f"{self.client_id}-purge")
+        return RepartitionPurger(
+            topics,
+            lambda: AIOKafkaAdminClient(**kwargs),
+            self.env.clock,
+            cfg.repartition_purge_interval_ms,
+        )
 
     def _new_producer(self) -> AIOKafkaProducer:
         """The thread's producer; transactional (one per thread) under exactly_once_v2."""
@@ -426,6 +446,8 @@ class StreamThread:
         open_tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
         offsets = await commit(self._collector, open_tasks, _ConsumerCommitter(consumer))
         self._checkpoint_standbys()
+        if self._purger is not None:
+            self._purger.after_commit(offsets.items())
         if offsets:
             self.env.emit(
                 "commit",
@@ -448,6 +470,8 @@ class StreamThread:
             await abort_transaction(collector, open_tasks)
             self.env.emit("transaction_aborted", self.index, error=repr(exc))
             raise
+        if self._purger is not None:
+            self._purger.after_commit(offsets.items())
         if offsets:
             self.env.emit(
                 "commit",

@@ -2,9 +2,9 @@
 min.insync.replicas=2): a rolling bounce of the app, the group coordinator's broker killed
 mid-stream, and a broker restart under acks=all load.
 
-The runtime creates its internal topics with replication factor 1 (no ``replication.factor``
-setting yet), which ``min.insync.replicas=2`` would refuse for acks=all writes, so these tests
-create every topic of the app first, with the cluster's default replication factor 3.
+These tests create every topic of the app first, with the cluster's default replication factor
+3, so each starts from the same layout; the runtime's own creation of internal topics with the
+brokers' default replication factor is tested in ``test_internal_topics_replication.py``.
 """
 
 from __future__ import annotations
