@@ -79,7 +79,7 @@ class JsonSerde:
     """JSON documents: compact separators, sorted keys, UTF-8 (written by orjson).
 
     The bytes equal the stdlib's ``json.dumps(v, separators=(",", ":"), sort_keys=True)``
-    for ASCII text; non-ASCII characters are written as UTF-8 instead of ``\\uXXXX``
+    for ASCII text; non-ASCII characters are written as UTF-8 instead of ``\\u`` escapes
     escapes (the same value either way). Every document older versions wrote still reads: what
     orjson refuses (``NaN``, ``Infinity``) is read by the stdlib. Integers beyond 64 bits and
     types orjson does not know go through the stdlib too. NaN and infinities are written as
