@@ -80,7 +80,7 @@ class JsonSerde:
 
     The bytes equal the stdlib's ``json.dumps(v, separators=(",", ":"), sort_keys=True)``
     for ASCII text; non-ASCII characters are written as UTF-8 instead of ``\\u`` escapes
-    escapes (the same value either way). Every document older versions wrote still reads: what
+    (the same value either way). Every document older versions wrote still reads: what
     orjson refuses (``NaN``, ``Infinity``) is read by the stdlib. Integers beyond 64 bits and
     types orjson does not know go through the stdlib too. NaN and infinities are written as
     ``null`` (standard JSON has no NaN). See docs/benchmarks.md, "Throughput work".
