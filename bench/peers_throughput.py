@@ -28,7 +28,8 @@ Contenders (``--contenders``, comma-separated):
     .venv/bin/python bench/peers_throughput.py --records 200000 --wordcount-records 100000 \\
         --session-records 50000 --out docs/bench/peers_throughput
     .venv/bin/python bench/peers_throughput.py --quick        # make bench
-    .venv/bin/python bench/peers_throughput.py --kafka apache --contenders streamrt-1t,kafka-streams-1t
+    .venv/bin/python bench/peers_throughput.py --kafka apache \\
+        --contenders streamrt-1t,kafka-streams-1t
 
 ``--kafka apache`` runs every contender on Apache Kafka 4.3.1 (``streamrt dev kafka``, 1 broker)
 instead of the embedded broker.

@@ -7,6 +7,12 @@ Contenders (``--runs``):
 - ``faust``: the same app logic on faust-streaming with ``consumer_group_instance_id``
   (``bench/faust_sessions.py``; one worker per instance, faust has no stream threads);
   ``faust-dynamic``: the same without it;
+- ``kafka-streams``: the same fold on Kafka Streams 4.3.1 (``bench/kafka-streams/``, built with
+  Maven on first use), ``--threads`` stream threads per instance, static membership (Kafka
+  Streams gives each thread's consumer ``group.instance.id`` ``<instance>-<thread index>``);
+  ``kafka-streams-dynamic``: the same without it. The JVM publishes the same lifecycle events
+  (``bench/kafka-streams/.../Lifecycle.java``): generations seen by its consumers, restored
+  records (StateRestoreListener) and bytes (its restore consumer);
 - edge cases: ``static-late`` (each instance stays down longer than session.timeout.ms) and
   ``static-kill`` (SIGKILL instead of SIGTERM).
 
@@ -26,10 +32,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 
-RUNS = ("static", "dynamic", "faust", "faust-dynamic", "static-late", "static-kill")
+RUNS = (
+    "static",
+    "dynamic",
+    "faust",
+    "faust-dynamic",
+    "kafka-streams",
+    "kafka-streams-dynamic",
+    "static-late",
+    "static-kill",
+)
 FAUST_WORKER = (sys.executable, str(Path(__file__).with_name("faust_sessions.py")), "worker")
 FAUST_WORKER += ("--without-web", "--loglevel", "info")
 
@@ -37,7 +53,15 @@ FAUST_WORKER += ("--without-web", "--loglevel", "info")
 def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig:
     late = run == "static-late"
     faust = run.startswith("faust")
-    static = run not in ("dynamic", "faust-dynamic")
+    kstreams = run.startswith("kafka-streams")
+    static = run not in ("dynamic", "faust-dynamic", "kafka-streams-dynamic")
+    command: tuple[str, ...] = FAUST_WORKER if faust else ()
+    label = f"faust-streaming {'static' if static else 'dynamic'}" if faust else f"streamrt {run}"
+    if kstreams:
+        from _kafka_streams import command as kafka_streams
+
+        command = tuple(kafka_streams("sessions", "--threads", str(args.threads)))
+        label = f"Kafka Streams {'static' if static else 'dynamic'}"
     return ScenarioConfig(
         work_dir=work / run,
         static=static,
@@ -49,10 +73,8 @@ def config_for(run: str, args: argparse.Namespace, work: Path) -> ScenarioConfig
         session_timeout_ms=args.session_timeout_ms,
         restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
         stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
-        label=f"faust-streaming {'static' if static else 'dynamic'}"
-        if faust
-        else f"streamrt {run}",
-        command=FAUST_WORKER if faust else (),
+        label=label,
+        command=command,
     )
 
 
@@ -97,7 +119,12 @@ def headline(reports: list[DeployReport]) -> list[str]:
     static = by.get("streamrt static")
     if static is None:
         return []
-    others = [by.get("streamrt dynamic"), by.get("faust-streaming static")]
+    others = [
+        by.get("streamrt dynamic"),
+        by.get("faust-streaming static"),
+        by.get("Kafka Streams static"),
+        by.get("Kafka Streams dynamic"),
+    ]
     return [_versus(static, other) for other in others if other is not None]
 
 
