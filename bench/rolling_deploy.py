@@ -166,13 +166,28 @@ def main() -> int:
     p.add_argument("--session-timeout-ms", type=int, default=10_000)
     p.add_argument("--out", type=Path, default=Path("docs/bench/rolling_deploy"))
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/streamrt-bench-rolling"))
+    p.add_argument(
+        "--kafka",
+        choices=("embedded", "apache"),
+        default="embedded",
+        help="a fresh embedded broker per run (default) or a fresh Apache Kafka 4.3.1 (1 broker)",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work_dir / str(int(time.time()))
     reports = []
     for run in args.runs.split(","):
-        report = run_scenario(config_for(run, args, work), lambda m: print(m, flush=True))
+        cfg = config_for(run, args, work)
+        if args.kafka == "apache":
+            from streamrt.dev.apache_kafka import ApacheKafka
+
+            with ApacheKafka(1, work_dir=cfg.work_dir / "apache-kafka") as kafka:
+                cfg.bootstrap = kafka.bootstrap
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
+            report.contender += " (Apache Kafka)"
+        else:
+            report = run_scenario(cfg, lambda m: print(m, flush=True))
         (args.out / f"{run}.json").write_text(json.dumps(report.to_json(), indent=1))
         print("\n".join(report.lines()), flush=True)
         reports.append(report)

@@ -40,6 +40,7 @@ final class Lifecycle implements StateRestoreListener {
     private final String host;
     private final Map<TopicPartition, AtomicLong> bytes = new ConcurrentHashMap<>();
     private String state = "CREATED";
+    private boolean closed;
 
     Lifecycle(String bootstrap, String appId, String instance, int threads) {
         Properties p = new Properties();
@@ -68,6 +69,9 @@ final class Lifecycle implements StateRestoreListener {
     }
 
     synchronized void event(String type, int thread, ObjectNode fields) {
+        if (closed) {
+            return; // Kafka Streams' CloseThread may report NOT_RUNNING after our producer closed
+        }
         ObjectNode e = JsonNodeFactory.instance.objectNode();
         e.put("v", 1);
         e.put("ts", System.currentTimeMillis() / 1000.0);
@@ -143,7 +147,8 @@ final class Lifecycle implements StateRestoreListener {
                         .put("bytes", size == null ? 0 : size.get()));
     }
 
-    void close() {
+    synchronized void close() {
+        closed = true;
         producer.close(java.time.Duration.ofSeconds(5));
     }
 }
