@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -157,7 +158,7 @@ def main() -> None:
         if args.kafka == "apache":
             from streamrt.dev.apache_kafka import ApacheKafka
 
-            kafka = ApacheKafka(1, work_dir=os.path.join(data_dir, "apache-kafka")).start()
+            kafka = ApacheKafka(1, work_dir=Path(data_dir) / "apache-kafka").start()
             bootstrap, stop = kafka.bootstrap, kafka.stop
         else:
             broker, bootstrap = start_broker(data_dir)

@@ -65,7 +65,7 @@ def side_by_side(reports: list[Any]) -> list[str]:
     rows = [
         ("", [r.contender for r in reports]),
         ("rebalances during deploy", [str(r.rebalances) for r in reports]),
-        ("  counted by the broker", [str(r.coordinator_rebalances) for r in reports]),
+        ("  counted by the broker", [_or_na(r.coordinator_rebalances) for r in reports]),
         ("records restored", [f"{r.restored_records:,}" for r in reports]),
         ("bytes restored", [f"{r.restored_bytes / 1e6:,.1f} MB" for r in reports]),
         ("longest partition gap", [f"{r.longest_gap_s:.2f} s" for r in reports]),
@@ -100,6 +100,11 @@ def reading(reports: list[Any]) -> list[str]:
                 "restore time grows with state size, an instance's downtime does not."
             )
     return out
+
+
+def _or_na(value: int | None) -> str:
+    """The embedded broker's count; Apache Kafka has no such metric."""
+    return "n/a" if value is None else str(value)
 
 
 def _leader_step(report: Any) -> str:
