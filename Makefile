@@ -24,8 +24,10 @@ $(BENCH_VENV)/.installed: pyproject.toml
 
 bench-venv: $(BENCH_VENV)/.installed
 
+# make demo KAFKA=apache: the same demo on Apache Kafka 4.3.1 from Maven Central (1 broker)
+KAFKA ?= embedded
 demo: $(STAMP)
-	$(BIN)/streamrt demo
+	$(BIN)/streamrt demo --kafka $(KAFKA)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,12 +19,20 @@ Contenders (``--contenders``, comma-separated):
 - ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
   < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
 - ``faust``: faust-streaming 0.15.3, agents + RocksDB tables;
+- ``kafka-streams-1t``, ``kafka-streams-2t``: Kafka Streams 4.3.1 (Java, ``bench/kafka-streams/``,
+  built with Maven on first use), ``num.stream.threads`` 1/2, RocksDB stores with changelogs,
+  record cache off (one output per update, like the others);
 - ``bare-confluent`` (the floor: confluent-kafka consumer → ``json`` → confluent-kafka
   producer) and ``bare-aiokafka`` (the same loop on aiokafka): stateless only.
 
     .venv/bin/python bench/peers_throughput.py --records 200000 --wordcount-records 100000 \\
         --session-records 50000 --out docs/bench/peers_throughput
     .venv/bin/python bench/peers_throughput.py --quick        # make bench
+    .venv/bin/python bench/peers_throughput.py --kafka apache \\
+        --contenders streamrt-1t,kafka-streams-1t
+
+``--kafka apache`` runs every contender on Apache Kafka 4.3.1 (``streamrt dev kafka``, 1 broker)
+instead of the embedded broker.
 
 ``--profile DIR`` records a py-spy profile (raw collapsed stacks, idle included) of each
 ``streamrt-*`` contender's process into DIR.
@@ -165,6 +173,27 @@ def read_topic(bootstrap: str, topic: str) -> Iterator[tuple[bytes | None, bytes
         c.close()
 
 
+class _Embedded:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def start_any_broker(kind: str, tmp: Path) -> tuple[Any, str]:
+    """(a handle with ``stop()``, bootstrap) for the embedded broker or Apache Kafka."""
+    if kind == "apache":
+        from streamrt.dev.apache_kafka import ApacheKafka
+
+        kafka = ApacheKafka(1, work_dir=tmp / "apache-kafka").start()
+        return kafka, kafka.bootstrap
+    port = free_port()
+    proc = start_broker(str(tmp / "broker"), port, "group.initial.rebalance.delay.ms=0")
+    return _Embedded(proc), f"127.0.0.1:{port}"
+
+
 # -- contenders ----------------------------------------------------------------------------------
 
 
@@ -190,6 +219,18 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
         return Launch([[args.quix_python, str(HERE / "_peers_quix.py")]], env)
     if base == "faust":
         argv = [py, str(HERE / "_peers_faust.py"), "worker", "--without-web", "-l", "warn"]
+        return Launch([argv], env)
+    ks = re.fullmatch(r"kafka-streams-(\d+)t", base)
+    if ks:
+        from _kafka_streams import KafkaStreamsUnavailable, command
+
+        try:
+            argv = command("peers")
+        except KafkaStreamsUnavailable as exc:
+            return str(exc)
+        env["PEERS_THREADS"] = ks.group(1)
+        if args.commit_interval_ms:
+            env["PEERS_CONFIG"] = json.dumps({"commit.interval.ms": args.commit_interval_ms})
         return Launch([argv], env)
     m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)t?", base)
     if not m:
@@ -371,6 +412,7 @@ def add_ratios(results: list[Result]) -> None:
                 ("quix", "quix"),
                 ("faust", "faust"),
                 ("bare", "bare-confluent"),
+                ("kafka-streams", "kafka-streams-1t"),
             ):
                 if ref in rows and r.rate:
                     r.ratios[ref_name] = r.rate / (rows[ref].rate or 1)
@@ -378,12 +420,20 @@ def add_ratios(results: list[Result]) -> None:
                 r.ratios["cpu-quix"] = r.cpu_rate / (rows["quix"].cpu_rate or 1)
 
 
+def threads_of(contender: str) -> int:
+    """Stream threads in all: ``streamrt-2x1`` 2, ``kafka-streams-2t`` 2, others 1."""
+    m = re.search(r"-(?:(\d+)x)?(\d+)t?(?:\+|$)", contender)
+    if not m or not contender.startswith(("streamrt", "kafka-streams")):
+        return 1
+    return int(m.group(1) or 1) * int(m.group(2))
+
+
 def table(results: list[Result]) -> str:
     head = (
-        "| workload | contender | records | records/s | ÷ streamrt-1t | ÷ Quix | ÷ faust | ÷ bare "
-        "| records per CPU-s | CPU-s ÷ Quix |"
+        "| workload | contender | records | records/s | per thread | ÷ streamrt-1t | ÷ Quix "
+        "| ÷ faust | ÷ Kafka Streams 1t | ÷ bare | records per CPU-s | CPU-s ÷ Quix |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         if r.error.startswith("skipped"):
             continue
@@ -392,9 +442,11 @@ def table(results: list[Result]) -> str:
         def ratio(k: str, r: Result = r) -> str:
             return f"{r.ratios[k]:.2f}" if k in r.ratios else ""
 
+        per_thread = f"{r.rate / threads_of(r.contender):,.0f}" if r.rate else ""
         lines.append(
-            f"| {r.workload} | {r.contender} | {r.records:,} | {rate} | {ratio('streamrt-1t')} | "
-            f"{ratio('quix')} | {ratio('faust')} | {ratio('bare')} | "
+            f"| {r.workload} | {r.contender} | {r.records:,} | {rate} | {per_thread} | "
+            f"{ratio('streamrt-1t')} | {ratio('quix')} | {ratio('faust')} | "
+            f"{ratio('kafka-streams')} | {ratio('bare')} | "
             f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} |"
         )
     return "\n".join(lines)
@@ -417,6 +469,8 @@ def chart(results: list[Result], path: Path) -> None:
             if r.contender == "quix"
             else "tab:green"
             if r.contender == "faust"
+            else "tab:red"
+            if r.contender.startswith("kafka-streams")
             else "tab:gray"
             for r in rows
         ]
@@ -446,6 +500,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900, help="seconds per contender run")
     ap.add_argument("--profile", help="directory for py-spy profiles of streamrt contenders")
     ap.add_argument("--out", help="directory for results.json and chart.png")
+    ap.add_argument(
+        "--kafka",
+        choices=("embedded", "apache"),
+        default="embedded",
+        help="the broker every contender runs on: streamrt's embedded broker (default) or "
+        "Apache Kafka 4.3.1 from Maven Central (1 broker)",
+    )
     args = ap.parse_args()
     if args.quick:
         args.records, args.wordcount_records, args.session_records = 20_000, 10_000, 5_000
@@ -461,9 +522,7 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M")
     with tempfile.TemporaryDirectory(prefix="peers-") as tmpdir:
         tmp = Path(tmpdir)
-        port = free_port()
-        broker = start_broker(str(tmp / "broker"), port, "group.initial.rebalance.delay.ms=0")
-        bootstrap = f"127.0.0.1:{port}"
+        broker, bootstrap = start_any_broker(args.kafka, tmp)
         try:
             for wl in [w.strip() for w in args.workloads.split(",") if w.strip()]:
                 if wl not in WORKLOADS:
@@ -480,8 +539,7 @@ def main() -> None:
                     )
                     print(f"{wl:>9} {name:<28} {shown}", flush=True)
         finally:
-            broker.terminate()
-            broker.wait(10)
+            broker.stop()
     add_ratios(results)
     print()
     print(table(results))
@@ -492,6 +550,7 @@ def main() -> None:
             "date": started,
             "cores": os.cpu_count(),
             "partitions": PARTITIONS,
+            "broker": args.kafka,
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         }
         doc = {"meta": meta, "results": [asdict(r) for r in results]}

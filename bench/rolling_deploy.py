@@ -9,6 +9,12 @@ Contenders (``--runs``):
 - ``faust``: the same app logic on faust-streaming with ``consumer_group_instance_id``
   (``bench/faust_sessions.py``; one worker per instance, faust has no stream threads);
   ``faust-dynamic``: the same without it;
+- ``kafka-streams``: the same fold on Kafka Streams 4.3.1 (``bench/kafka-streams/``, built with
+  Maven on first use), ``--threads`` stream threads per instance, static membership (Kafka
+  Streams gives each thread's consumer ``group.instance.id`` ``<instance>-<thread index>``);
+  ``kafka-streams-dynamic``: the same without it. The JVM publishes the same lifecycle events
+  (``bench/kafka-streams/.../Lifecycle.java``): generations seen by its consumers, restored
+  records (StateRestoreListener) and bytes (its restore consumer);
 - edge cases: ``static-late`` (each instance stays down longer than session.timeout.ms) and
   ``static-kill`` (SIGKILL instead of SIGTERM).
 
@@ -31,10 +37,21 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 
-RUNS = ("handoff", "static", "dynamic", "faust", "faust-dynamic", "static-late", "static-kill")
+RUNS = (
+    "handoff",
+    "static",
+    "dynamic",
+    "faust",
+    "faust-dynamic",
+    "kafka-streams",
+    "kafka-streams-dynamic",
+    "static-late",
+    "static-kill",
+)
 FAUST_WORKER = (sys.executable, str(Path(__file__).with_name("faust_sessions.py")), "worker")
 FAUST_WORKER += ("--without-web", "--loglevel", "info")
 
@@ -44,8 +61,15 @@ def config_for(
 ) -> ScenarioConfig:
     late = run == "static-late"
     faust = run.startswith("faust")
-    static = run not in ("dynamic", "faust-dynamic")
+    kstreams = run.startswith("kafka-streams")
+    static = run not in ("dynamic", "faust-dynamic", "kafka-streams-dynamic")
+    command: tuple[str, ...] = FAUST_WORKER if faust else ()
     label = f"faust-streaming {'static' if static else 'dynamic'}" if faust else f"streamrt {run}"
+    if kstreams:
+        from _kafka_streams import command as kafka_streams
+
+        command = tuple(kafka_streams("sessions", "--threads", str(args.threads)))
+        label = f"Kafka Streams {'static' if static else 'dynamic'}"
     return ScenarioConfig(
         work_dir=work / f"{run}-{delay:g}s",
         static=static,
@@ -58,7 +82,7 @@ def config_for(
         restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
         stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
         label=f"{label} +{delay:g}s start" if delay else label,
-        command=FAUST_WORKER if faust else (),
+        command=command,
         mode="handoff" if run == "handoff" else "restart",
         startup_delay=delay,
     )
@@ -110,7 +134,13 @@ def headline(reports: list[DeployReport]) -> list[str]:
         base = by.get("streamrt handoff") or by.get("streamrt static")
         if base is None:
             continue
-        names = ("streamrt static", "streamrt dynamic", "faust-streaming static")
+        names = (
+            "streamrt static",
+            "streamrt dynamic",
+            "faust-streaming static",
+            "Kafka Streams static",
+            "Kafka Streams dynamic",
+        )
         out += [_versus(base, by[n]) for n in names if n in by and by[n] is not base]
     return out
 
@@ -158,6 +188,12 @@ def main() -> int:
     )
     p.add_argument("--out", type=Path, default=Path("docs/bench/rolling_deploy"))
     p.add_argument("--work-dir", type=Path, default=Path("/tmp/streamrt-bench-rolling"))
+    p.add_argument(
+        "--kafka",
+        choices=("embedded", "apache"),
+        default="embedded",
+        help="a fresh embedded broker per run (default) or a fresh Apache Kafka 4.3.1 (1 broker)",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +202,15 @@ def main() -> int:
     for delay in [float(d) for d in args.startup_delay.split(",")]:
         for run in args.runs.split(","):
             cfg = config_for(run, args, work, delay)
-            report = run_scenario(cfg, lambda m: print(m, flush=True))
+            if args.kafka == "apache":
+                from streamrt.dev.apache_kafka import ApacheKafka
+
+                with ApacheKafka(1, work_dir=cfg.work_dir / "apache-kafka") as kafka:
+                    cfg.bootstrap = kafka.bootstrap
+                    report = run_scenario(cfg, lambda m: print(m, flush=True))
+                report.contender += " (Apache Kafka)"
+            else:
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
             name = f"{run}-{delay:g}s" if delay else run
             (args.out / f"{name}.json").write_text(json.dumps(report.to_json(), indent=1))
             print("\n".join(report.lines()), flush=True)

@@ -103,12 +103,19 @@ def apache_kafka_cluster(_apache_kafka_3: object) -> Iterator[object]:
 
 
 @pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
-def any_broker(request: pytest.FixtureRequest) -> object:
-    """A ``BrokerEndpoint(kind, bootstrap)`` on each broker: differential tests run on both."""
-    from tests.apache_kafka.support import BrokerEndpoint
+def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A ``BrokerEndpoint(kind, bootstrap)`` on each broker: differential tests run on both.
+
+    Both sides start empty, as a fresh embedded broker does: the shared Apache Kafka broker
+    has every topic and group a test made deleted after the test (so tests may reuse fixed
+    names such as an ``application.id``)."""
+    from tests.apache_kafka.support import BrokerEndpoint, clean_slate
 
     if request.param == "embedded":
         b = request.getfixturevalue("broker")
-        return BrokerEndpoint("embedded", b.bootstrap)
+        yield BrokerEndpoint("embedded", b.bootstrap)
+        return
     kafka = request.getfixturevalue("apache_kafka")
-    return BrokerEndpoint("apache-kafka", kafka.bootstrap)  # type: ignore[attr-defined]
+    bootstrap = kafka.bootstrap  # type: ignore[attr-defined]
+    yield BrokerEndpoint("apache-kafka", bootstrap)
+    clean_slate(bootstrap)

@@ -71,6 +71,9 @@ class ScenarioConfig:
     command: tuple[str, ...] = ()
     mode: str = "restart"  # or "handoff": the successor starts up beside the old process
     startup_delay: float = 0.0  # extra seconds the app takes to start (SESSIONS_STARTUP_DELAY)
+    # An existing, empty broker (e.g. Apache Kafka from ``streamrt dev kafka``) instead of a
+    # fresh embedded one; the broker's own rebalance count is then not available.
+    bootstrap: str = ""
 
     @property
     def contender(self) -> str:
@@ -137,15 +140,22 @@ def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: st
 
 
 def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> DeployReport:
-    """Run the whole scenario on a fresh embedded broker in ``cfg.work_dir``."""
+    """Run the whole scenario on a fresh embedded broker in ``cfg.work_dir`` (or on
+    ``cfg.bootstrap``)."""
     say = progress or (lambda _msg: None)
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
-    broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
+    broker = None
+    if not cfg.bootstrap:
+        broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
     instances: list[LocalInstance] = []
     try:
-        bootstrap = broker.bootstrap
-        assert broker.broker is not None
-        metrics_url = f"http://127.0.0.1:{broker.broker.metrics_bound_port}/metrics"
+        metrics_url = None
+        if broker is not None:
+            bootstrap = broker.bootstrap
+            assert broker.broker is not None
+            metrics_url = f"http://127.0.0.1:{broker.broker.metrics_bound_port}/metrics"
+        else:
+            bootstrap = cfg.bootstrap
         say(f"[{cfg.contender}] broker at {bootstrap}; topics {cfg.partitions} partitions")
         create_topics(
             bootstrap,
@@ -174,7 +184,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             load = LoadGenerator(bootstrap, cfg.input_topic, cfg.users, cfg.rate).start()
             time.sleep(cfg.baseline_seconds)
             say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
-            rebalances_before = coordinator_rebalances(metrics_url, cfg.application_id) or 0
+            rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
             timeline = rolling_restart(
                 tail,
                 instances,
@@ -186,7 +196,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                 mode=cfg.mode,
             )
             time.sleep(cfg.after_seconds)
-            rebalances_after = coordinator_rebalances(metrics_url, cfg.application_id) or 0
+            rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
             load.stop()
             say(f"  deploy done in {timeline.duration:.1f}s; draining")
             _wait_caught_up(cfg, bootstrap, say, "draining")
@@ -196,12 +206,21 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
         sent.update(load.sent)
         output = read_topic(bootstrap, cfg.output_topic, cfg.partitions)
         report = _report(cfg, timeline, events, output, sent)
-        report.coordinator_rebalances = rebalances_after - rebalances_before
+        if rebalances_after is not None and rebalances_before is not None:
+            report.coordinator_rebalances = rebalances_after - rebalances_before
         return report
     finally:
         for instance in instances:
             instance.stop(signal.SIGKILL)
-        broker.stop()
+        if broker is not None:
+            broker.stop()
+
+
+def _broker_rebalances(metrics_url: str | None, group: str) -> int | None:
+    """The embedded broker's count; None on another broker (no such metric)."""
+    if metrics_url is None:
+        return None
+    return coordinator_rebalances(metrics_url, group) or 0
 
 
 def _report(

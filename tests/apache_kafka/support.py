@@ -9,6 +9,7 @@ brokers: no client library retries or hides an error code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Iterator
 from typing import Any
@@ -55,6 +56,31 @@ def create_topic(
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(topic, partitions, rf, config=config or {})
     admin.create_topics([new])[topic].result(30)
+
+
+def clean_slate(bootstrap: str, timeout: float = 60.0) -> None:
+    """Delete every group and every topic but the broker's own (``__*``), and wait until
+    the broker no longer lists them (KRaft: a name can be created again at once)."""
+    import time
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    groups = [g.group_id for g in admin.list_consumer_groups().result(30).valid]
+    if groups:
+        for future in admin.delete_consumer_groups(groups, request_timeout=30).values():
+            # a group with members left behind fails: its topics go anyway
+            with contextlib.suppress(Exception):
+                future.result(30)
+    deadline = time.monotonic() + timeout
+    while True:
+        topics = [t for t in admin.list_topics(timeout=30).topics if not t.startswith("__")]
+        if not topics:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topics still listed after deletion: {sorted(topics)}")
+        for future in admin.delete_topics(topics, operation_timeout=30).values():
+            with contextlib.suppress(Exception):  # already being deleted
+                future.result(30)
+        time.sleep(0.2)
 
 
 def error_name(code: int) -> str:

@@ -1,6 +1,7 @@
 """Static membership end to end: sharing, bounce without restore, crash, lost disk, fencing.
 
-Embedded broker, real aiokafka, real RocksDB, real subprocesses where a process must die.
+On both brokers (``any_broker``: embedded, Apache Kafka), real aiokafka, real RocksDB, real
+subprocesses where a process must die.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from tests.runtime.counting_app import make_app
 pytestmark = pytest.mark.slow
 
 APP_ID = "counting"
-BROKER = {"group.min.session.timeout.ms": "1000"}
 SESSION = {
     "session.timeout.ms": "8000",
     "heartbeat.interval.ms": "500",
@@ -85,8 +85,8 @@ def group_instance_ids(bootstrap: str) -> list[str]:
     return asyncio.run(go())
 
 
-def test_two_instances_two_threads_share_eight_partitions(broker_factory, tmp_path) -> None:
-    broker = broker_factory(BROKER)
+def test_two_instances_two_threads_share_eight_partitions(any_broker, tmp_path) -> None:
+    broker = any_broker
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(160))
     a = make_app(settings(broker.bootstrap, tmp_path / "a", "inst-a", 2))
@@ -118,8 +118,8 @@ def test_two_instances_two_threads_share_eight_partitions(broker_factory, tmp_pa
         b.stop()
 
 
-def test_bounce_within_session_timeout_restores_nothing(broker_factory, tmp_path) -> None:
-    broker = broker_factory(BROKER)
+def test_bounce_within_session_timeout_restores_nothing(any_broker, tmp_path) -> None:
+    broker = any_broker
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(200))
     stay = make_app(settings(broker.bootstrap, tmp_path / "a", "stay", 1))
@@ -181,8 +181,8 @@ def committed_input(bootstrap: str) -> int:
     return asyncio.run(go())
 
 
-def test_crash_restores_only_the_changelog_tail(broker_factory, tmp_path) -> None:
-    broker = broker_factory(BROKER)
+def test_crash_restores_only_the_changelog_tail(any_broker, tmp_path) -> None:
+    broker = any_broker
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(300))
     proc = run_process(broker.bootstrap, tmp_path / "s", "crashy")
@@ -218,8 +218,8 @@ def test_crash_restores_only_the_changelog_tail(broker_factory, tmp_path) -> Non
         app.stop()
 
 
-def test_lost_disk_restores_everything(broker_factory, tmp_path) -> None:
-    broker = broker_factory(BROKER)
+def test_lost_disk_restores_everything(any_broker, tmp_path) -> None:
+    broker = any_broker
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(120))
     app = make_app(settings(broker.bootstrap, tmp_path / "s", "disk", 1))
@@ -242,10 +242,8 @@ def test_lost_disk_restores_everything(broker_factory, tmp_path) -> None:
         app.stop()
 
 
-def test_duplicate_instance_id_stops_one_process_with_a_clear_message(
-    broker_factory, tmp_path
-) -> None:
-    broker = broker_factory(BROKER)
+def test_duplicate_instance_id_stops_one_process_with_a_clear_message(any_broker, tmp_path) -> None:
+    broker = any_broker
     setup_topics(broker.bootstrap, partitions=2)
     first = run_process(broker.bootstrap, tmp_path / "one", "twin")
     try:

@@ -1,6 +1,6 @@
 """An app's missing source topics are named at once, with the command that creates them.
 
-Against the real embedded broker: the check lists topics without auto-creating them, the
+On both brokers (embedded, Apache Kafka): the check lists topics without auto-creating them, the
 advice it prints is a command that works as printed, and a topic created while the app waits
 ends the wait.
 """
@@ -14,7 +14,6 @@ import threading
 
 import pytest
 
-from streamrt.broker.embedded import BrokerThread
 from streamrt.cli import main as cli_main
 from streamrt.errors import ConfigError
 from streamrt.runtime.source_topics import (
@@ -22,13 +21,14 @@ from streamrt.runtime.source_topics import (
     missing_source_topics,
     wait_for_source_topics,
 )
+from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic
 
 
 def test_a_missing_source_topic_is_named_with_the_command_that_creates_it(
-    broker: BrokerThread, capsys: pytest.CaptureFixture[str]
+    any_broker: BrokerEndpoint, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bootstrap = broker.bootstrap
+    bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "present", 2)
     with pytest.raises(MissingSourceTopicsError) as raised:
         asyncio.run(wait_for_source_topics(bootstrap, ["present", "text-input"], wait_s=0))
@@ -52,9 +52,9 @@ def test_a_missing_source_topic_is_named_with_the_command_that_creates_it(
 
 
 def test_waiting_says_at_once_what_for_and_ends_when_the_topic_appears(
-    broker: BrokerThread, caplog: pytest.LogCaptureFixture
+    any_broker: BrokerEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bootstrap = broker.bootstrap
+    bootstrap = any_broker.bootstrap
     warned = threading.Event()
 
     class Spy(logging.Handler):
@@ -85,8 +85,8 @@ def test_waiting_says_at_once_what_for_and_ends_when_the_topic_appears(
     )
 
 
-def test_giving_up_names_every_missing_topic(broker: BrokerThread) -> None:
+def test_giving_up_names_every_missing_topic(any_broker: BrokerEndpoint) -> None:
     with pytest.raises(MissingSourceTopicsError, match=r"after 0.3 s: a-missing, b-missing"):
         asyncio.run(
-            wait_for_source_topics(broker.bootstrap, ["b-missing", "a-missing"], wait_s=0.3)
+            wait_for_source_topics(any_broker.bootstrap, ["b-missing", "a-missing"], wait_s=0.3)
         )

@@ -1,4 +1,4 @@
-"""Word count end to end: embedded broker, real aiokafka, real RocksDB."""
+"""Word count end to end on both brokers (embedded, Apache Kafka): real aiokafka, real RocksDB."""
 
 from __future__ import annotations
 
@@ -44,14 +44,14 @@ def counts(bootstrap: str) -> dict[str, int]:
     }
 
 
-def test_word_count_gives_exact_counts(broker, tmp_path: Path) -> None:
-    create_topic(broker.bootstrap, "lines", 2)
-    create_topic(broker.bootstrap, "counts-out", 2)
-    produce(broker.bootstrap, "lines", [(None, line.encode()) for line in LINES])
-    app = wordcount_app(broker.bootstrap, tmp_path / "state", **{"group.instance.id": "wc-1"})
+def test_word_count_gives_exact_counts(any_broker, tmp_path: Path) -> None:
+    create_topic(any_broker.bootstrap, "lines", 2)
+    create_topic(any_broker.bootstrap, "counts-out", 2)
+    produce(any_broker.bootstrap, "lines", [(None, line.encode()) for line in LINES])
+    app = wordcount_app(any_broker.bootstrap, tmp_path / "state", **{"group.instance.id": "wc-1"})
     app.start()
     try:
-        wait_until(lambda: counts(broker.bootstrap) == EXPECTED, what="word counts")
+        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
         threads = app.metadata_for_local_threads()
         assert [t.thread_instance_id for t in threads] == ["wc-1-thread-1"]
         assert (tmp_path / "state" / "wc" / "1_0" / "counts").is_dir()
@@ -60,12 +60,12 @@ def test_word_count_gives_exact_counts(broker, tmp_path: Path) -> None:
     assert app.fatal_error is None
 
 
-def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
+def test_windowed_count_gives_exact_results(any_broker, tmp_path: Path) -> None:
     # 1970 timestamps: keep them (else the broker rolls the segment by time and deletes it)
-    create_topic(broker.bootstrap, "clicks", 1, **{"retention.ms": "-1"})
-    create_topic(broker.bootstrap, "clicks-per-window", 1, **{"retention.ms": "-1"})
+    create_topic(any_broker.bootstrap, "clicks", 1, **{"retention.ms": "-1"})
+    create_topic(any_broker.bootstrap, "clicks-per-window", 1, **{"retention.ms": "-1"})
     produce(
-        broker.bootstrap,
+        any_broker.bootstrap,
         "clicks",
         [(b"u", b"x")] * 3 + [(b"v", b"x")],
         timestamps=[1_000, 9_000, 11_000, 12_000],
@@ -73,7 +73,7 @@ def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
     app = App(
         {
             "application.id": "win",
-            "bootstrap.servers": broker.bootstrap,
+            "bootstrap.servers": any_broker.bootstrap,
             "state.dir": str(tmp_path / "state"),
             "commit.interval.ms": "200",
         }
@@ -89,7 +89,7 @@ def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
     serde = WindowedSerde(StrSerde())
 
     def results() -> dict[tuple[str, int], int]:
-        latest = latest_by_key(read_all(broker.bootstrap, "clicks-per-window"))
+        latest = latest_by_key(read_all(any_broker.bootstrap, "clicks-per-window"))
         out = {}
         for k, v in latest.items():
             w = serde.deserialize(k)
@@ -106,10 +106,10 @@ def test_windowed_count_gives_exact_results(broker, tmp_path: Path) -> None:
         app.stop()
 
 
-def test_threads_added_and_removed_keep_stable_ids_and_events_flow(broker, tmp_path) -> None:
-    create_topic(broker.bootstrap, "lines", 4)
-    create_topic(broker.bootstrap, "counts-out", 4)
-    app = wordcount_app(broker.bootstrap, tmp_path / "state", **{"group.instance.id": "ev"})
+def test_threads_added_and_removed_keep_stable_ids_and_events_flow(any_broker, tmp_path) -> None:
+    create_topic(any_broker.bootstrap, "lines", 4)
+    create_topic(any_broker.bootstrap, "counts-out", 4)
+    app = wordcount_app(any_broker.bootstrap, tmp_path / "state", **{"group.instance.id": "ev"})
     events: list[dict] = []
     app.on_event(events.append)
     app.start()
@@ -133,20 +133,20 @@ def test_threads_added_and_removed_keep_stable_ids_and_events_flow(broker, tmp_p
     assert {e["type"] for e in events} >= {"thread_state", "assignment", "revocation"}
 
 
-def test_in_memory_stores_restore_fully_and_the_app_reports_its_state(broker, tmp_path) -> None:
+def test_in_memory_stores_restore_fully_and_the_app_reports_its_state(any_broker, tmp_path) -> None:
     """``default.dsl.store=in_memory``: counts stay exact across a restart because the store
     is rebuilt from its changelog; the state listener sees REBALANCING → RUNNING → ... →
     NOT_RUNNING."""
-    create_topic(broker.bootstrap, "lines", 2)
-    create_topic(broker.bootstrap, "counts-out", 2)
-    produce(broker.bootstrap, "lines", [(None, line.encode()) for line in LINES])
+    create_topic(any_broker.bootstrap, "lines", 2)
+    create_topic(any_broker.bootstrap, "counts-out", 2)
+    produce(any_broker.bootstrap, "lines", [(None, line.encode()) for line in LINES])
     settings = {"group.instance.id": "mem-1", "default.dsl.store": "in_memory"}
-    app = wordcount_app(broker.bootstrap, tmp_path / "state", **settings)
+    app = wordcount_app(any_broker.bootstrap, tmp_path / "state", **settings)
     states: list[tuple[str, str]] = []
     app.set_state_listener(lambda new, old: states.append((old.name, new.name)))
     app.start()
     try:
-        wait_until(lambda: counts(broker.bootstrap) == EXPECTED, what="word counts")
+        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
         wait_until(lambda: app.state.name == "RUNNING", what="app RUNNING")
     finally:
         app.stop()
@@ -155,14 +155,15 @@ def test_in_memory_stores_restore_fully_and_the_app_reports_its_state(broker, tm
     assert states[-2:] == [(states[-2][0], "PENDING_SHUTDOWN"), ("PENDING_SHUTDOWN", "NOT_RUNNING")]
     assert not (tmp_path / "state" / "wc" / "1_0" / "counts").exists()  # nothing on disk
 
-    produce(broker.bootstrap, "lines", [(None, b"fox")])
-    again = wordcount_app(broker.bootstrap, tmp_path / "state", **settings)
+    produce(any_broker.bootstrap, "lines", [(None, b"fox")])
+    again = wordcount_app(any_broker.bootstrap, tmp_path / "state", **settings)
     events: list[dict] = []
     again.on_event(events.append)
     again.start()
     try:
         wait_until(
-            lambda: counts(broker.bootstrap) == {**EXPECTED, "fox": 3}, what="counts after restart"
+            lambda: counts(any_broker.bootstrap) == {**EXPECTED, "fox": 3},
+            what="counts after restart",
         )
     finally:
         again.stop()

@@ -106,8 +106,10 @@ def _described_partition(core: BrokerCore, index: int) -> dict[str, Any]:
         "leader_epoch": 0,
         "replica_nodes": (node,),
         "isr_nodes": (node,),
-        "eligible_leader_replicas": None,
-        "last_known_elr": None,
+        # Empty, not null: Apache Kafka sends lists, and the Java admin client (Kafka Streams'
+        # InternalTopicManager) dereferences them without a null check.
+        "eligible_leader_replicas": (),
+        "last_known_elr": (),
         "offline_replicas": (),
     }
 
