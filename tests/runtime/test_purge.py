@@ -50,25 +50,29 @@ def test_a_failed_purge_is_not_raised(any_broker: BrokerEndpoint) -> None:
     assert asyncio.run(scenario()) == {}
 
 
-def test_the_runtime_purges_its_repartition_topic_after_commits(broker: BrokerThread, tmp_path):
+def test_the_runtime_purges_its_repartition_topic_after_commits(
+    any_broker: BrokerEndpoint, tmp_path
+) -> None:
     """Word count repartitions by word; after a commit the consumed records are deleted, so
     the repartition topic's log start offset moves up (it never did: the topic grew forever).
     """
     from tests.kafka_helpers import create_topic, produce, wait_until
     from tests.runtime.test_wordcount_integration import EXPECTED, counts, wordcount_app
 
-    create_topic(broker.bootstrap, "lines", 2)
-    create_topic(broker.bootstrap, "counts-out", 2)
-    produce(broker.bootstrap, "lines", [(None, b"the quick brown fox"), (None, b"the lazy dog")])
-    produce(broker.bootstrap, "lines", [(None, b"The fox")])
+    create_topic(any_broker.bootstrap, "lines", 2)
+    create_topic(any_broker.bootstrap, "counts-out", 2)
+    produce(
+        any_broker.bootstrap, "lines", [(None, b"the quick brown fox"), (None, b"the lazy dog")]
+    )
+    produce(any_broker.bootstrap, "lines", [(None, b"The fox")])
     app = wordcount_app(
-        broker.bootstrap, tmp_path / "state", **{"repartition.purge.interval.ms": "0"}
+        any_broker.bootstrap, tmp_path / "state", **{"repartition.purge.interval.ms": "0"}
     )
     (repartition,) = app.topology.repartition_topics("wc")
     app.start()
     try:
-        wait_until(lambda: counts(broker.bootstrap) == EXPECTED, what="word counts")
-        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
+        consumer = KafkaConsumer(bootstrap_servers=any_broker.bootstrap)
         parts = [KPTP(repartition, p) for p in (0, 1)]
         try:
             ends = consumer.end_offsets(parts)
