@@ -23,7 +23,6 @@ from streamrt.runtime import App
 from tests.kafka_helpers import produce, read_all, wait_until
 from tests.runtime.counting_app import make_app
 from tests.runtime.test_membership_integration import (
-    BROKER,
     SESSION,
     all_running,
     committed_input,
@@ -69,7 +68,7 @@ def changelog_records(bootstrap: str, partition: int) -> int:
 def test_lost_instance_moves_to_its_standby_and_restores_only_the_lag(
     broker_factory, tmp_path, standbys: int
 ) -> None:
-    broker = broker_factory(BROKER)
+    broker = broker_factory()  # fast group timings (conftest)
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(400, keys=100))
     survivor = make_app(
@@ -179,7 +178,7 @@ def test_warm_up_then_probing_rebalance_moves_a_task_only_once_caught_up(
 ) -> None:
     """A fresh instance joins a busy one: balance wants a task on it, but its state is far
     behind, so it gets warm-ups first; the probing rebalance then moves a warmed-up task."""
-    broker = broker_factory(BROKER)
+    broker = broker_factory()  # fast group timings (conftest)
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(400, keys=100))
     clock = ManualClock(1_000_000)
