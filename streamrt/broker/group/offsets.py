@@ -143,9 +143,27 @@ class OffsetMetadataManager:
                 GroupState.STABLE, GroupState.PREPARING_REBALANCE
             ):
                 self._touch_member(group, member)
+        topics, records = self.commit_records(
+            group_id, request.topics, group_error, now, now + retention if retention >= 0 else -1
+        )
+        response = build(
+            response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics
+        )
+        return response, records
+
+    def commit_records(
+        self,
+        group_id: str,
+        request_topics: Iterable[Any],
+        group_error: ErrorCode | None,
+        now: int,
+        expire_timestamp: int,
+    ) -> tuple[list[dict[str, Any]], tuple[CoordinatorRecord, ...]]:
+        """Per-partition answers and records of an OffsetCommit or TxnOffsetCommit: a group
+        error applies to every partition; unknown partitions get 3, big metadata 12."""
         records: list[CoordinatorRecord] = []
         topics = []
-        for topic in request.topics:
+        for topic in request_topics:
             partitions = []
             for p in topic.partitions:
                 error = group_error
@@ -163,7 +181,7 @@ class OffsetMetadataManager:
                         leader_epoch=getattr(p, "committed_leader_epoch", -1),
                         metadata=metadata,
                         commit_timestamp=now,
-                        expire_timestamp=now + retention if retention >= 0 else -1,
+                        expire_timestamp=expire_timestamp,
                     )
                     records.append(
                         offset_commit_record(group_id, topic.name, p.partition_index, value)
@@ -172,10 +190,7 @@ class OffsetMetadataManager:
                     {"partition_index": p.partition_index, "error_code": error or ErrorCode.none}
                 )
             topics.append({"name": topic.name, "partitions": partitions})
-        response = build(
-            response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics
-        )
-        return response, tuple(records)
+        return topics, tuple(records)
 
     def _fetch_partitions(
         self, group_id: str, topics: Iterable[Any] | None

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from streamrt.broker.group.group import ClassicGroup
 from streamrt.broker.group.records import (
-    CoordinatorRecord,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_key,
     decode_value,
-    offset_commit_record,
 )
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
@@ -119,37 +117,14 @@ def txn_offset_commit(coordinator: GroupCoordinator, ctx: RequestContext, reques
                 validate_txn_offset_commit(group, member_id, instance_id, generation)
             except KafkaError as exc:
                 group_error = exc.code
-    records: list[CoordinatorRecord] = []
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for p in topic.partitions:
-            error = group_error
-            metadata = p.committed_metadata or ""
-            if error is None and not coordinator.partition_exists(topic.name, p.partition_index):
-                error = ErrorCode.unknown_topic_or_partition
-            if (
-                error is None
-                and len(metadata.encode()) > coordinator.config.offset_metadata_max_bytes
-            ):
-                error = ErrorCode.offset_metadata_too_large
-            if error is None:
-                value = OffsetCommitValue(
-                    offset=p.committed_offset,
-                    leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                    metadata=metadata,
-                    commit_timestamp=now,
-                    expire_timestamp=-1,
-                )
-                records.append(offset_commit_record(group_id, topic.name, p.partition_index, value))
-            partitions.append(
-                {"partition_index": p.partition_index, "error_code": error or ErrorCode.none}
-            )
-        topics.append({"name": topic.name, "partitions": partitions})
+    # transactional offsets never expire by an explicit timestamp (-1), as in Kafka
+    topics, records = coordinator.offsets.commit_records(
+        group_id, request.topics, group_error, now, -1
+    )
     response = build(
         response_cls(ApiKey.TXN_OFFSET_COMMIT, ctx.api_version), throttle_time=0, topics=topics
     )
-    result = coordinator.out.drain(response, records=tuple(records), replay=True)
+    result = coordinator.out.drain(response, records=records, replay=True)
     return dataclasses.replace(result, producer=(request.producer_id, request.producer_epoch))
 
 
