@@ -16,7 +16,8 @@ Contenders (``--runs``):
   (``bench/kafka-streams/.../Lifecycle.java``): generations seen by its consumers, restored
   records (StateRestoreListener) and bytes (its restore consumer);
 - edge cases: ``static-late`` (each instance stays down longer than session.timeout.ms) and
-  ``static-kill`` (SIGKILL instead of SIGTERM).
+  ``static-kill`` (SIGKILL instead of SIGTERM); ``static-eos`` and ``static-kill-eos`` are
+  the same under ``processing.guarantee=exactly_once_v2``.
 
 ``--startup-delay 0,5`` runs every contender once per delay: the app sleeps that long at import
 (``SESSIONS_STARTUP_DELAY``), as a real app's slow start-up.
@@ -51,6 +52,8 @@ RUNS = (
     "kafka-streams-dynamic",
     "static-late",
     "static-kill",
+    "static-eos",
+    "static-kill-eos",
 )
 FAUST_WORKER = (sys.executable, str(Path(__file__).with_name("faust_sessions.py")), "worker")
 FAUST_WORKER += ("--without-web", "--loglevel", "info")
@@ -80,7 +83,8 @@ def config_for(
         rate=args.rate,
         session_timeout_ms=args.session_timeout_ms,
         restart_delay=args.session_timeout_ms / 1000 + 3 if late else args.restart_delay,
-        stop_signal=signal.SIGKILL if run == "static-kill" else signal.SIGTERM,
+        stop_signal=signal.SIGKILL if run.startswith("static-kill") else signal.SIGTERM,
+        processing_guarantee="exactly_once_v2" if run.endswith("-eos") else "at_least_once",
         label=f"{label} +{delay:g}s start" if delay else label,
         command=command,
         mode="handoff" if run == "handoff" else "restart",

@@ -5,8 +5,9 @@ app as 3 instances x 2 threads under a steady load, rolling-restarts every insta
 reports what the deploy cost: rebalances, records and bytes restored, the longest
 per-partition processing gap, records processed and a check of the app's output against its
 input. Then the same deploy as a hand-off (each new process starts up beside the old one,
-which hands over when it is ready: ``streamrt run --handoff``) and with dynamic membership,
-side by side. Sizes are flags; the defaults finish in a few minutes on 2 cores.
+which hands over when it is ready: ``streamrt run --handoff``), under exactly-once
+(``processing.guarantee=exactly_once_v2``) and with dynamic membership, side by side. Sizes
+are flags; the defaults finish in a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
     p.add_argument("--no-handoff", action="store_true", help="skip the hand-off deploy")
+    p.add_argument(
+        "--no-eos",
+        action="store_true",
+        help="skip the static deploy under processing.guarantee=exactly_once_v2",
+    )
     p.add_argument(
         "--kafka",
         choices=("embedded", "apache"),
@@ -130,6 +136,8 @@ def run_demo(args: argparse.Namespace) -> int:
         modes = [("static", True, "restart")]
         if not args.no_handoff:
             modes.append(("handoff", True, "handoff"))
+        if not args.no_eos:
+            modes.append(("eos", True, "restart"))
         if not args.static_only:
             modes.append(("dynamic", False, "restart"))
         reports = []
@@ -137,7 +145,7 @@ def run_demo(args: argparse.Namespace) -> int:
         for name, static, mode in modes:
             work_dir = base / name
             with _broker(args.kafka, work_dir) as bootstrap:
-                report = _run_one(args, work_dir, static, mode, bootstrap)
+                report = _run_one(args, work_dir, static, mode, bootstrap, eos=name == "eos")
             reports.append(report)
     print(f"== side by side ({time.monotonic() - began:.0f}s in all) ==")
     print("\n".join(side_by_side(reports)))
@@ -163,7 +171,13 @@ def _broker(kind: str, work_dir: Path) -> Iterator[str]:
 
 
 def _run_one(
-    args: argparse.Namespace, work_dir: Path, static: bool, mode: str, bootstrap: str
+    args: argparse.Namespace,
+    work_dir: Path,
+    static: bool,
+    mode: str,
+    bootstrap: str,
+    *,
+    eos: bool = False,
 ) -> Any:
     from streamrt.deploy import ScenarioConfig, run_scenario
 
@@ -178,6 +192,7 @@ def _run_one(
         rate=args.rate,
         restart_delay=args.restart_delay if mode == "restart" else 0.0,
         bootstrap=bootstrap,
+        processing_guarantee="exactly_once_v2" if eos else "at_least_once",
     )
     report = run_scenario(cfg, lambda msg: print(msg, flush=True))
     print()

@@ -74,6 +74,8 @@ class ScenarioConfig:
     # An existing, empty broker (e.g. Apache Kafka from ``streamrt dev kafka``) instead of a
     # fresh embedded one; the broker's own rebalance count is then not available.
     bootstrap: str = ""
+    # ``exactly_once_v2``: outputs, changelogs and offsets in one transaction per commit
+    processing_guarantee: str = "at_least_once"
 
     @property
     def contender(self) -> str:
@@ -81,7 +83,8 @@ class ScenarioConfig:
             return self.label
         if self.mode == "handoff":
             return "streamrt handoff"
-        return "streamrt static" if self.static else "streamrt dynamic"
+        name = "streamrt static" if self.static else "streamrt dynamic"
+        return f"{name} EOS" if self.processing_guarantee != "at_least_once" else name
 
     def settings_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -104,6 +107,8 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
         "commit.interval.ms": str(cfg.commit_interval_ms),
         "application.id": cfg.application_id,
     }
+    if cfg.processing_guarantee != "at_least_once" and not cfg.command:
+        settings["processing.guarantee"] = cfg.processing_guarantee
     if cfg.command:
         settings["num.partitions"] = str(cfg.partitions)
     return [

@@ -27,13 +27,14 @@ def test_demo_runs_the_deploys_and_prints_them_side_by_side(tmp_path: Path) -> N
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     lines = out.stdout.splitlines()
     table = lines[lines.index(next(x for x in lines if x.startswith("== side by side"))) + 1 :]
-    assert table[0].split() == ["streamrt", "static", "streamrt", "handoff", "streamrt", "dynamic"]
+    header = ["streamrt", "static", "streamrt", "handoff", "streamrt", "static", "EOS"]
+    assert table[0].split() == [*header, "streamrt", "dynamic"]
     rows = {line[:30].strip(): line[30:].split() for line in table[1:] if line.strip()}
-    assert rows["rebalances during deploy"][:2] == ["0", "0"]
-    assert int(rows["rebalances during deploy"][2]) >= 1
-    assert rows["counted by the broker"][:2] == ["0", "0"]
-    assert rows["records restored"][1] == "0"
-    assert rows["output correct"] == ["yes", "yes", "yes"]
+    assert rows["rebalances during deploy"][:3] == ["0", "0", "0"]
+    assert int(rows["rebalances during deploy"][3]) >= 1
+    assert rows["counted by the broker"][:3] == ["0", "0", "0"]
+    assert rows["records restored"][1:3] == ["0", "0"]
+    assert rows["output correct"] == ["yes", "yes", "yes", "yes"]
     assert any(x.startswith("streamrt handoff: each new process started up") for x in lines)
     assert any(x.startswith("streamrt static: nothing moved") for x in lines)
     assert (tmp_path / "r.json").exists()
