@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from aiokafka.cluster import ClusterMetadata
@@ -15,6 +14,7 @@ from streamrt.runtime.assignor import (
     SubscriptionInfo,
     assign_tasks,
 )
+from tests.source_scan import imports
 
 TASKS = [f"0_{p}" for p in range(8)]
 
@@ -83,11 +83,5 @@ def test_foreign_member_without_user_data_is_treated_as_stateless() -> None:
 
 
 def test_assignor_module_does_no_io() -> None:
-    tree = ast.parse(Path(assignor_module.__file__).read_text())
-    imported = {
-        (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
+    imported = {name for name, _level in imports(Path(assignor_module.__file__))}
     assert not imported & {"asyncio", "time", "socket"}

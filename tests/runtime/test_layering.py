@@ -3,12 +3,12 @@ a function (an AST scan, so lazy imports count too)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
 import streamrt
+from tests.source_scan import imports
 
 ROOT = Path(streamrt.__file__).parent
 FORBIDDEN = {
@@ -18,13 +18,7 @@ FORBIDDEN = {
 
 
 def imported_modules(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return out
+    return {name for name, level in imports(path) if level == 0}
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))

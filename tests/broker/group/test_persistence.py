@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from streamrt.broker.group import records as rec
 from streamrt.broker.group.state import GroupState
 from streamrt.errors import ErrorCode
 from tests.broker.group.context import CoordinatorTestContext
+from tests.source_scan import imports
 
 _MEMBER = rec.MemberMetadata("m-1", "i1", "client", "/127.0.0.1", 30_000, 10_000, b"sub", b"asg")
 _GROUP = rec.GroupMetadataValue("consumer", 4, "range", "m-1", 1234, (_MEMBER,))
@@ -143,11 +143,5 @@ _CORE = (
 @pytest.mark.parametrize("name", _CORE)
 def test_core_modules_do_no_io(name: str) -> None:
     path = Path(rec.__file__).parent / name
-    tree = ast.parse(path.read_text())
-    imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
+    imported = {name.split(".")[0] for name, _level in imports(path)}
     assert not imported & {"asyncio", "socket", "time", "threading"}, name

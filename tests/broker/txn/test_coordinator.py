@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from streamrt.broker.txn.coordinator import TxnConfig
 from streamrt.errors import ErrorCode
 from tests.broker.txn.context import TxnTestContext
+from tests.source_scan import imports
 
 NONE = ErrorCode.none
 
@@ -200,17 +200,7 @@ def test_the_coordinator_core_does_no_io() -> None:
         "result.py",
         "admin.py",
     ):
-        tree = ast.parse((root / name).read_text())
-        imported = {
-            alias.name.split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        } | {
-            (node.module or "").split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom)
-        }
+        imported = {module.split(".")[0] for module, _level in imports(root / name)}
         assert not imported & {"asyncio", "socket", "time"}, name
 
 
