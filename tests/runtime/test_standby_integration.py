@@ -182,7 +182,12 @@ def test_warm_up_then_probing_rebalance_moves_a_task_only_once_caught_up(
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(400, keys=100))
     clock = ManualClock(1_000_000)
-    extra = {"acceptable.recovery.lag": "10", "commit.interval.ms": "1"}
+    # the manual clock drives commits, so no record cache: its flush waits for a commit
+    extra = {
+        "acceptable.recovery.lag": "10",
+        "commit.interval.ms": "1",
+        "statestore.cache.max.bytes": "0",
+    }
     old = clocked_app({**settings(broker.bootstrap, tmp_path / "o", "old", 1), **extra}, clock)
     new = clocked_app({**settings(broker.bootstrap, tmp_path / "n", "new", 1), **extra}, clock)
     seen: list[dict[str, Any]] = []
