@@ -258,6 +258,8 @@ def test_aiokafka_static_members_restart_and_expiry(
                 lambda: (
                     all(m.assignment() for m in members)
                     and members[0].assignment() | members[1].assignment() == everything
+                    # both sides of the rebalance done: the first member no longer holds all
+                    and members[0].assignment().isdisjoint(members[1].assignment())
                 ),
             )
             for m in members:
