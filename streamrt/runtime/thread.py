@@ -396,7 +396,10 @@ class StreamThread:
             try:
                 await self._loop_until_stopped(consumer)
                 return
-            except kafka_errors.KafkaError as exc:
+            except (kafka_errors.KafkaError, kafka_errors.IllegalOperation) as exc:
+                # IllegalOperation: a send into a transaction the producer no longer has (a
+                # newer incarnation's InitProducerId fenced it between two sends); aiokafka
+                # raises it instead of ProducerFenced, and it is just as lost.
                 if self.transactional_id is None or kafka_adapter.is_fenced(exc):
                     raise
                 await self._recover_lost_transaction(consumer, exc)
