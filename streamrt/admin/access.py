@@ -9,7 +9,6 @@ enums carry Kafka's wire ids (``AclOperation``, ``ResourceType``...), spelled as
 from __future__ import annotations
 
 import dataclasses
-import enum
 import secrets
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,8 @@ from typing import Any
 from streamrt.admin.cluster import Cluster, check
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.security.scram import mechanism, salted_password
+from streamrt.wire.acl_codes import AclOperation, PatternType, Permission, ResourceType
+from streamrt.wire.api_keys import ApiKey
 
 __all__ = (
     "AclBinding",
@@ -32,47 +33,14 @@ __all__ = (
     "describe_scram_users",
 )
 
-CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS = 30, 29, 31
-DESCRIBE_USER_SCRAM, ALTER_USER_SCRAM = 50, 51
+CREATE_ACLS, DESCRIBE_ACLS, DELETE_ACLS = (
+    ApiKey.CREATE_ACLS,
+    ApiKey.DESCRIBE_ACLS,
+    ApiKey.DELETE_ACLS,
+)
+DESCRIBE_USER_SCRAM = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
+ALTER_USER_SCRAM = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 DEFAULT_ITERATIONS = 8192
-
-
-class ResourceType(enum.IntEnum):
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class AclOperation(enum.IntEnum):
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-
-
-class Permission(enum.IntEnum):
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
-
-
-class PatternType(enum.IntEnum):
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -49,7 +49,9 @@ def _resource_args(p: argparse.ArgumentParser, *, filtering: bool) -> None:
     p.add_argument(
         "--resource-pattern-type",
         type=str.upper,
-        choices=[t.name for t in PatternType] if filtering else ["LITERAL", "PREFIXED"],
+        choices=[t.name for t in PatternType if t is not PatternType.UNKNOWN]
+        if filtering
+        else ["LITERAL", "PREFIXED"],
         default="ANY" if filtering else "LITERAL",
         help="literal or prefixed"
         + (" (filters also any, match; default any)" if filtering else ""),
@@ -80,7 +82,11 @@ def _register_acls(subparsers: Any) -> None:
             action="append",
             default=[],
             type=str.upper,
-            choices=[o.name for o in AclOperation if o is not AclOperation.ANY or action != "add"],
+            choices=[
+                o.name
+                for o in AclOperation
+                if o is not AclOperation.UNKNOWN and (o is not AclOperation.ANY or action != "add")
+            ],
             help="repeatable; add needs at least one",
         )
         p.add_argument(
