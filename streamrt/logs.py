@@ -46,8 +46,23 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at emit time, not the stream it was created with:
+    a caller that swaps stderr (pytest's capture, a daemoniser) and closes the old one must not
+    turn every later log line into 'I/O operation on closed file'."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    """Route every logger to stderr in the chosen format (``text`` or ``json``)."""
+    handler = _StderrHandler()
     handler.setFormatter(_JsonFormatter() if fmt == "json" else _TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -102,8 +102,22 @@ def _run_process(bootstrap: str, app_id: str, state: Path, instance: str) -> sub
         args += ["--config", f"{key}={value}"]
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": root, "CLUSTER_APP_ID": app_id}
-    return subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=env
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state.parent / f"{instance}.log", "a") as log:  # kept for the failure report
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _counts_match(bootstrap: str, app_id: str, sent: Counter[str]) -> bool | str:
+    """True when the latest count per key is what was sent; else a printable difference."""
+    got = _counts(bootstrap, app_id)
+    if got == sent:
+        return True
+    return str(
+        {
+            k: (got.get(k), sent.get(k))
+            for k in sorted(set(got) | set(sent))
+            if got.get(k) != sent.get(k)
+        }
     )
 
 
@@ -129,7 +143,14 @@ def test_rolling_bounce_on_three_brokers_has_no_rebalance_and_restores_nothing(
                 new_pid = instances[name].pid
                 wait_until(lambda pid=new_pid: tail.is_running(pid, 1), 90, f"{name} back")
             sent += _produce(bootstrap, f"{app_id}-in", 100, 200)
-            wait_until(lambda: _counts(bootstrap, app_id) == sent, 90, "counts after bounce")
+            try:
+                wait_until(lambda: _counts_match(bootstrap, app_id, sent) is True, 90, "counts")
+            except AssertionError:
+                logs = {i: (tmp_path / f"{i}.log").read_text()[-3000:] for i in instances}
+                raise AssertionError(
+                    f"counts after bounce (got, sent): {_counts_match(bootstrap, app_id, sent)}"
+                    f"\nlogs: {logs}"
+                ) from None
             rebalances, generations = count_rebalances(tail.events(), since)
             assert (rebalances, generations) == (0, [])
             assert count_restores(tail.events(), since) == (0, 0)
