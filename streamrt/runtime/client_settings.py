@@ -129,6 +129,10 @@ RESTORE_CONSUMER_DEFAULTS: dict[str, Any] = {
     "max_partition_fetch_bytes": 16 * 1024 * 1024,
     "fetch_max_bytes": 64 * 1024 * 1024,
     "max_poll_records": 50_000,
+    # Every partition is sought explicitly; should a reset happen anyway (a fetch out of range),
+    # the changelog's start is the safe place: re-applying it gives the same state, while
+    # aiokafka's default ``latest`` would skip it and leave the store incomplete.
+    "auto_offset_reset": "earliest",
 }
 MAIN_CONSUMER_DEFAULTS: dict[str, Any] = {"max_poll_records": 2000, "auto_offset_reset": "earliest"}
 

@@ -34,12 +34,12 @@ and 82 abort the transaction (the offsets never land) instead of killing the pro
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiokafka.errors as Errors
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.client import CoordinationType
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
@@ -523,3 +523,29 @@ def check_pinned_internals() -> list[str]:
         elif not hasattr(owner, attr):
             problems.append(f"{where}: missing ({kind})")
     return problems
+
+
+async def assign_at(
+    consumer: AIOKafkaConsumer, positions: Mapping[TopicPartition, int | None]
+) -> None:
+    """Assign exactly ``positions`` and seek each partition (``None``: the log start) with no
+    await between the assignment and the seeks.
+
+    aiokafka 0.14's fetcher resets a freshly assigned partition that has no position with the
+    consumer's ``auto_offset_reset`` as soon as it gets control, and when an explicit
+    ``seek_to_beginning`` arrives while that reset's ListOffsets is in flight, it applies the
+    in-flight answer (it checks only that *a* reset is pending). Seeking partitions one by one
+    with an ``await seek_to_beginning`` in between therefore let a later partition land at the
+    changelog *end* (``latest`` is aiokafka's default): a restore then "completed" with nothing
+    read and the store came up empty. Seen on a 3-broker Apache Kafka cluster, where the
+    partitions' leaders differ and the two ListOffsets race. Public API only.
+    """
+    consumer.assign(list(positions))
+    from_start = []
+    for tp, position in positions.items():
+        if position is None:
+            from_start.append(tp)
+        else:
+            consumer.seek(tp, position)
+    if from_start:
+        await consumer.seek_to_beginning(*from_start)

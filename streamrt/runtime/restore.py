@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
+from streamrt.runtime.kafka_adapter import assign_at
 from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
@@ -106,13 +107,9 @@ class ChangelogRestorer:
         offset its store has recorded (restored batches included).
         """
         tps = [tp for p in self._pending.values() for tp in p.ends]
-        self.consumer.assign([KafkaTP(*tp) for tp in tps])
-        for tp in tps:
-            position = self._state_of[tp].position(tp)
-            if position is None:
-                await self.consumer.seek_to_beginning(KafkaTP(*tp))
-            else:
-                self.consumer.seek(KafkaTP(*tp), position)
+        await assign_at(
+            self.consumer, {KafkaTP(*tp): self._state_of[tp].position(tp) for tp in tps}
+        )
 
     async def remove(self, task_id: str) -> None:
         """Drop a task (revoked while restoring)."""

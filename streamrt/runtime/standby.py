@@ -23,6 +23,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
+from streamrt.runtime.kafka_adapter import assign_at
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
 
@@ -202,13 +203,10 @@ class StandbyUpdater:
         )
         if wanted == self._assigned and current == wanted:
             return
-        self.consumer.assign([KafkaTP(*tp) for tp in sorted(wanted)])
-        for tp in sorted(wanted):
-            position = self._by_changelog[tp].state.position(tp)
-            if position is None:
-                await self.consumer.seek_to_beginning(KafkaTP(*tp))
-            else:
-                self.consumer.seek(KafkaTP(*tp), position)
+        await assign_at(
+            self.consumer,
+            {KafkaTP(*tp): self._by_changelog[tp].state.position(tp) for tp in sorted(wanted)},
+        )
         self._assigned = wanted
 
     def checkpoint(self) -> None:
