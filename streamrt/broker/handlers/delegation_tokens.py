@@ -8,6 +8,7 @@ other connection gets DELEGATION_TOKEN_AUTH_DISABLED. No token is ever issued.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
@@ -18,6 +19,8 @@ from streamrt.wire.context import RequestContext
 __all__ = ("register",)
 
 _ANONYMOUS = "User:ANONYMOUS"
+#: Kafka's -1 ("no timestamp") as kio's non-nullable datetime: 1 ms before the epoch.
+_NO_TIMESTAMP = datetime.datetime.fromtimestamp(-0.001, tz=datetime.UTC)
 
 
 def register(table: ApiTable, core: BrokerCore) -> None:
@@ -51,9 +54,9 @@ async def create_delegation_token(core: BrokerCore, ctx: RequestContext, req: An
         principal_name=owner[1],
         token_requester_principal_type=requester[0],
         token_requester_principal_name=requester[1],
-        issue_timestamp=-1,
-        expiry_timestamp=-1,
-        max_timestamp=-1,
+        issue_timestamp=_NO_TIMESTAMP,
+        expiry_timestamp=_NO_TIMESTAMP,
+        max_timestamp=_NO_TIMESTAMP,
         token_id="",
         hmac=b"",
         throttle_time=0,
@@ -61,7 +64,7 @@ async def create_delegation_token(core: BrokerCore, ctx: RequestContext, req: An
 
 
 async def renew_or_expire(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
-    return respond(ctx, error_code=_refusal(ctx), expiry_timestamp=-1, throttle_time=0)
+    return respond(ctx, error_code=_refusal(ctx), expiry_timestamp=_NO_TIMESTAMP, throttle_time=0)
 
 
 async def describe_delegation_token(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
