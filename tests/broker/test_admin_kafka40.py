@@ -231,7 +231,7 @@ def _raw(port: int, api_key: int, version: int, body: bytes) -> bytes:
 
 def test_controller_apis_get_kafkas_single_node_answers(broker: BrokerThread) -> None:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    with pytest.raises(Exception, match="(?i)invalid.?update.?version|not support"):
+    with pytest.raises(Exception, match=r"(?i)invalid.?update.?version|not support"):
         admin.update_features({"group.version": 1})
     resources = admin.list_config_resources()
     assert not resources or resources == [] or resources == {}
