@@ -189,8 +189,8 @@ _DEFS: tuple[ConfigDef, ...] = (
         "compression.type",
         _choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
         "producer",
-        "Codec of stored batches; producer keeps the producer's (the broker never recompresses,"
-        " so other values are recorded and reported).",
+        "Codec of stored batches: producer keeps the producer's; any other value makes the"
+        " broker recompress batches in another codec on append, as Kafka's LogValidator.",
         "compression.type",
     ),
     ConfigDef(

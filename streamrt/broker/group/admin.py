@@ -1,7 +1,8 @@
-"""DescribeGroups, ListGroups and DeleteGroups over the coordinator's groups."""
+"""DescribeGroups, ListGroups, DeleteGroups and OffsetDelete over the coordinator's groups."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +16,7 @@ from streamrt.wire.codec import build
 from streamrt.wire.context import RequestContext
 from streamrt.wire.group_responses import response_cls
 
-__all__ = ("delete_groups", "describe_group", "describe_groups", "list_groups")
+__all__ = ("delete_groups", "describe_group", "describe_groups", "list_groups", "offset_delete")
 
 #: Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).
 _OPERATIONS_NOT_REQUESTED = -(2**31)
@@ -116,4 +117,61 @@ def delete_groups(
     response = build(
         response_cls(ApiKey.DELETE_GROUPS, ctx.api_version), throttle_time=0, results=results
     )
+    return response, tuple(records)
+
+
+def _subscribed_topics(group: ClassicGroup) -> set[str]:
+    """Topics the members of a non-empty ``consumer`` group subscribe to, read from their
+    ConsumerProtocol subscriptions (every version starts: version, topic array)."""
+    topics: set[str] = set()
+    if group.protocol_type != "consumer":
+        return topics
+    for member in group.members.values():
+        data = member.metadata(group.protocol_name)
+        try:
+            (count,) = struct.unpack_from(">i", data, 2)
+            pos = 6
+            for _ in range(max(count, 0)):
+                (size,) = struct.unpack_from(">h", data, pos)
+                topics.add(data[pos + 2 : pos + 2 + size].decode())
+                pos += 2 + size
+        except (struct.error, UnicodeDecodeError):
+            continue  # not a ConsumerProtocol subscription: it subscribes to nothing we know
+    return topics
+
+
+def offset_delete(
+    groups: Mapping[str, ClassicGroup],
+    offsets: OffsetMetadataManager,
+    ctx: RequestContext,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """Kafka's ``OffsetMetadataManager.deleteOffsets``: a non-empty group may lose only the
+    offsets of topics it does not subscribe to; a non-empty group of another protocol type
+    none (NON_EMPTY_GROUP). Deleted offsets get tombstones."""
+    cls = response_cls(ApiKey.OFFSET_DELETE, ctx.api_version)
+    group = groups.get(request.group_id)
+    error = ErrorCode.none
+    if group is None or group.is_in(GroupState.DEAD):
+        error = ErrorCode.group_id_not_found
+    elif not group.is_in(GroupState.EMPTY) and group.protocol_type != "consumer":
+        error = ErrorCode.non_empty_group
+    if error is not ErrorCode.none:
+        return build(cls, error_code=error, throttle_time=0, topics=[]), ()
+    assert group is not None
+    subscribed = _subscribed_topics(group) if not group.is_in(GroupState.EMPTY) else set()
+    committed = offsets.of_group(request.group_id)
+    records: list[CoordinatorRecord] = []
+    topics = []
+    for t in request.topics:
+        rows = []
+        for p in t.partitions:
+            code = ErrorCode.none
+            if t.name in subscribed:
+                code = ErrorCode.group_subscribed_to_topic
+            elif (t.name, p.partition_index) in committed:
+                records.append(offset_tombstone(request.group_id, t.name, p.partition_index))
+            rows.append({"partition_index": p.partition_index, "error_code": code})
+        topics.append({"name": t.name, "partitions": rows})
+    response = build(cls, error_code=ErrorCode.none, throttle_time=0, topics=topics)
     return response, tuple(records)

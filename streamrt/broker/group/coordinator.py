@@ -558,6 +558,10 @@ class GroupCoordinator:
         response, records = admin.delete_groups(self.groups, self.offsets, ctx, request)
         return self.out.drain(response, records=records, replay=True)
 
+    def offset_delete(self, ctx: RequestContext, request: Any) -> Result:
+        response, records = admin.offset_delete(self.groups, self.offsets, ctx, request)
+        return self.out.drain(response, records=records, replay=True)
+
     def cleanup_expired_offsets(self) -> Result:
         """Offsets retention, then re-arm the check (``offsets.retention.check.interval.ms``)."""
         records = self.offsets.expired_records()

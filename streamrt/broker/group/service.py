@@ -120,6 +120,7 @@ class GroupCoordinatorService:
         ApiKey.DESCRIBE_GROUPS: (0, 5),
         ApiKey.LIST_GROUPS: (0, 5),
         ApiKey.DELETE_GROUPS: (0, 2),
+        ApiKey.OFFSET_DELETE: (0, 0),
     }
 
     def __init__(
@@ -265,6 +266,7 @@ class GroupCoordinatorService:
             ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: c.list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
+            ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
             ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))

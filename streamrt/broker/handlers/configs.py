@@ -9,7 +9,7 @@ from typing import Any
 
 from streamrt.broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDef
 from streamrt.broker.core import ApiTable, BrokerCore, respond
-from streamrt.broker.security import require
+from streamrt.broker.security import DESCRIBE_CONFIGS, allowed_cluster, require
 from streamrt.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
@@ -39,6 +39,20 @@ def register(table: ApiTable, core: BrokerCore) -> None:
     table.register(ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs)
     table.register(ApiKey.ALTER_CONFIGS, 0, 2, alter_configs)
     table.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs)
+    table.register(ApiKey.LIST_CONFIG_RESOURCES, 0, 0, list_client_metrics_resources)
+
+
+async def list_client_metrics_resources(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """ListClientMetricsResources v0 (KIP-714): the client-metrics config resources. This
+    broker serves no CLIENT_METRICS configs, so there are none to list."""
+    if not allowed_cluster(core, ctx, DESCRIBE_CONFIGS):
+        return respond(
+            ctx,
+            throttle_time=0,
+            error_code=ErrorCode.cluster_authorization_failed,
+            config_resources=[],
+        )
+    return respond(ctx, throttle_time=0, error_code=ErrorCode.none, config_resources=[])
 
 
 def _entry(

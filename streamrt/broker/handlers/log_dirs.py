@@ -1,11 +1,17 @@
-"""DescribeLogDirs: this node's one log directory, with each partition's size on disk."""
+"""DescribeLogDirs and AlterReplicaLogDirs: this node has one log directory.
+
+Every replica already lives in it, so moving one there is Kafka's no-op (NONE); any other
+directory is not in the broker's config: LOG_DIR_NOT_FOUND, as ``LogManager.isLogDirOnline``.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import ALTER, allowed_cluster
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -15,6 +21,7 @@ __all__ = ("register",)
 
 def register(table: ApiTable, core: BrokerCore) -> None:
     table.register(ApiKey.DESCRIBE_LOG_DIRS, 1, 4, describe_log_dirs)
+    table.register(ApiKey.ALTER_REPLICA_LOG_DIRS, 1, 2, alter_replica_log_dirs)
 
 
 def _wanted(core: BrokerCore, req: Any) -> dict[str, list[int]]:
@@ -58,3 +65,34 @@ async def describe_log_dirs(core: BrokerCore, ctx: RequestContext, req: Any) -> 
         "usable_bytes": usage.free,
     }
     return respond(ctx, throttle_time=0, error_code=ErrorCode.none, results=[result])
+
+
+def _is_log_dir(core: BrokerCore, path: str) -> bool:
+    """Kafka compares absolute paths; a symlinked spelling of the directory counts too."""
+    ours = {os.path.abspath(core.logs.data_dir), str(core.logs.data_dir.resolve())}
+    return os.path.abspath(path) in ours
+
+
+async def alter_replica_log_dirs(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    authorized = allowed_cluster(core, ctx, ALTER)
+    topics = core.logs.topics()
+    results: dict[str, list[dict[str, Any]]] = {}
+    for target in req.dirs:
+        known_dir = _is_log_dir(core, target.path)
+        for t in target.topics:
+            info = topics.get(t.name)
+            for p in t.partitions:
+                if not authorized:
+                    code = ErrorCode.cluster_authorization_failed
+                elif not known_dir:
+                    code = ErrorCode.log_dir_not_found
+                elif info is None or not 0 <= p < info.num_partitions:
+                    code = ErrorCode.unknown_topic_or_partition
+                else:
+                    code = ErrorCode.none
+                results.setdefault(t.name, []).append({"partition_index": p, "error_code": code})
+    return respond(
+        ctx,
+        throttle_time=0,
+        results=[{"topic_name": n, "partitions": ps} for n, ps in results.items()],
+    )

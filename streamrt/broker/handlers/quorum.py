@@ -1,7 +1,9 @@
-"""DescribeQuorum: this node is the single voter and leader of the KRaft metadata quorum.
+"""The KRaft quorum's APIs: this node is the single voter and leader of a static quorum.
 
-There is no replicated metadata log: topic metadata lives in ``meta/``. The answer is what a
-one-node combined-mode KRaft cluster reports: one voter, which leads, with no observers.
+There is no replicated metadata log: topic metadata lives in ``meta/``. DescribeQuorum answers
+what a one-node combined-mode KRaft cluster reports: one voter, which leads, with no observers.
+The quorum is static (``controller.quorum.voters``, kraft.version 0), so Add/RemoveRaftVoter get
+Kafka's answer for that case, UNSUPPORTED_VERSION; UnregisterBroker knows only this node.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import ALTER, allowed_cluster
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -21,6 +24,42 @@ _LEADER_EPOCH = 1
 
 def register(table: ApiTable, core: BrokerCore) -> None:
     table.register(ApiKey.DESCRIBE_QUORUM, 0, 2, describe_quorum)
+    table.register(ApiKey.ADD_RAFT_VOTER, 0, 0, change_raft_voter)
+    table.register(ApiKey.REMOVE_RAFT_VOTER, 0, 0, change_raft_voter)
+    table.register(ApiKey.UNREGISTER_BROKER, 0, 0, unregister_broker)
+
+
+def _error(ctx: RequestContext, code: ErrorCode, message: str | None) -> Any:
+    return respond(ctx, throttle_time=0, error_code=code, error_message=message)
+
+
+async def change_raft_voter(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """Kafka's Add/RemoveVoterHandler on a quorum without kraft.version 1 (KIP-853)."""
+    if not allowed_cluster(core, ctx, ALTER):
+        return _error(ctx, ErrorCode.cluster_authorization_failed, None)
+    if req.cluster_id is not None and req.cluster_id != core.cluster_id:
+        return _error(ctx, ErrorCode.inconsistent_cluster_id, None)
+    verb = "adding" if ctx.api_key == ApiKey.ADD_RAFT_VOTER else "removing"
+    return _error(
+        ctx,
+        ErrorCode.unsupported_version,
+        f"Cluster doesn't support {verb} voter because the kraft.version feature is 0",
+    )
+
+
+async def unregister_broker(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """Another id is BROKER_ID_NOT_REGISTERED (Kafka's controller); this live node's own
+    registration is dropped and re-made at once, as a Kafka broker re-registers on its next
+    heartbeat, so the answer is NONE and nothing changes."""
+    if not allowed_cluster(core, ctx, ALTER):
+        return _error(ctx, ErrorCode.cluster_authorization_failed, None)
+    if req.broker_id != core.node_id:
+        return _error(
+            ctx,
+            ErrorCode.broker_id_not_registered,
+            f"Broker ID {req.broker_id} is not currently registered",
+        )
+    return _error(ctx, ErrorCode.none, None)
 
 
 def _partition(core: BrokerCore, index: int, now_ms: int) -> dict[str, Any]:

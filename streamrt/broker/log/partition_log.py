@@ -28,7 +28,13 @@ from streamrt.broker.log.batch import (
     set_log_append_time,
 )
 from streamrt.broker.log.control import build_marker_batch, parse_marker
-from streamrt.broker.log.producer_state import BatchMetadata, ProducerEntry, ProducerStateManager
+from streamrt.broker.log.producer_state import (
+    ActiveProducer,
+    BatchMetadata,
+    ProducerEntry,
+    ProducerStateManager,
+)
+from streamrt.broker.log.recompress import CODECS, recompress
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
 from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
@@ -218,6 +224,11 @@ class PartitionLog:
                 return end
             return max(min(unstable, end), self.log_start_offset)
 
+    def active_producers(self) -> list[ActiveProducer]:
+        """The idempotent/transactional producers known here (DescribeProducers)."""
+        with self.lock:
+            return self.producer_state.active()
+
     def aborted_transactions(self) -> list[AbortedTxn]:
         """A copy of the aborted-transaction index (for the cleaner)."""
         with self.lock:
@@ -235,6 +246,12 @@ class PartitionLog:
             headers = list(iter_headers(records))
             if not headers:
                 raise KafkaError(ErrorCode.invalid_record, "produce request holds no record batch")
+            codec = CODECS.get(self._config.get("compression.type", "producer"))
+            if codec is not None:  # the topic asks for a codec: Kafka's LogValidator rewrite
+                rewritten = recompress(records, headers, codec)
+                if rewritten is not None:
+                    records = rewritten
+                    headers = list(iter_headers(records))
             for h in headers:
                 self._validate_batch(records, h, now_ms)
             log_append = self._config["message.timestamp.type"] == "LogAppendTime"

@@ -20,7 +20,7 @@ from streamrt.broker.log.batch import BatchHeader, increment_sequence
 from streamrt.broker.log.txn_index import AbortedTxn
 from streamrt.errors import ErrorCode, KafkaError
 
-__all__ = ("BatchMetadata", "ProducerEntry", "ProducerStateManager")
+__all__ = ("ActiveProducer", "BatchMetadata", "ProducerEntry", "ProducerStateManager")
 
 _CACHED_BATCHES = 5  # Kafka's NUM_BATCHES_TO_RETAIN
 
@@ -32,6 +32,18 @@ class BatchMetadata:
     base_offset: int
     last_offset: int
     timestamp: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """One producer as DescribeProducers reports it (Kafka's ``ProducerStateEntry`` view)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
 
 
 @dataclasses.dataclass(slots=True)
@@ -217,6 +229,21 @@ class ProducerStateManager:
         unstable = self.first_unstable_offset()
         lso = marker_offset + 1 if unstable is None else min(unstable, marker_offset + 1)
         return AbortedTxn(producer_id, first, marker_offset, lso)
+
+    def active(self) -> list[ActiveProducer]:
+        """The producers this partition remembers, by id (the coordinator epoch of their last
+        marker is not kept: -1, Kafka's value before any marker)."""
+        return [
+            ActiveProducer(
+                pid,
+                e.epoch,
+                e.batches[-1].last_seq if e.batches else -1,
+                e.last_timestamp,
+                -1,
+                e.txn_first_offset,
+            )
+            for pid, e in sorted(self.producers.items())
+        ]
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest open transaction (the LSO bound), if any."""

@@ -84,6 +84,10 @@ async def guarded(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
     if key == DELETE_GROUPS:
         check = lambda g: _ok(core, ctx, DELETE, GROUP, g)  # noqa: E731
         return await _split(ctx, req, handle, "groups_names", "results", check, _GAF)
+    if key == ApiKey.OFFSET_DELETE:  # Kafka: DELETE on the group (topic READ is not checked)
+        if not allowed(core, ctx, DELETE, GROUP, req.group_id):
+            return error_response(ctx, req, _GAF)
+        return await handle(ctx, req)
     if key == LIST_GROUPS:
         resp = await handle(ctx, req)
         if allowed_cluster(core, ctx, DESCRIBE):
