@@ -13,8 +13,14 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent / "kafka-streams"
 JAR = PROJECT / "target" / "kafka-streams-peer.jar"
-# Small heap (RocksDB lives off-heap), the default collector.
-JVM_FLAGS = ("-Xms256m", "-Xmx512m")
+# Small heap (RocksDB lives off-heap), the default collector; log lines carry the time of day
+# (slf4j-simple), to line up a restart's steps with the broker's request log.
+JVM_FLAGS = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+)
 
 
 class KafkaStreamsUnavailable(RuntimeError):

@@ -29,6 +29,10 @@ from streamrt.wire.error_responses import error_response
 __all__ = ("KafkaServer",)
 
 logger = logging.getLogger(__name__)
+# Kafka's ``kafka.request.logger``: at DEBUG every request and its answer, one line each, to
+# compare a client's conversation with this broker against Apache Kafka's.
+request_logger = logging.getLogger("streamrt.broker.request")
+_TRACE_CHARS = 2000
 
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in header v1 and v2
 
@@ -180,6 +184,8 @@ class KafkaServer:
                 raise ProtocolViolation(f"{entry.api_key.name} failed: {exc!r}") from None
         finally:
             self.metrics.observe_request(api_key, time.perf_counter() - started)
+        if request_logger.isEnabledFor(logging.DEBUG):
+            _trace(ctx, request, response, time.perf_counter() - started)
         if response is None:
             return None
         return encode_response(codec, correlation_id, response)
@@ -193,6 +199,23 @@ class KafkaServer:
         ]
         body = build(codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys)
         return encode_response(codec, correlation_id, body)
+
+
+def _trace(ctx: RequestContext, request: object, response: object, seconds: float) -> None:
+    """One DEBUG line per answered request: what, who, how long it was held, the request and
+    the answer (each cut at ``_TRACE_CHARS``)."""
+    request_logger.debug(
+        "%s v%d from %s (%s) in %.0f ms: %.*s -> %.*s",
+        ApiKey(ctx.api_key).name,
+        ctx.api_version,
+        ctx.client_id,
+        ctx.client_host,
+        seconds * 1000,
+        _TRACE_CHARS,
+        request,
+        _TRACE_CHARS,
+        response,
+    )
 
 
 def _connection_auth(

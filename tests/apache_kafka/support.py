@@ -111,6 +111,7 @@ class RawGroups:
         instance: str | None,
         session_ms: int = 10_000,
         rebalance_ms: int = 15_000,
+        metadata: bytes = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
     ) -> Any:
         conn = await self.conn()
         return await conn.call(
@@ -123,7 +124,7 @@ class RawGroups:
             member_id=member_id,
             group_instance_id=instance,
             protocol_type="consumer",
-            protocols=[{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}],
+            protocols=[{"name": "range", "metadata": metadata}],
             response_timeout=rebalance_ms / 1000 + 10,
         )
 

@@ -103,6 +103,42 @@ def test_static_rejoin_within_session_keeps_generation_and_assignment(
     ]
 
 
+def test_static_rejoin_with_new_subscription_metadata_keeps_generation(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """A restarted Kafka Streams instance rejoins with new user data in its subscription (task
+    offset sums change on every start). Same protocol, so no rebalance on either broker: the
+    leader and the rejoined follower keep the generation and the follower its assignment."""
+
+    async def story() -> list[tuple[str, Any]]:
+        group = _group()
+        g, gb = RawGroups(any_broker.bootstrap, group), RawGroups(any_broker.bootstrap, group)
+        try:
+            f = await _form_two(g, gb)
+            b2 = await g.join("", "b", metadata=b"\x00\x01new user data")
+            b2_id = str(b2.member_id)
+            s = await g.sync(f["gen"], b2_id, "b")
+            a2 = await g.join("", "a", metadata=b"\x00\x02new user data")
+            return [
+                ("follower rejoin", error_name(b2.error_code), int(b2.generation_id) - f["gen"]),
+                ("follower sync", error_name(s.error_code), bytes(s.assignment)),
+                ("leader rejoin", error_name(a2.error_code), int(a2.generation_id) - f["gen"]),
+                ("leader heartbeat", await g.heartbeat(f["gen"], str(a2.member_id), "a")),
+                ("follower heartbeat", await g.heartbeat(f["gen"], b2_id, "b")),
+            ]
+        finally:
+            await g.close()
+            await gb.close()
+
+    assert run(story()) == [
+        ("follower rejoin", "NONE", 0),
+        ("follower sync", "NONE", b"B"),
+        ("leader rejoin", "NONE", 0),
+        ("leader heartbeat", "NONE"),
+        ("follower heartbeat", "NONE"),
+    ]
+
+
 def test_batch_leave_of_static_members_rebalances_at_once(any_broker: BrokerEndpoint) -> None:
     async def story() -> list[tuple[str, Any]]:
         group = _group()

@@ -3,6 +3,11 @@
 There are no fetch sessions (KIP-227): every response has session id 0, which tells clients
 to keep sending full fetch requests. ``isolation_level=1`` (read_committed) reads stop at the
 last stable offset and carry the aborted transactions of the range.
+
+A fetch that asks for no partitions is answered at once, as Kafka's ``ReplicaManager`` does
+(``fetchInfos.isEmpty``): it is how a closing consumer ends its fetch session (epoch -1, no
+partitions) and waits for the answer. Holding it for ``max_wait`` made every Kafka consumer's
+close 0.5 s slower, enough to push a restarting static member past ``session.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -83,10 +88,12 @@ def _gather(
 
 async def fetch(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     deadline = core.clock.now_ms() + max(ms(req.max_wait), 0)
+    wants_data = any(topic.partitions for topic in req.topics)
     while True:
         responses, total, errors = _gather(core, ctx, req)
         remaining = deadline - core.clock.now_ms()
-        if errors or total >= req.min_bytes or (total > 0 and req.min_bytes <= 1) or remaining <= 0:
+        enough = total >= req.min_bytes or (total > 0 and req.min_bytes <= 1)
+        if not wants_data or errors or enough or remaining <= 0:
             break
         await core.data_arrived.wait(remaining / 1000)
     return respond(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)

@@ -268,6 +268,7 @@ class CoordinatorTestContext:
         group_id: str = "g",
         instances: tuple[str | None, ...] = ("i1", "i2"),
         session_ms: int = 10_000,
+        protocols: tuple[tuple[str, bytes], ...] = PROTOCOLS,
     ) -> dict[str | None, str]:
         """Members join (static ones with their instance id), the leader syncs: Stable.
 
@@ -276,13 +277,15 @@ class CoordinatorTestContext:
         pendings: dict[str | None, Pending] = {}
         for instance in instances:
             if instance is None:
-                first = self.join(group_id, session_ms=session_ms)
+                first = self.join(group_id, session_ms=session_ms, protocols=protocols)
                 assert first.error is ErrorCode.member_id_required
                 member_id = first.response.member_id
-                pendings[instance] = self.join(group_id, member_id, session_ms=session_ms)
+                pendings[instance] = self.join(
+                    group_id, member_id, session_ms=session_ms, protocols=protocols
+                )
             else:
                 pendings[instance] = self.join(
-                    group_id, instance_id=instance, session_ms=session_ms
+                    group_id, instance_id=instance, session_ms=session_ms, protocols=protocols
                 )
         for _ in range(100):
             if all(p.done for p in pendings.values()):
@@ -293,7 +296,14 @@ class CoordinatorTestContext:
         leader = next(iter(pendings.values())).response.leader
         assignment = {mid: f"assign-{mid}".encode() for mid in ids.values()}
         syncs = [
-            self.sync(group_id, mid, generation, inst, assignment if mid == leader else None)
+            self.sync(
+                group_id,
+                mid,
+                generation,
+                inst,
+                assignment if mid == leader else None,
+                protocol_name=protocols[0][0],
+            )
             for inst, mid in ids.items()
         ]
         assert all(s.error is ErrorCode.none for s in syncs)

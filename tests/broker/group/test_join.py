@@ -117,6 +117,43 @@ def test_static_leader_rejoin_in_stable_v5_gets_old_leader_id(
     assert group.state is GroupState.STABLE
 
 
+def test_kafka_streams_restart_rejoins_with_new_user_data_without_rebalance(
+    context: CoordinatorTestContext,
+) -> None:
+    """What a restarted Kafka Streams 4.3.1 instance sends (seen on the wire): each stream
+    thread's consumer rejoins with member id "" and its instance id, JoinGroup v9, protocol
+    "stream" whose user data changed (it carries task offset sums). Within the session timeout
+    that is a static replacement in Stable, as on Apache Kafka: no new generation; the leader
+    gets skip_assignment with the members' new metadata; both get their assignments back."""
+    before = (("stream", b"offset-sums-1"),)
+    after = (("stream", b"offset-sums-2"),)
+    instances = ("instance-1-1", "instance-1-2", "instance-2-1")
+    ids = context.join_stable_group(instances=instances, protocols=before)
+    group = context.coordinator.groups["g"]
+    assert group.leader_id == ids["instance-1-1"]
+    rebalances = context.coordinator.rebalances_total("g")
+    context.sleep(9_000)  # instance-1 is down; nobody heartbeats, nobody expires yet
+    leader = context.join(instance_id="instance-1-1", protocols=after)
+    follower = context.join(instance_id="instance-1-2", protocols=after)
+    assert (leader.error, follower.error) == (ErrorCode.none, ErrorCode.none)
+    assert leader.response.generation_id == follower.response.generation_id == 1
+    assert leader.response.skip_assignment is True
+    assert leader.response.leader == leader.response.member_id
+    # The member list as it is at the leader's rejoin: instance-1-2 still under its old id.
+    members = {m.member_id: m.metadata for m in leader.response.members}
+    assert members == {
+        leader.response.member_id: b"offset-sums-2",
+        ids["instance-1-2"]: b"offset-sums-1",
+        ids["instance-2-1"]: b"offset-sums-1",
+    }
+    assert follower.response.skip_assignment is False and follower.response.members == ()
+    assert group.state is GroupState.STABLE
+    assert context.coordinator.rebalances_total("g") == rebalances
+    for instance, pending in (("instance-1-1", leader), ("instance-1-2", follower)):
+        sync = context.sync("g", pending.response.member_id, 1, instance, protocol_name="stream")
+        assert sync.response.assignment == f"assign-{ids[instance]}".encode()
+
+
 def test_static_rejoin_with_protocol_change_rebalances(context: CoordinatorTestContext) -> None:
     context.join_stable_group(instances=("i1",))
     rejoin = context.join(instance_id="i1", protocols=(("roundrobin", b"r"), ("range", b"x")))
