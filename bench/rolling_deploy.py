@@ -25,6 +25,15 @@ Contenders (``--runs``):
 Every run restarts every instance, so the group leader's instance is always among them; the
 report names it and the step that restarted it. Writes one JSON per run, ``table.md`` and
 ``gaps.png`` (processing gap per partition over the deploy).
+
+``--state-sizes 0.1,0.5,1,2`` sweeps the state size instead (GB; streamrt contenders only,
+``--runs`` defaults to ``static,dynamic``): each size is ``users`` profiles written straight
+into the store's changelog, which the app's first start restores into RocksDB, then the
+deploy runs as usual. Writes ``<size>GB-<run>.json``, ``table.md`` and ``cost_by_state.png``
+(longest gap, bytes restored and deploy time against the state size). Each run's broker log
+and state are deleted when it is done (the 2 GB runs use ~7 GB of disk at their peak).
+Use a production session timeout (``--session-timeout-ms 45000``, Kafka's default): on a
+loaded machine a restarted process can take longer than the default 10 s to rejoin.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import signal
 import sys
 import time
@@ -41,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
+from streamrt.deploy.loadgen import profile_bytes
 
 RUNS = (
     "handoff",
@@ -175,6 +186,96 @@ def chart(reports: list[DeployReport], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+SWEEP_RUNS = ("static", "dynamic", "handoff", "static-kill")
+
+
+def state_sweep(args: argparse.Namespace, work: Path) -> int:
+    """Every run in ``--runs`` at every ``--state-sizes``, state preloaded via the changelog."""
+    runs = args.runs.split(",") if args.runs != ",".join(RUNS) else ["static", "dynamic"]
+    if bad := [r for r in runs if r not in SWEEP_RUNS]:
+        raise SystemExit(f"--state-sizes runs streamrt only ({', '.join(SWEEP_RUNS)}): {bad}")
+    sizes = [float(s) for s in args.state_sizes.split(",")]
+    per_user = profile_bytes()
+    by_size: list[tuple[float, DeployReport]] = []
+    for size in sizes:
+        for run in runs:
+            args.users = round(size * 1e9 / per_user)
+            cfg = config_for(run, args, work)
+            cfg.work_dir = work / f"{size:g}GB-{run}"
+            cfg.preload = "changelog"
+            cfg.label = f"streamrt {run} {size:g} GB"
+            try:
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
+            finally:  # the broker's log and the state stores; the instances' logs stay
+                for data in (cfg.work_dir / "broker", *cfg.work_dir.glob("state-*")):
+                    shutil.rmtree(data, ignore_errors=True)
+            out = args.out / f"{size:g}GB-{run}.json"
+            out.write_text(json.dumps(report.to_json(), indent=1))
+            print("\n".join(report.lines()), flush=True)
+            by_size.append((size, report))
+    lines = [*state_table(by_size), "", *state_versus(by_size)]
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    state_chart(by_size, args.out / "cost_by_state.png")
+    print("\n".join(lines))
+    return 0
+
+
+def _run_of(r: DeployReport) -> str:
+    return r.contender.split()[1]
+
+
+def state_table(by_size: list[tuple[float, DeployReport]]) -> list[str]:
+    head = "| state GB | run | state MB (changelog) | rebalances (coordinator) | MB restored | "
+    head += "x state | longest gap s | deploy s | first start s | correct |"
+    lines = [head, "|" + "---|" * 10]
+    for size, r in by_size:
+        c = r.correctness
+        verdict = "exact" if c.exactly_once_result else ("ok (+dups)" if c.ok else "WRONG")
+        first = next((n for n in r.notes if n.startswith("first start restored")), "")
+        first_s = first.rsplit(" in ", 1)[-1].split("s ")[0] if first else "?"
+        lines.append(
+            f"| {size:g} | {_run_of(r)} | {r.state_bytes / 1e6:,.0f} | {r.rebalances} "
+            f"({'?' if r.coordinator_rebalances is None else r.coordinator_rebalances}) | "
+            f"{r.restored_bytes / 1e6:,.1f} | {r.restored_bytes / max(r.state_bytes, 1):.2f} | "
+            f"{r.longest_gap_s:.2f} | {r.timeline.duration:.1f} | {first_s} | {verdict} |"
+        )
+    return lines
+
+
+def state_versus(by_size: list[tuple[float, DeployReport]]) -> list[str]:
+    """Static against dynamic at each size: the ratios the chart shows."""
+    out = []
+    for size in sorted({s for s, _ in by_size}):
+        runs = {_run_of(r): r for s, r in by_size if s == size}
+        if "static" in runs and "dynamic" in runs:
+            out.append(f"{size:g} GB: " + _versus(runs["static"], runs["dynamic"]))
+    return out
+
+
+def state_chart(by_size: list[tuple[float, DeployReport]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    measures = (
+        ("longest per-partition gap (s)", lambda r: r.longest_gap_s),
+        ("MB restored during the deploy", lambda r: r.restored_bytes / 1e6),
+        ("deploy time (s)", lambda r: r.timeline.duration),
+    )
+    for ax, (title, value) in zip(axes, measures, strict=True):
+        for run in dict.fromkeys(_run_of(r) for _, r in by_size):
+            points = sorted((s, value(r)) for s, r in by_size if _run_of(r) == run)
+            ax.plot([s for s, _ in points], [v for _, v in points], marker="o", label=run)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("state size (GB)")
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of {', '.join(RUNS)}")
@@ -198,10 +299,17 @@ def main() -> int:
         default="embedded",
         help="a fresh embedded broker per run (default) or a fresh Apache Kafka 4.3.1 (1 broker)",
     )
+    p.add_argument(
+        "--state-sizes",
+        default="",
+        help="comma list of state sizes in GB (e.g. 0.1,0.5,1,2): the state-size sweep",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work_dir / str(int(time.time()))
+    if args.state_sizes:
+        return state_sweep(args, work)
     reports = []
     for delay in [float(d) for d in args.startup_delay.split(",")]:
         for run in args.runs.split(","):
