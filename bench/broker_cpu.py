@@ -14,7 +14,12 @@ loopback, the same load) and its CPU time (user + system, every thread, from
 
 A warm-up produce/fetch round runs first (the JVM's JIT; the page cache). Idle CPU is
 measured over 3 s and reported, not subtracted. Ratios are streamrt ÷ Apache Kafka CPU per MB:
-below 1 the Python broker spends less CPU than the JVM for the same bytes.
+below 1 the Python broker spends less CPU than the JVM for the same bytes. The client's own
+CPU per MB (this process) is printed next to it: which side of the wire is the limit.
+
+``--rounds N`` runs every broker N times in turn and keeps the median phase; ``--brokers
+streamrt,base --base-tree DIR`` compares this checkout's broker with another source tree's
+(``git archive <commit> streamrt | tar -x -C DIR``): before/after numbers for a broker change.
 
 ``--profile-dir`` samples the embedded broker with py-spy during each measured phase and writes
 the raw profiles and a summary (top functions by self and inclusive time) there.
@@ -75,6 +80,7 @@ class Phase:
     wall_s: float
     broker_cpu_s: float
     requests: int = 0  # Produce or Fetch requests the embedded broker handled (0: unknown)
+    client_cpu_s: float = 0.0  # the client's own CPU (this process, every thread)
 
     @property
     def us_per_request(self) -> float:
@@ -227,13 +233,14 @@ def measure(
         for phase, run in (("produce", produce), ("fetch", fetch)):
             out = profile_dir / f"{name}-{phase}.txt" if profile_dir else None
             api = phase  # the metric's label: "produce", "fetch"
+            requests0 = request_counts(metrics_url)[api]  # outside the profile and the CPU
             with Profiler(pid, out):
-                requests0 = request_counts(metrics_url)[api]
-                cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+                cpu0, t0, own0 = cpu_seconds(pid), time.perf_counter(), time.process_time()
                 run(bootstrap, topic, n, size)
                 wall, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
-                requests = request_counts(metrics_url)[api] - requests0
-            phases.append(Phase(broker, name, phase, n * size / 1e6, wall, cpu, requests))
+                own = time.process_time() - own0
+            requests = request_counts(metrics_url)[api] - requests0
+            phases.append(Phase(broker, name, phase, n * size / 1e6, wall, cpu, requests, own))
             print(
                 f"  {broker} {name} {phase}: {phases[-1].cpu_ms_per_mb:.2f} ms CPU/MB", flush=True
             )
@@ -331,8 +338,9 @@ def table(phases: list[Phase], idle: dict[str, float]) -> list[str]:
     before = {(p.client, p.phase): p for p in phases if p.broker == "streamrt (base)"}
     lines = [
         "| broker | client | phase | MB | wall s | MB/s | broker CPU s | CPU ms / MB | "
-        "ratio to Apache Kafka | ratio to base | requests | CPU µs / request |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "ratio to Apache Kafka | ratio to base | requests | CPU µs / request | "
+        "client CPU ms / MB |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in phases:
         key = (p.client, p.phase)
@@ -340,7 +348,8 @@ def table(phases: list[Phase], idle: dict[str, float]) -> list[str]:
         lines.append(
             f"| {p.broker} | {p.client} | {p.phase} | {p.mb:.0f} | {p.wall_s:.2f} | "
             f"{p.mb_per_s:.1f} | {p.broker_cpu_s:.2f} | {p.cpu_ms_per_mb:.2f} | {ratio} | "
-            f"{p.requests or ''} | {p.us_per_request:.0f} |".replace("| 0 |", "|  |")
+            f"{p.requests or ''} | {p.us_per_request:.0f} | "
+            f"{1000 * p.client_cpu_s / p.mb:.1f} |".replace("| 0 |", "|  |")
         )
     lines.append("")
     lines += [f"idle CPU, {b}: {v * 1000:.1f} ms/s" for b, v in idle.items()]

@@ -45,7 +45,9 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -190,14 +192,14 @@ SWEEP_RUNS = ("static", "dynamic", "handoff", "static-kill")
 
 
 def state_sweep(args: argparse.Namespace, work: Path) -> int:
-    """Every run in ``--runs`` at every ``--state-sizes``, state preloaded via the changelog."""
+    """Every run in ``--runs`` at every ``--state-sizes``, state preloaded via the changelog.
+    The table and chart cover every ``<size>GB-<run>.json`` in ``--out``, earlier sweeps'
+    too, so one size can be re-run alone."""
     runs = args.runs.split(",") if args.runs != ",".join(RUNS) else ["static", "dynamic"]
     if bad := [r for r in runs if r not in SWEEP_RUNS]:
         raise SystemExit(f"--state-sizes runs streamrt only ({', '.join(SWEEP_RUNS)}): {bad}")
-    sizes = [float(s) for s in args.state_sizes.split(",")]
     per_user = profile_bytes()
-    by_size: list[tuple[float, DeployReport]] = []
-    for size in sizes:
+    for size in [float(s) for s in args.state_sizes.split(",")]:
         for run in runs:
             args.users = round(size * 1e9 / per_user)
             cfg = config_for(run, args, work)
@@ -209,64 +211,81 @@ def state_sweep(args: argparse.Namespace, work: Path) -> int:
             finally:  # the broker's log and the state stores; the instances' logs stay
                 for data in (cfg.work_dir / "broker", *cfg.work_dir.glob("state-*")):
                     shutil.rmtree(data, ignore_errors=True)
-            out = args.out / f"{size:g}GB-{run}.json"
-            out.write_text(json.dumps(report.to_json(), indent=1))
+            # without the per-record gap series (MBs per run; the sweep charts the maxima)
+            result = {**report.to_json(), "state_gb": size, "run": run, "gap_points": {}}
+            (args.out / f"{size:g}GB-{run}.json").write_text(json.dumps(result, indent=1))
             print("\n".join(report.lines()), flush=True)
-            by_size.append((size, report))
-    lines = [*state_table(by_size), "", *state_versus(by_size)]
+    results = [json.loads(p.read_text()) for p in sorted(args.out.glob("*GB-*.json"))]
+    results.sort(key=lambda r: (r["state_gb"], SWEEP_RUNS.index(r["run"])))
+    lines = [*state_table(results), "", *state_versus(results)]
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
-    state_chart(by_size, args.out / "cost_by_state.png")
+    state_chart(results, args.out / "cost_by_state.png")
     print("\n".join(lines))
     return 0
 
 
-def _run_of(r: DeployReport) -> str:
-    return r.contender.split()[1]
+def _deploy_s(r: dict[str, Any]) -> float:
+    return float(r["timeline"]["end"] - r["timeline"]["start"])
 
 
-def state_table(by_size: list[tuple[float, DeployReport]]) -> list[str]:
+def _first_start(r: dict[str, Any]) -> str:
+    """Seconds from start to RUNNING of the first start, which restored the preload."""
+    note = next((n for n in r["notes"] if n.startswith("first start restored")), "")
+    return note.rsplit(" in ", 1)[-1].split("s ")[0] if note else "?"
+
+
+def state_table(results: list[dict[str, Any]]) -> list[str]:
     head = "| state GB | run | state MB (changelog) | rebalances (coordinator) | MB restored | "
     head += "x state | longest gap s | deploy s | first start s | correct |"
     lines = [head, "|" + "---|" * 10]
-    for size, r in by_size:
-        c = r.correctness
-        verdict = "exact" if c.exactly_once_result else ("ok (+dups)" if c.ok else "WRONG")
-        first = next((n for n in r.notes if n.startswith("first start restored")), "")
-        first_s = first.rsplit(" in ", 1)[-1].split("s ")[0] if first else "?"
+    for r in results:
+        c = r["correctness"]
+        verdict = "exact" if c["ok"] and not c["over"] else ("ok (+dups)" if c["ok"] else "WRONG")
+        if not c["ok"]:
+            verdict += f" ({c['under']} under, {c['missing']} missing of {c['users']:,})"
+        coordinator = "?" if r["coordinator_rebalances"] is None else r["coordinator_rebalances"]
         lines.append(
-            f"| {size:g} | {_run_of(r)} | {r.state_bytes / 1e6:,.0f} | {r.rebalances} "
-            f"({'?' if r.coordinator_rebalances is None else r.coordinator_rebalances}) | "
-            f"{r.restored_bytes / 1e6:,.1f} | {r.restored_bytes / max(r.state_bytes, 1):.2f} | "
-            f"{r.longest_gap_s:.2f} | {r.timeline.duration:.1f} | {first_s} | {verdict} |"
+            f"| {r['state_gb']:g} | {r['run']} | {r['state_bytes'] / 1e6:,.0f} | "
+            f"{r['rebalances']} ({coordinator}) | {r['restored_bytes'] / 1e6:,.1f} | "
+            f"{r['restored_bytes'] / max(r['state_bytes'], 1):.2f} | {r['longest_gap_s']:.2f} | "
+            f"{_deploy_s(r):.1f} | {_first_start(r)} | {verdict} |"
         )
     return lines
 
 
-def state_versus(by_size: list[tuple[float, DeployReport]]) -> list[str]:
+def state_versus(results: list[dict[str, Any]]) -> list[str]:
     """Static against dynamic at each size: the ratios the chart shows."""
     out = []
-    for size in sorted({s for s, _ in by_size}):
-        runs = {_run_of(r): r for s, r in by_size if s == size}
+    for size in sorted({r["state_gb"] for r in results}):
+        runs = {r["run"]: r for r in results if r["state_gb"] == size}
         if "static" in runs and "dynamic" in runs:
-            out.append(f"{size:g} GB: " + _versus(runs["static"], runs["dynamic"]))
+            a, b = runs["static"], runs["dynamic"]
+            gap = a["longest_gap_s"] / b["longest_gap_s"] if b["longest_gap_s"] else float("nan")
+            out.append(
+                f"{size:g} GB, static vs dynamic: rebalances {a['rebalances']} vs "
+                f"{b['rebalances']}; MB restored {a['restored_bytes'] / 1e6:,.0f} vs "
+                f"{b['restored_bytes'] / 1e6:,.0f}; longest gap {a['longest_gap_s']:.2f}s vs "
+                f"{b['longest_gap_s']:.2f}s (ratio {gap:.2f}); deploy {_deploy_s(a):.1f}s vs "
+                f"{_deploy_s(b):.1f}s (ratio {_deploy_s(a) / _deploy_s(b):.2f})"
+            )
     return out
 
 
-def state_chart(by_size: list[tuple[float, DeployReport]], path: Path) -> None:
+def state_chart(results: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    measures = (
-        ("longest per-partition gap (s)", lambda r: r.longest_gap_s),
-        ("MB restored during the deploy", lambda r: r.restored_bytes / 1e6),
-        ("deploy time (s)", lambda r: r.timeline.duration),
+    measures: tuple[tuple[str, Callable[[dict[str, Any]], float]], ...] = (
+        ("longest per-partition gap (s)", lambda r: float(r["longest_gap_s"])),
+        ("MB restored during the deploy", lambda r: r["restored_bytes"] / 1e6),
+        ("deploy time (s)", _deploy_s),
     )
     for ax, (title, value) in zip(axes, measures, strict=True):
-        for run in dict.fromkeys(_run_of(r) for _, r in by_size):
-            points = sorted((s, value(r)) for s, r in by_size if _run_of(r) == run)
+        for run in dict.fromkeys(r["run"] for r in results):
+            points = sorted((r["state_gb"], value(r)) for r in results if r["run"] == run)
             ax.plot([s for s, _ in points], [v for _, v in points], marker="o", label=run)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("state size (GB)")
