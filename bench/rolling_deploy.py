@@ -25,6 +25,15 @@ Contenders (``--runs``):
 Every run restarts every instance, so the group leader's instance is always among them; the
 report names it and the step that restarted it. Writes one JSON per run, ``table.md`` and
 ``gaps.png`` (processing gap per partition over the deploy).
+
+``--state-sizes 0.1,0.5,1,2`` sweeps the state size instead (GB; streamrt contenders only,
+``--runs`` defaults to ``static,dynamic``): each size is ``users`` profiles written straight
+into the store's changelog, which the app's first start restores into RocksDB, then the
+deploy runs as usual. Writes ``<size>GB-<run>.json``, ``table.md`` and ``cost_by_state.png``
+(longest gap, bytes restored and deploy time against the state size). Each run's broker log
+and state are deleted when it is done (the 2 GB runs use ~7 GB of disk at their peak).
+Use a production session timeout (``--session-timeout-ms 45000``, Kafka's default): on a
+loaded machine a restarted process can take longer than the default 10 s to rejoin.
 """
 
 from __future__ import annotations
@@ -32,15 +41,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
+from streamrt.deploy.loadgen import profile_bytes
 
 RUNS = (
     "handoff",
@@ -175,6 +188,113 @@ def chart(reports: list[DeployReport], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+SWEEP_RUNS = ("static", "dynamic", "handoff", "static-kill")
+
+
+def state_sweep(args: argparse.Namespace, work: Path) -> int:
+    """Every run in ``--runs`` at every ``--state-sizes``, state preloaded via the changelog.
+    The table and chart cover every ``<size>GB-<run>.json`` in ``--out``, earlier sweeps'
+    too, so one size can be re-run alone."""
+    runs = args.runs.split(",") if args.runs != ",".join(RUNS) else ["static", "dynamic"]
+    if bad := [r for r in runs if r not in SWEEP_RUNS]:
+        raise SystemExit(f"--state-sizes runs streamrt only ({', '.join(SWEEP_RUNS)}): {bad}")
+    per_user = profile_bytes()
+    for size in [float(s) for s in args.state_sizes.split(",")]:
+        for run in runs:
+            args.users = round(size * 1e9 / per_user)
+            cfg = config_for(run, args, work)
+            cfg.work_dir = work / f"{size:g}GB-{run}"
+            cfg.preload = "changelog"
+            cfg.label = f"streamrt {run} {size:g} GB"
+            try:
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
+            finally:  # the broker's log and the state stores; the instances' logs stay
+                for data in (cfg.work_dir / "broker", *cfg.work_dir.glob("state-*")):
+                    shutil.rmtree(data, ignore_errors=True)
+            # without the per-record gap series (MBs per run; the sweep charts the maxima)
+            result = {**report.to_json(), "state_gb": size, "run": run, "gap_points": {}}
+            (args.out / f"{size:g}GB-{run}.json").write_text(json.dumps(result, indent=1))
+            print("\n".join(report.lines()), flush=True)
+    results = [json.loads(p.read_text()) for p in sorted(args.out.glob("*GB-*.json"))]
+    results.sort(key=lambda r: (r["state_gb"], SWEEP_RUNS.index(r["run"])))
+    lines = [*state_table(results), "", *state_versus(results)]
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    state_chart(results, args.out / "cost_by_state.png")
+    print("\n".join(lines))
+    return 0
+
+
+def _deploy_s(r: dict[str, Any]) -> float:
+    return float(r["timeline"]["end"] - r["timeline"]["start"])
+
+
+def _first_start(r: dict[str, Any]) -> str:
+    """Seconds from start to RUNNING of the first start, which restored the preload."""
+    note = next((n for n in r["notes"] if n.startswith("first start restored")), "")
+    return note.rsplit(" in ", 1)[-1].split("s ")[0] if note else "?"
+
+
+def state_table(results: list[dict[str, Any]]) -> list[str]:
+    head = "| state GB | run | state MB (changelog) | rebalances (coordinator) | MB restored | "
+    head += "x state | longest gap s | deploy s | first start s | correct |"
+    lines = [head, "|" + "---|" * 10]
+    for r in results:
+        c = r["correctness"]
+        verdict = "exact" if c["ok"] and not c["over"] else ("ok (+dups)" if c["ok"] else "WRONG")
+        if not c["ok"]:
+            verdict += f" ({c['under']} under, {c['missing']} missing of {c['users']:,})"
+        coordinator = "?" if r["coordinator_rebalances"] is None else r["coordinator_rebalances"]
+        lines.append(
+            f"| {r['state_gb']:g} | {r['run']} | {r['state_bytes'] / 1e6:,.0f} | "
+            f"{r['rebalances']} ({coordinator}) | {r['restored_bytes'] / 1e6:,.1f} | "
+            f"{r['restored_bytes'] / max(r['state_bytes'], 1):.2f} | {r['longest_gap_s']:.2f} | "
+            f"{_deploy_s(r):.1f} | {_first_start(r)} | {verdict} |"
+        )
+    return lines
+
+
+def state_versus(results: list[dict[str, Any]]) -> list[str]:
+    """Static against dynamic at each size: the ratios the chart shows."""
+    out = []
+    for size in sorted({r["state_gb"] for r in results}):
+        runs = {r["run"]: r for r in results if r["state_gb"] == size}
+        if "static" in runs and "dynamic" in runs:
+            a, b = runs["static"], runs["dynamic"]
+            gap = a["longest_gap_s"] / b["longest_gap_s"] if b["longest_gap_s"] else float("nan")
+            out.append(
+                f"{size:g} GB, static vs dynamic: rebalances {a['rebalances']} vs "
+                f"{b['rebalances']}; MB restored {a['restored_bytes'] / 1e6:,.0f} vs "
+                f"{b['restored_bytes'] / 1e6:,.0f}; longest gap {a['longest_gap_s']:.2f}s vs "
+                f"{b['longest_gap_s']:.2f}s (ratio {gap:.2f}); deploy {_deploy_s(a):.1f}s vs "
+                f"{_deploy_s(b):.1f}s (ratio {_deploy_s(a) / _deploy_s(b):.2f})"
+            )
+    return out
+
+
+def state_chart(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    measures: tuple[tuple[str, Callable[[dict[str, Any]], float]], ...] = (
+        ("longest per-partition gap (s)", lambda r: float(r["longest_gap_s"])),
+        ("MB restored during the deploy", lambda r: r["restored_bytes"] / 1e6),
+        ("deploy time (s)", _deploy_s),
+    )
+    for ax, (title, value) in zip(axes, measures, strict=True):
+        for run in dict.fromkeys(r["run"] for r in results):
+            points = sorted((r["state_gb"], value(r)) for r in results if r["run"] == run)
+            ax.plot([s for s, _ in points], [v for _, v in points], marker="o", label=run)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("state size (GB)")
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of {', '.join(RUNS)}")
@@ -198,10 +318,17 @@ def main() -> int:
         default="embedded",
         help="a fresh embedded broker per run (default) or a fresh Apache Kafka 4.3.1 (1 broker)",
     )
+    p.add_argument(
+        "--state-sizes",
+        default="",
+        help="comma list of state sizes in GB (e.g. 0.1,0.5,1,2): the state-size sweep",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work_dir / str(int(time.time()))
+    if args.state_sizes:
+        return state_sweep(args, work)
     reports = []
     for delay in [float(d) for d in args.startup_delay.split(",")]:
         for run in args.runs.split(","):

@@ -436,9 +436,20 @@ class StreamThread:
         for ktp, records in batches.items():
             task = by_input.get(ktp)
             if task is None or str(task.task_id) in self.restoring:
+                self._unread(ktp, records)
                 continue
             for r in records:  # a RecordFailedError (handler said FAIL) ends the thread
                 task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers)
+
+    def _unread(self, ktp: KafkaTP, records: list[Any]) -> None:
+        """Put records no task can take back on the consumer. A partition is fetchable from
+        the moment aiokafka assigns it, before ``on_assigned`` (which waits for the commit lock)
+        has created and paused its task: the getmany in between returned those records and,
+        dropped, they were skipped for good (the rolling-deploy state-size sweep lost 49
+        clicks that way). Seeking back re-reads them once the task is ready."""
+        assert self._consumer is not None
+        if records and ktp in self._consumer.assignment():
+            self._consumer.seek(ktp, records[0].offset)
 
     async def _commit(self, consumer: AIOKafkaConsumer) -> None:
         """Commit at-least-once (the numbered order lives in :func:`runtime.commit.commit`)."""

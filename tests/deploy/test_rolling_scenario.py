@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamrt.deploy import ScenarioConfig, run_scenario
+from streamrt.deploy.loadgen import profile_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +87,29 @@ def test_handoff_rolling_deploy_with_slow_startup_has_no_rebalance_restore_or_lo
     # the old process kept running through the successor's 3 s start-up (the gaps themselves
     # are measured in bench/rolling_deploy.py)
     assert all(s.exited - s.started >= cfg.startup_delay for s in report.timeline.steps)
+
+
+def test_changelog_preload_builds_real_state_that_static_keeps_and_dynamic_restores(
+    tmp_path: Path,
+) -> None:
+    """``preload="changelog"`` (the state-size sweep): the profiles written to the changelog
+    are restored at first start, kept by a static deploy and moved by a dynamic one."""
+    reports = {}
+    for static in (True, False):
+        cfg = small(tmp_path, static=static)
+        cfg.preload, cfg.users, cfg.restart_delay = "changelog", 2_000, 2.0
+        reports[static] = run_scenario(cfg)
+    for report in reports.values():
+        first = next(n for n in report.notes if n.startswith("first start restored"))
+        # every profile at least once (a task that moved while the members joined, twice)
+        assert int(first.split()[3].replace(",", "")) >= 2_000
+        assert abs(report.state_bytes - 2_000 * profile_bytes()) < 2_000 * 4  # page names vary
+        assert report.correctness.ok
+        assert 0 < report.correctness.users < 2_000  # the users the load touched
+        assert report.correctness.missing == 0
+        assert report.records_out == report.records_in
+    assert reports[True].rebalances == reports[True].restored_bytes == 0
+    assert reports[False].rebalances >= 1
+    # dynamic: tasks moved while their instance was down, and the new owner restored the
+    # preloaded profiles, not just the deploy's clicks
+    assert reports[False].restored_records > 100
