@@ -90,6 +90,10 @@ class Result:
     cpu_rate: float | None = None  # input records per CPU-second of the contender, 10 %-90 %
     broker_cores: float | None = None  # broker CPU-s per wall-s, 10 %-90 % (embedded broker)
     contender_cores: float | None = None  # contender CPU-s per wall-s, 10 %-90 %
+    # runnable-but-waiting-for-a-CPU seconds per wall-s of the contender, 10 %-90 %: with
+    # contender_cores, the cores it would have used on a free machine (roughly)
+    runqueue_cores: float | None = None
+    idle_cores: float | None = None  # the machine's idle cores during the window
     seconds_to_done: float | None = None
     outputs: int = 0
     window_samples: int = 0  # 100 ms samples between 10 % and 90 %
@@ -311,6 +315,31 @@ def cpu_seconds(pids: list[int], *, tree: bool = True) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_seconds(pids: list[int]) -> float:
+    """Seconds the processes' threads (and their descendants') were runnable but waiting for a
+    CPU (``/proc/<pid>/task/<tid>/schedstat``, field 2): demand the machine did not serve."""
+    total = 0
+    for pid in descendants(pids):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
+def idle_seconds() -> float:
+    """Idle + iowait CPU-seconds of the whole machine since boot (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return (values[3] + values[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def window(
     samples: list[tuple[float, int, float]], low: float, high: float
 ) -> tuple[tuple[float, float], tuple[float, float], int] | None:
@@ -371,11 +400,15 @@ def run_contender(
         broker_pids = [args.broker_pid] if args.broker_pid else []
         samples: list[tuple[float, int, float]] = [(time.monotonic(), 0, cpu_seconds(pids))]
         broker_cpu: list[float] = [cpu_seconds(broker_pids, tree=False)]
+        waits: list[float] = [runqueue_seconds(pids)]
+        idles: list[float] = [idle_seconds()]
         deadline = t0 + args.timeout
         while samples[-1][1] < expected:
             time.sleep(0.1)
             samples.append((time.monotonic(), probe.total(), cpu_seconds(pids)))
             broker_cpu.append(cpu_seconds(broker_pids, tree=False))
+            waits.append(runqueue_seconds(pids))
+            idles.append(idle_seconds())
             if any(p.poll() is not None for p in procs):
                 result.error = f"a process exited early (log: {logs}/{tag}-*.log)"
                 break
@@ -388,12 +421,16 @@ def run_contender(
                 break
         result.seconds_to_done = samples[-1][0] - t0
         span = window(samples, 0.1 * expected, 0.9 * expected)
-        if span is not None and broker_pids:
+        if span is not None:
             (t10, _c10), (t90, _c90), _n = span
             i10 = next(i for i, smp in enumerate(samples) if smp[0] == t10)
             i90 = next(i for i, smp in enumerate(samples) if smp[0] == t90)
             if t90 > t10:
-                result.broker_cores = (broker_cpu[i90] - broker_cpu[i10]) / (t90 - t10)
+                wall = t90 - t10
+                result.runqueue_cores = (waits[i90] - waits[i10]) / wall
+                result.idle_cores = (idles[i90] - idles[i10]) / wall
+                if broker_pids:
+                    result.broker_cores = (broker_cpu[i90] - broker_cpu[i10]) / wall
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)
@@ -475,9 +512,9 @@ def table(results: list[Result]) -> str:
     head = (
         "| workload | contender | records | records/s | per thread | ÷ streamrt-1t | ÷ Quix "
         "| ÷ faust | ÷ Kafka Streams 1t | ÷ bare | records per CPU-s | CPU-s ÷ Quix "
-        "| contender cores | broker cores |"
+        "| contender cores | + waiting for a CPU | broker cores | idle cores |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---|" + "---:|" * 14]
     for r in results:
         if r.error.startswith("skipped"):
             continue
@@ -492,7 +529,8 @@ def table(results: list[Result]) -> str:
             f"{ratio('streamrt-1t')} | {ratio('quix')} | {ratio('faust')} | "
             f"{ratio('kafka-streams')} | {ratio('bare')} | "
             f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} | "
-            f"{_cores(r.contender_cores)} | {_cores(r.broker_cores)} |"
+            f"{_cores(r.contender_cores)} | {_cores(r.runqueue_cores)} | "
+            f"{_cores(r.broker_cores)} | {_cores(r.idle_cores)} |"
         )
     return "\n".join(lines)
 
@@ -581,7 +619,8 @@ def main() -> None:
                     shown = (
                         f"{r.rate:,.0f} records/s, {r.cpu_rate or 0:,.0f} per CPU-s, "
                         f"cores: contender {_cores(r.contender_cores)} "
-                        f"broker {_cores(r.broker_cores)}"
+                        f"(+{_cores(r.runqueue_cores)} waiting) "
+                        f"broker {_cores(r.broker_cores)} idle {_cores(r.idle_cores)}"
                         if r.rate
                         else r.error
                     )

@@ -346,7 +346,8 @@ class App:
             self._start_global_thread(config)
             self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
-                self._start_thread(index)
+                self._start_thread(index, hold=True)
+            self._release_held()
             self._supervisor = threading.Thread(
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
@@ -391,16 +392,28 @@ class App:
             log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
         )
 
-    def _start_thread(self, index: int) -> AnyThread:
+    def _start_thread(self, index: int, hold: bool = False) -> AnyThread:
         assert self._env is not None
         thread: AnyThread
         if self._launch is not None:
             thread = ProcessStreamThread(self._launch, index)
+            self.threads[index] = thread
+            thread.start(hold=hold)
         else:
             thread = StreamThread(self._env, index)
-        self.threads[index] = thread
-        thread.start()
+            self.threads[index] = thread
+            thread.start()
         return thread
+
+    def _release_held(self, timeout: float = 60.0) -> None:
+        """Stream thread processes of one start join the group together (one rebalance, as
+        threads): wait until each has imported the app, then let them all join."""
+        held = [t for t in self.threads.values() if isinstance(t, ProcessStreamThread)]
+        deadline = time.monotonic() + timeout
+        for thread in held:
+            thread.wait_ready(max(0.0, deadline - time.monotonic()))
+        for thread in held:
+            thread.release()
 
     def _supervise(self) -> None:
         """Replace dead threads with the same index, after a backoff that grows while they

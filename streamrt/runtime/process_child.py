@@ -66,6 +66,7 @@ class _Child:
             self.errors,
         )
         self.thread = StreamThread(env, int(init["index"]))
+        self._go = threading.Event()
 
     def _send(self, message: Any) -> None:
         with self._send_lock:
@@ -97,9 +98,13 @@ class _Child:
             except (EOFError, OSError):
                 logger.warning("the supervising process is gone: stopping")
                 self.thread.stop()
+                self._go.set()
                 return
-            if message[0] == "stop":
+            if message[0] == "go":
+                self._go.set()
+            elif message[0] == "stop":
                 self.thread.stop()
+                self._go.set()
             elif message[0] == "read":
                 threading.Thread(target=self._answer, args=message[1:], daemon=True).start()
 
@@ -121,6 +126,8 @@ class _Child:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.thread.stop())
         threading.Thread(target=self._serve_requests, daemon=True, name="requests").start()
+        self._send(("ready",))
+        self._go.wait()  # the parent lets the children of one start join together
         self.thread.start()
         while self.thread.alive:
             self.thread.join(STATUS_INTERVAL_S)

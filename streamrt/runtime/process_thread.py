@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -158,10 +159,18 @@ class ProcessStreamThread:
         self._replies: dict[int, concurrent.futures.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._reader: threading.Thread | None = None
+        self._ready = threading.Event()  # the child imported the app and waits for "go"
+        self._hold = False
+        self._go_lock = threading.Lock()
+        self._go_sent = False
 
     # -- the StreamThread surface the App uses -------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, hold: bool = False) -> None:
+        """Start the child. With ``hold`` it joins the group only on :meth:`release`, so the
+        children of one start join together (one rebalance), as threads do; otherwise as soon
+        as it has imported the app."""
+        self._hold = hold
         parent_sock, child_sock = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": child_pythonpath(), **self.launch.env}
         try:
@@ -192,6 +201,29 @@ class ProcessStreamThread:
         logger.info("started a stream thread process", extra=fields(thread=self.name, pid=self.pid))
         self._reader = threading.Thread(target=self._read, name=f"{self.name}-process", daemon=True)
         self._reader.start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the child is ready to join (or gone); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while not (self._ready.is_set() or self._done.is_set()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def release(self) -> None:
+        """Let a held child join the group (at once if it is ready, else when it is)."""
+        self._hold = False
+        if self._ready.is_set():
+            self._go()
+
+    def _go(self) -> None:
+        with self._go_lock:
+            if self._go_sent:
+                return
+            self._go_sent = True
+        with contextlib.suppress(OSError, ValueError):
+            self._send(("go",))
 
     def stop(self) -> None:
         """Ask the child to commit and stop (as a thread's stop: no LeaveGroup)."""
@@ -280,6 +312,10 @@ class ProcessStreamThread:
                     _, type_, index, kv, status = message
                     self._apply(status)
                     self.launch.emit(type_, index, **kv)
+                elif kind == "ready":
+                    self._ready.set()
+                    if not self._hold:
+                        self._go()
                 elif kind == "status":
                     self._apply(message[1])
                 elif kind == "reply":

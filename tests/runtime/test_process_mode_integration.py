@@ -265,6 +265,9 @@ def test_streamrt_run_sigterm_stops_children_and_static_restart_keeps_partitions
         first = wait_until(lambda: threads_running(port), what="2 thread processes running")
         kids = children(proc.pid)
         assert len(kids) == 2
+        # the parent lets both children join together: one rebalance, each thread's only
+        # "revocation" is aiokafka's empty one before its first join
+        assert [t["rebalances"] for t in first] == [1, 1]
         wait_until(lambda: counts(broker.bootstrap) == expected(320), what="exact counts")
         meta = rest(port, "/v1/metadata")
         assert [m["instance_id"] for m in meta] == ["proc"]
