@@ -472,6 +472,7 @@ def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [spy, "record", "--pid", str(pid), "--format", "raw", "--idle", "--threads"]
+    argv += ["--subprocesses"]  # stream.thread.mode=process: the children too
     argv += ["--rate", "100", "--nonblocking", "-o", str(out)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
