@@ -190,7 +190,7 @@ class _Embedded:
         self.proc.wait(10)
 
 
-def start_any_broker(kind: str, tmp: Path) -> tuple[Any, str]:
+def start_any_broker(kind: str, tmp: Path, initial_delay_ms: int = 0) -> tuple[Any, str]:
     """(a handle with ``stop()``, bootstrap) for the embedded broker or Apache Kafka."""
     if kind == "apache":
         from streamrt.dev.apache_kafka import ApacheKafka
@@ -198,7 +198,8 @@ def start_any_broker(kind: str, tmp: Path) -> tuple[Any, str]:
         kafka = ApacheKafka(1, work_dir=tmp / "apache-kafka").start()
         return kafka, kafka.bootstrap
     port = free_port()
-    proc = start_broker(str(tmp / "broker"), port, "group.initial.rebalance.delay.ms=0")
+    delay = f"group.initial.rebalance.delay.ms={initial_delay_ms}"
+    proc = start_broker(str(tmp / "broker"), port, delay)
     return _Embedded(proc), f"127.0.0.1:{port}"
 
 
@@ -582,6 +583,13 @@ def main() -> None:
     ap.add_argument("--quix-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--commit-interval-ms", type=int, help="streamrt commit.interval.ms")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per contender run")
+    ap.add_argument(
+        "--initial-rebalance-delay-ms",
+        type=int,
+        default=0,
+        help="the embedded broker's group.initial.rebalance.delay.ms (default 0; Kafka's is "
+        "3000, which lets members that start a moment apart join in one generation)",
+    )
     ap.add_argument("--profile", help="directory for py-spy profiles of streamrt contenders")
     ap.add_argument("--out", help="directory for results.json and chart.png")
     ap.add_argument(
@@ -606,7 +614,7 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M")
     with tempfile.TemporaryDirectory(prefix="peers-") as tmpdir:
         tmp = Path(tmpdir)
-        broker, bootstrap = start_any_broker(args.kafka, tmp)
+        broker, bootstrap = start_any_broker(args.kafka, tmp, args.initial_rebalance_delay_ms)
         args.broker_pid = broker.proc.pid if isinstance(broker, _Embedded) else None
         try:
             for wl in [w.strip() for w in args.workloads.split(",") if w.strip()]:

@@ -310,3 +310,43 @@ def test_streamrt_run_sigterm_stops_children_and_static_restart_keeps_partitions
     finally:
         err = _stop(proc)
     assert proc.returncode == 0, err[-3000:]
+
+
+def test_a_thread_process_failing_on_a_record_backs_off_then_ends_in_error(
+    broker, tmp_path: Path
+) -> None:
+    """The supervisor's rules hold for processes: the same record kills the child each time,
+    the replacement waits 100 then 200 ms, and after errors.retry.max.attempts: ERROR."""
+    from tests.runtime import poison_app
+
+    create_topic(broker.bootstrap, "orders", 1)
+    create_topic(broker.bootstrap, "doubled", 1)
+    produce(broker.bootstrap, "orders", [(b"a", b'{"amount": 1}'), (b"p", b'{"x": 1}')])
+    app = poison_app.make_app(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "state.dir": str(tmp_path),
+            "stream.thread.mode": "process",
+            "errors.retry.max.attempts": "2",
+            "errors.retry.backoff.ms": "100",
+            "errors.retry.backoff.max.ms": "400",
+            **FAST,
+        }
+    )
+    app.app_spec = "tests.runtime.poison_app:app"
+    events: list[dict[str, Any]] = []
+    app.on_event(events.append)
+    app.start()
+    try:
+        wait_until(lambda: app.state is AppState.ERROR, timeout=120, what="instance in ERROR")
+        failed = [e["fields"] for e in events if e["type"] == "thread_failed"]
+        assert [f["attempt"] for f in failed] == [1, 2, 3]
+        assert [f["retry_in_ms"] for f in failed] == [100, 200, None]
+        assert {f["key"] for f in failed} == {"record orders-0@1"}
+        health = app.health()
+        assert not health.healthy and health.state == "ERROR"
+        assert health.reason is not None and "orders-0@1" in health.reason
+        assert "KeyError" in health.reason
+    finally:
+        app.stop()
+    assert app.state is AppState.ERROR
