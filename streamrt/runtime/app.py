@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
-from streamrt.logs import fields
+from streamrt.logs import fields, log_format
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
@@ -390,6 +390,7 @@ class App:
             static=static,
             emit=self._emit,
             log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+            log_format=log_format(),
         )
 
     def _start_thread(self, index: int, hold: bool = False) -> AnyThread:

@@ -162,7 +162,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops us
     conn = Connection(int(argv[1]))
     init = conn.recv()
-    configure_logging(str(init.get("log_level", "INFO")))
+    configure_logging(str(init.get("log_level", "INFO")), str(init.get("log_format", "text")))
     try:
         child = _Child(conn, init)
     except Exception as exc:

@@ -90,6 +90,7 @@ class ChildLaunch:
     static: bool
     emit: Callable[..., None]  # the App's emit(type, thread_index, **fields)
     log_level: str = "INFO"
+    log_format: str = "text"
     env: Mapping[str, str] = field(default_factory=dict)  # extra environment of the child
 
 
@@ -196,6 +197,7 @@ class ProcessStreamThread:
                 "static": self.launch.static,
                 "index": self.index,
                 "log_level": self.launch.log_level,
+                "log_format": self.launch.log_format,
             }
         )
         logger.info("started a stream thread process", extra=fields(thread=self.name, pid=self.pid))

@@ -172,6 +172,8 @@ def run_cli(bootstrap: str, state: Path, port: int, mode: str = "process") -> su
         sys.executable,
         "-m",
         "streamrt.cli",
+        "--log-format",
+        "json",
         "run",
         SPEC,
         "--instance-id",
@@ -254,8 +256,11 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 
 def test_streamrt_run_sigterm_stops_children_and_static_restart_keeps_partitions(
-    broker, tmp_path: Path
+    broker_factory, tmp_path: Path
 ) -> None:
+    # Kafka's default initial delay: the two children's JoinGroups (released together, but
+    # ~100 ms apart under load) form one generation, as two threads' do
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "3000"})
     create_topic(broker.bootstrap, "events", 8)
     create_topic(broker.bootstrap, "event-counts-out", 8)
     produce(broker.bootstrap, "events", events(320))
@@ -288,6 +293,9 @@ def test_streamrt_run_sigterm_stops_children_and_static_restart_keeps_partitions
         time.sleep(0.1)
     assert not any(_alive(k) for k in kids)
     assert "LeaveGroup" not in err
+    # the children log as the parent does (json), one object per line
+    child_lines = [line for line in err.splitlines() if "stream thread process running" in line]
+    assert len(child_lines) == 2 and all(json.loads(line) for line in child_lines)
     gen_before = generations(broker.bootstrap)
     # static members: still in the group after the stop (no LeaveGroup) ...
     assert group_ids(broker.bootstrap) == ["proc-thread-1", "proc-thread-2"]
