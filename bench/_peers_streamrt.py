@@ -9,6 +9,9 @@ Levers, measured without touching ``streamrt/runtime`` (the harness's own monkey
 runtime's, e.g. ``{"max_batch_size": 1048576, "linger_ms": 20}``) and ``PEERS_JSON=orjson``
 (streamrt's JSON serde backed by orjson, same compact sorted bytes for ASCII documents).
 ``PEERS_CPROFILE=path`` dumps a cProfile of the first stream thread to ``path`` on exit.
+
+``stream.thread.mode=process`` (in ``PEERS_CONFIG``): each stream thread process imports this
+module's ``app`` (built on first access, with the same levers), as ``_peers_streamrt:app``.
 """
 
 from __future__ import annotations
@@ -121,14 +124,33 @@ def build() -> Any:
     return app
 
 
-def main() -> int:
+def apply_levers() -> None:
     if ENV("PEERS_PRODUCER"):
         patch_producer(json.loads(ENV("PEERS_PRODUCER", "{}")))
     if ENV("PEERS_JSON") == "orjson":
         patch_orjson()
     if ENV("PEERS_CPROFILE"):
         patch_cprofile(ENV("PEERS_CPROFILE", "profile.out"))
-    return int(build().run())
+
+
+_built: list[Any] = []
+
+
+def __getattr__(name: str) -> Any:
+    """``_peers_streamrt:app`` for a stream thread process: the levers, then the app."""
+    if name != "app":
+        raise AttributeError(name)
+    if not _built:
+        apply_levers()
+        _built.append(build())
+    return _built[0]
+
+
+def main() -> int:
+    apply_levers()
+    app = build()
+    app.app_spec = "_peers_streamrt:app"  # stream.thread.mode=process: children import it
+    return int(app.run())
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ rate.
 Contenders (``--contenders``, comma-separated):
 
 - ``streamrt-1t``, ``streamrt-2t``, ``streamrt-4t``: one process, ``num.stream.threads`` 1/2/4;
-  ``streamrt-2x1``: two processes x 1 thread. Levers (the harness's monkeypatches, never the
-  runtime's code): ``+b1m``/``+b16k`` producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
+  ``streamrt-2x1``: two processes x 1 thread; ``streamrt-2p``, ``streamrt-4p``: one instance
+  with 2/4 stream threads in ``stream.thread.mode=process`` (each thread a child process).
+  Levers (the harness's monkeypatches, never the runtime's code): ``+b1m``/``+b16k``
+  producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
   ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``;
 - ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
   < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
@@ -86,6 +88,12 @@ class Result:
     records: int
     rate: float | None = None  # input records/s between 10 % and 90 %
     cpu_rate: float | None = None  # input records per CPU-second of the contender, 10 %-90 %
+    broker_cores: float | None = None  # broker CPU-s per wall-s, 10 %-90 % (embedded broker)
+    contender_cores: float | None = None  # contender CPU-s per wall-s, 10 %-90 %
+    # runnable-but-waiting-for-a-CPU seconds per wall-s of the contender, 10 %-90 %: with
+    # contender_cores, the cores it would have used on a free machine (roughly)
+    runqueue_cores: float | None = None
+    idle_cores: float | None = None  # the machine's idle cores during the window
     seconds_to_done: float | None = None
     outputs: int = 0
     window_samples: int = 0  # 100 ms samples between 10 % and 90 %
@@ -182,7 +190,7 @@ class _Embedded:
         self.proc.wait(10)
 
 
-def start_any_broker(kind: str, tmp: Path) -> tuple[Any, str]:
+def start_any_broker(kind: str, tmp: Path, initial_delay_ms: int = 0) -> tuple[Any, str]:
     """(a handle with ``stop()``, bootstrap) for the embedded broker or Apache Kafka."""
     if kind == "apache":
         from streamrt.dev.apache_kafka import ApacheKafka
@@ -190,7 +198,8 @@ def start_any_broker(kind: str, tmp: Path) -> tuple[Any, str]:
         kafka = ApacheKafka(1, work_dir=tmp / "apache-kafka").start()
         return kafka, kafka.bootstrap
     port = free_port()
-    proc = start_broker(str(tmp / "broker"), port, "group.initial.rebalance.delay.ms=0")
+    delay = f"group.initial.rebalance.delay.ms={initial_delay_ms}"
+    proc = start_broker(str(tmp / "broker"), port, delay)
     return _Embedded(proc), f"127.0.0.1:{port}"
 
 
@@ -232,10 +241,13 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
         if args.commit_interval_ms:
             env["PEERS_CONFIG"] = json.dumps({"commit.interval.ms": args.commit_interval_ms})
         return Launch([argv], env)
-    m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)t?", base)
+    m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)([tp]?)", base)
     if not m:
         raise SystemExit(f"unknown contender {name!r}")
     instances, threads = int(m.group(1) or 1), int(m.group(2))
+    config: dict[str, Any] = {}
+    if m.group(3) == "p":
+        config["stream.thread.mode"] = "process"
     producer: dict[str, Any] = {}
     for mod in mods:
         if mod == "orjson":
@@ -248,7 +260,9 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
         env["PEERS_PRODUCER"] = json.dumps(producer)
     env["PEERS_THREADS"] = str(threads)
     if args.commit_interval_ms:
-        env["PEERS_CONFIG"] = json.dumps({"commit.interval.ms": args.commit_interval_ms})
+        config["commit.interval.ms"] = args.commit_interval_ms
+    if config:
+        env["PEERS_CONFIG"] = json.dumps(config)
     return Launch([[py, str(HERE / "_peers_streamrt.py")] for _ in range(instances)], env)
 
 
@@ -269,10 +283,30 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait()
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of the processes (every thread), from /proc."""
+def descendants(pids: list[int]) -> list[int]:
+    """The processes and all their live descendants (stream thread processes), from /proc."""
+    parent_of: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent_of[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = list(pids), list(pids)
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parent_of.items() if pp == parent]
+        out += kids
+        todo += kids
+    return out
+
+
+def cpu_seconds(pids: list[int], *, tree: bool = True) -> float:
+    """User + system CPU of the processes (every thread) and, with ``tree``, of their live
+    descendants, from /proc."""
     total = 0
-    for pid in pids:
+    for pid in descendants(pids) if tree else pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rpartition(")")[2].split()
@@ -280,6 +314,31 @@ def cpu_seconds(pids: list[int]) -> float:
         except (OSError, IndexError, ValueError):
             pass
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def runqueue_seconds(pids: list[int]) -> float:
+    """Seconds the processes' threads (and their descendants') were runnable but waiting for a
+    CPU (``/proc/<pid>/task/<tid>/schedstat``, field 2): demand the machine did not serve."""
+    total = 0
+    for pid in descendants(pids):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
+def idle_seconds() -> float:
+    """Idle + iowait CPU-seconds of the whole machine since boot (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return (values[3] + values[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def window(
@@ -339,11 +398,18 @@ def run_contender(
             if args.profile and name.startswith("streamrt") and i == 0:
                 spies.append(start_spy(procs[-1].pid, Path(args.profile) / f"{tag}.txt"))
         pids = [p.pid for p in procs]
+        broker_pids = [args.broker_pid] if args.broker_pid else []
         samples: list[tuple[float, int, float]] = [(time.monotonic(), 0, cpu_seconds(pids))]
+        broker_cpu: list[float] = [cpu_seconds(broker_pids, tree=False)]
+        waits: list[float] = [runqueue_seconds(pids)]
+        idles: list[float] = [idle_seconds()]
         deadline = t0 + args.timeout
         while samples[-1][1] < expected:
             time.sleep(0.1)
             samples.append((time.monotonic(), probe.total(), cpu_seconds(pids)))
+            broker_cpu.append(cpu_seconds(broker_pids, tree=False))
+            waits.append(runqueue_seconds(pids))
+            idles.append(idle_seconds())
             if any(p.poll() is not None for p in procs):
                 result.error = f"a process exited early (log: {logs}/{tag}-*.log)"
                 break
@@ -356,6 +422,16 @@ def run_contender(
                 break
         result.seconds_to_done = samples[-1][0] - t0
         span = window(samples, 0.1 * expected, 0.9 * expected)
+        if span is not None:
+            (t10, _c10), (t90, _c90), _n = span
+            i10 = next(i for i, smp in enumerate(samples) if smp[0] == t10)
+            i90 = next(i for i, smp in enumerate(samples) if smp[0] == t90)
+            if t90 > t10:
+                wall = t90 - t10
+                result.runqueue_cores = (waits[i90] - waits[i10]) / wall
+                result.idle_cores = (idles[i90] - idles[i10]) / wall
+                if broker_pids:
+                    result.broker_cores = (broker_cpu[i90] - broker_cpu[i10]) / wall
     finally:
         for spy in spies:
             spy.send_signal(signal.SIGINT)
@@ -382,6 +458,7 @@ def run_contender(
         result.rate = 0.8 * records / (t90 - t10)
         if c90 > c10:
             result.cpu_rate = 0.8 * records / (c90 - c10)
+            result.contender_cores = (c90 - c10) / (t90 - t10)
     return result
 
 
@@ -396,6 +473,7 @@ def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [spy, "record", "--pid", str(pid), "--format", "raw", "--idle", "--threads"]
+    argv += ["--subprocesses"]  # stream.thread.mode=process: the children too
     argv += ["--rate", "100", "--nonblocking", "-o", str(out)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -422,18 +500,23 @@ def add_ratios(results: list[Result]) -> None:
 
 def threads_of(contender: str) -> int:
     """Stream threads in all: ``streamrt-2x1`` 2, ``kafka-streams-2t`` 2, others 1."""
-    m = re.search(r"-(?:(\d+)x)?(\d+)t?(?:\+|$)", contender)
+    m = re.search(r"-(?:(\d+)x)?(\d+)[tp]?(?:\+|$)", contender)
     if not m or not contender.startswith(("streamrt", "kafka-streams")):
         return 1
     return int(m.group(1) or 1) * int(m.group(2))
 
 
+def _cores(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
 def table(results: list[Result]) -> str:
     head = (
         "| workload | contender | records | records/s | per thread | ÷ streamrt-1t | ÷ Quix "
-        "| ÷ faust | ÷ Kafka Streams 1t | ÷ bare | records per CPU-s | CPU-s ÷ Quix |"
+        "| ÷ faust | ÷ Kafka Streams 1t | ÷ bare | records per CPU-s | CPU-s ÷ Quix "
+        "| contender cores | + waiting for a CPU | broker cores | idle cores |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---|" + "---:|" * 14]
     for r in results:
         if r.error.startswith("skipped"):
             continue
@@ -447,7 +530,9 @@ def table(results: list[Result]) -> str:
             f"| {r.workload} | {r.contender} | {r.records:,} | {rate} | {per_thread} | "
             f"{ratio('streamrt-1t')} | {ratio('quix')} | {ratio('faust')} | "
             f"{ratio('kafka-streams')} | {ratio('bare')} | "
-            f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} |"
+            f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} | "
+            f"{_cores(r.contender_cores)} | {_cores(r.runqueue_cores)} | "
+            f"{_cores(r.broker_cores)} | {_cores(r.idle_cores)} |"
         )
     return "\n".join(lines)
 
@@ -498,6 +583,13 @@ def main() -> None:
     ap.add_argument("--quix-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--commit-interval-ms", type=int, help="streamrt commit.interval.ms")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per contender run")
+    ap.add_argument(
+        "--initial-rebalance-delay-ms",
+        type=int,
+        default=0,
+        help="the embedded broker's group.initial.rebalance.delay.ms (default 0; Kafka's is "
+        "3000, which lets members that start a moment apart join in one generation)",
+    )
     ap.add_argument("--profile", help="directory for py-spy profiles of streamrt contenders")
     ap.add_argument("--out", help="directory for results.json and chart.png")
     ap.add_argument(
@@ -522,7 +614,8 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M")
     with tempfile.TemporaryDirectory(prefix="peers-") as tmpdir:
         tmp = Path(tmpdir)
-        broker, bootstrap = start_any_broker(args.kafka, tmp)
+        broker, bootstrap = start_any_broker(args.kafka, tmp, args.initial_rebalance_delay_ms)
+        args.broker_pid = broker.proc.pid if isinstance(broker, _Embedded) else None
         try:
             for wl in [w.strip() for w in args.workloads.split(",") if w.strip()]:
                 if wl not in WORKLOADS:
@@ -533,7 +626,10 @@ def main() -> None:
                     r = run_contender(name, wl, sizes[wl], bootstrap, tmp, args)
                     results.append(r)
                     shown = (
-                        f"{r.rate:,.0f} records/s, {r.cpu_rate or 0:,.0f} per CPU-s"
+                        f"{r.rate:,.0f} records/s, {r.cpu_rate or 0:,.0f} per CPU-s, "
+                        f"cores: contender {_cores(r.contender_cores)} "
+                        f"(+{_cores(r.runqueue_cores)} waiting) "
+                        f"broker {_cores(r.broker_cores)} idle {_cores(r.idle_cores)}"
                         if r.rate
                         else r.error
                     )

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ("configure_logging", "fields")
+__all__ = ("configure_logging", "fields", "log_format")
 
 
 def fields(**kv: Any) -> dict[str, Any]:
@@ -60,8 +60,17 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+_format = ["text"]
+
+
+def log_format() -> str:
+    """The format :func:`configure_logging` last chose (a child process logs the same way)."""
+    return _format[0]
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     """Route every logger to stderr in the chosen format (``text`` or ``json``)."""
+    _format[0] = "json" if fmt == "json" else "text"
     handler = _StderrHandler()
     handler.setFormatter(_JsonFormatter() if fmt == "json" else _TextFormatter())
     root = logging.getLogger()

@@ -102,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         # until we serve: a SIGHUP must not kill a starting process (its default action)
         signal.signal(signal.SIGHUP, lambda *_: logger.warning("SIGHUP ignored: still starting"))
     app = load_app(args.target)
+    app.app_spec = args.target  # stream.thread.mode=process: each child imports the same app
     settings: dict[str, Any] = {}
     if args.config_file:
         settings.update(load_config_file(args.config_file))

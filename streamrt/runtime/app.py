@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
-from streamrt.logs import fields
+from streamrt.logs import fields, log_format
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
@@ -39,6 +39,15 @@ from streamrt.runtime.metadata import (
     ThreadMetadata,
     ThreadState,
 )
+from streamrt.runtime.process_thread import (
+    PROCESS_MODE,
+    ChildLaunch,
+    ChildrenErrorStats,
+    ChildThreadError,
+    ProcessStreamThread,
+    find_app_spec,
+    picklable_settings,
+)
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
 from streamrt.runtime.timestamps import TimestampExtractor
@@ -50,6 +59,7 @@ __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotRea
 logger = logging.getLogger(__name__)
 
 EventCallback = Callable[[dict[str, Any]], None]
+AnyThread = StreamThread | ProcessStreamThread
 StateListener = Callable[[AppState, AppState], None]  # (new, old), as Kafka's StateListener
 
 
@@ -109,7 +119,10 @@ class App:
         self.clock: Clock = clock or SystemClock()
         self.config: StreamsConfig | None = None
         self.instance_id = ""
-        self.threads: dict[int, StreamThread] = {}
+        self.threads: dict[int, AnyThread] = {}
+        # MODULE:ATTR a child process imports in stream.thread.mode=process (``streamrt run``
+        # sets it; otherwise found among the loaded modules at start)
+        self.app_spec: str | None = None
         self.fatal_error: BaseException | None = None
         self.queries = StreamsQueries(self.topology, self._thread_list)
         self._state = AppState.CREATED
@@ -122,6 +135,7 @@ class App:
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
         self._env: ThreadEnv | None = None
+        self._launch: ChildLaunch | None = None
         self._global_thread: GlobalStreamThread | None = None
         self.error_stats = ErrorStats()
         self.thread_failures = 0  # stream thread deaths (not counting clean stops)
@@ -244,7 +258,7 @@ class App:
         if type_ == "thread_state":
             self._on_thread_state()
 
-    def _thread_list(self) -> list[StreamThread]:
+    def _thread_list(self) -> list[AnyThread]:
         with self._lock:
             return [t for _i, t in sorted(self.threads.items())]
 
@@ -292,6 +306,8 @@ class App:
         with self._lock:
             if self.config is not None:
                 raise StreamrtError("app already started")
+            if self.resolve_config().stream_thread_mode == PROCESS_MODE:
+                self._require_app_spec()  # before connecting: a child could not import us
             config = self.prepare()
             subs = self.topology.subtopologies(config.application_id)
             self.config = config
@@ -309,6 +325,9 @@ class App:
                 self.clock,
                 errors,
             )
+            if config.stream_thread_mode == PROCESS_MODE:
+                self._launch = self._child_launch(config, static)
+                self.error_stats = ChildrenErrorStats(self._thread_list)
             self.queries.bind(config, self.instance_id, subs)
             logger.info(
                 "starting",
@@ -316,6 +335,7 @@ class App:
                     application_id=config.application_id,
                     instance_id=self.instance_id,
                     threads=config.num_stream_threads,
+                    mode=config.stream_thread_mode,
                     static=static,
                     config=config.redacted(),
                 ),
@@ -326,7 +346,8 @@ class App:
             self._start_global_thread(config)
             self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
-                self._start_thread(index)
+                self._start_thread(index, hold=True)
+            self._release_held()
             self._supervisor = threading.Thread(
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
             )
@@ -348,12 +369,52 @@ class App:
             self._started_services.clear()
             raise
 
-    def _start_thread(self, index: int) -> StreamThread:
+    def _require_app_spec(self) -> str:
+        """MODULE:ATTR a stream thread process imports to get this app's topology."""
+        spec = self.app_spec or find_app_spec(self)
+        if spec is None:
+            raise ConfigError(
+                "stream.thread.mode=process: each stream thread process imports the app, but "
+                "this App is not a module-level variable of an importable module; run it with "
+                "`streamrt run MODULE:ATTR` or set app.app_spec = 'MODULE:ATTR'"
+            )
+        return spec
+
+    def _child_launch(self, config: StreamsConfig, static: bool) -> ChildLaunch:
+        """What each stream thread process starts from: this app, imported by name."""
+        return ChildLaunch(
+            app_spec=self._require_app_spec(),
+            settings=picklable_settings(self.settings),
+            application_id=config.application_id,
+            instance_id=self.instance_id,
+            static=static,
+            emit=self._emit,
+            log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+            log_format=log_format(),
+        )
+
+    def _start_thread(self, index: int, hold: bool = False) -> AnyThread:
         assert self._env is not None
-        thread = StreamThread(self._env, index)
-        self.threads[index] = thread
-        thread.start()
+        thread: AnyThread
+        if self._launch is not None:
+            thread = ProcessStreamThread(self._launch, index)
+            self.threads[index] = thread
+            thread.start(hold=hold)
+        else:
+            thread = StreamThread(self._env, index)
+            self.threads[index] = thread
+            thread.start()
         return thread
+
+    def _release_held(self, timeout: float = 60.0) -> None:
+        """Stream thread processes of one start join the group together (one rebalance, as
+        threads): wait until each has imported the app, then let them all join."""
+        held = [t for t in self.threads.values() if isinstance(t, ProcessStreamThread)]
+        deadline = time.monotonic() + timeout
+        for thread in held:
+            thread.wait_ready(max(0.0, deadline - time.monotonic()))
+        for thread in held:
+            thread.release()
 
     def _supervise(self) -> None:
         """Replace dead threads with the same index, after a backoff that grows while they
@@ -377,13 +438,15 @@ class App:
                         self._emit("thread_replaced", index, error=repr(thread.error))
                         self._start_thread(index)
 
-    def _thread_failed(self, index: int, thread: StreamThread) -> str | None:
+    def _thread_failed(self, index: int, thread: AnyThread) -> str | None:
         """Count a thread death and schedule its replacement; the reason to give up, if so."""
         assert self.config is not None
         cfg = self.config
         error = thread.error
         self.thread_failures += 1
-        if isinstance(error, RecordFailedError):
+        if isinstance(error, ChildThreadError):  # a stream thread process: keyed by the child
+            key = error.key
+        elif isinstance(error, RecordFailedError):
             key = f"record {error.context.record_id}"
         else:
             key = f"error {type(error).__name__}: {error}"

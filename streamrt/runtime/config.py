@@ -67,6 +67,9 @@ class StreamsConfig:
     bootstrap_servers: str = "localhost:9092"
     group_instance_id: str | None = None
     num_stream_threads: int = 1
+    # thread: stream threads are OS threads of this process (one GIL); process: each runs in a
+    # child process supervised by this one (runtime/process_thread.py)
+    stream_thread_mode: str = "thread"
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -181,6 +184,10 @@ class StreamsConfig:
             )
         if self.num_stream_threads < 1:
             raise ConfigError("num.stream.threads must be at least 1")
+        if self.stream_thread_mode not in ("thread", "process"):
+            raise ConfigError(
+                f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'"
+            )
         if self.commit_interval_ms < 1:
             raise ConfigError("commit.interval.ms must be positive")
         if self.session_timeout_ms < 1:

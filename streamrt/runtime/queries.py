@@ -17,15 +17,13 @@ from aiokafka.partitioner import murmur2
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
+from streamrt.runtime.process_thread import ProcessStreamThread
 from streamrt.runtime.processor import Windowed
-from streamrt.runtime.thread import StreamThread, ThreadNotRunningError
+from streamrt.runtime.store_reads import StoreNotReadyError, StoreRead, read_on_thread
+from streamrt.runtime.thread import StreamThread
 from streamrt.runtime.topology import SubTopology, Topology
 
 __all__ = ("StoreNotReadyError", "StreamsQueries", "expand_instance_ids")
-
-
-class StoreNotReadyError(StreamrtError):
-    """The key's task is not open here yet (rebalancing or restoring): ask again shortly."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,7 +36,11 @@ class _Started:
 class StreamsQueries:
     """Responsibilities: cluster and local metadata, key → owner, local reads, member removal."""
 
-    def __init__(self, topology: Topology, threads: Callable[[], list[StreamThread]]) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        threads: Callable[[], Sequence[StreamThread | ProcessStreamThread]],
+    ) -> None:
         self._topology = topology
         self._threads = threads  # the app's current threads, by index
         self._started: _Started | None = None
@@ -159,7 +161,7 @@ class StreamsQueries:
                 f"store {store} is a window/session store: query one window with a Windowed "
                 "key, or a time range with query_window"
             )
-        return self._on_owner(store, key, lambda view: view.get(key), timeout)
+        return self._on_owner(StoreRead(store, key), timeout)
 
     def query_window(
         self, store: str, key: Any, time_from: int, time_to: int, timeout: float = 10.0
@@ -173,27 +175,19 @@ class StreamsQueries:
             raise ValueError(f"store {store} is a key-value store, not a window store")
         return cast(
             list[tuple[int, int, Any]],
-            self._on_owner(store, key, lambda view: view.fetch(key, time_from, time_to), timeout),
+            self._on_owner(StoreRead(store, key, time_from, time_to), timeout),
         )
 
-    def _on_owner(
-        self, store: str, key: Any, read_view: Callable[[Any], Any], timeout: float
-    ) -> Any:
-        task_id = self.task_for_key(store, key)
+    def _on_owner(self, read: StoreRead, timeout: float) -> Any:
+        """Run ``read`` where the key's task runs: on a local thread's loop, or in the stream
+        thread process that owns it (stream.thread.mode=process)."""
+        task_id = self.task_for_key(read.store, read.key)
         owner = next((t for t in self._threads() if t.owns(task_id)), None)
         if owner is None:
-            raise StoreNotReadyError(f"task {task_id} of store {store} is not active here")
-
-        async def read() -> Any:
-            task = owner.running_task(task_id)
-            if task is None:
-                raise StoreNotReadyError(f"task {task_id} is not running here")
-            return read_view(task.stores[store])
-
-        try:
-            return owner.run_on_loop(read, timeout)
-        except ThreadNotRunningError as exc:
-            raise StoreNotReadyError(f"task {task_id}: {exc}") from exc
+            raise StoreNotReadyError(f"task {task_id} of store {read.store} is not active here")
+        if isinstance(owner, ProcessStreamThread):
+            return owner.read_store(task_id, read, timeout)
+        return read_on_thread(owner, task_id, read, timeout)
 
     # -- membership --------------------------------------------------------------------------
 
