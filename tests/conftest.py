@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,6 +10,18 @@ from pathlib import Path
 import pytest
 
 from streamrt.broker.embedded import BrokerThread
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logging() -> Iterator[None]:
+    """In-process CLI tests configure the root logger (``streamrt.logs``); put it back after
+    each test so later tests' library warnings go to pytest's capture, not the terminal."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
 
 # Short group timings so tests of rebalances run in seconds, not minutes.
 FAST_GROUP_OVERRIDES = {

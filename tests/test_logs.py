@@ -7,25 +7,13 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Iterator
 
 import pytest
 
 from streamrt.logs import configure_logging, fields
 
 
-@pytest.fixture
-def root_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
-def test_json_lines_carry_the_structured_fields(
-    root_logging: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_json_lines_carry_the_structured_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
     configure_logging("INFO", "json")
@@ -35,7 +23,7 @@ def test_json_lines_carry_the_structured_fields(
 
 
 def test_logging_goes_to_the_current_stderr_after_the_old_one_is_closed(
-    root_logging: None, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     first = io.StringIO()
     monkeypatch.setattr(sys, "stderr", first)
