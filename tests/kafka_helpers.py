@@ -41,10 +41,22 @@ def create_topic(bootstrap: str, name: str, partitions: int, **configs: str) -> 
         await admin.start()
         try:
             await admin.create_topics([NewTopic(name, partitions, 1, topic_configs=configs)])
+            deadline = time.monotonic() + 30
+            while not await _led(admin, name, partitions):
+                assert time.monotonic() < deadline, f"partitions of {name} have no leader"
+                await asyncio.sleep(0.05)
         finally:
             await admin.close()
 
     _run(go())
+
+
+async def _led(admin: AIOKafkaAdminClient, topic: str, partitions: int) -> bool:
+    """Every partition of ``topic`` has a leader in the metadata: a CreateTopics answer
+    does not mean that yet on Apache Kafka (the controller answers, the brokers follow)."""
+    (described,) = await admin.describe_topics([topic])
+    led = [p for p in described.get("partitions") or () if p.get("leader", -1) >= 0]
+    return described.get("error_code", 0) == 0 and len(led) >= partitions
 
 
 def produce(

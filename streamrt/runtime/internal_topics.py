@@ -9,6 +9,7 @@ session store changelogs are ``compact,delete`` with their retention (as Kafka S
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,8 @@ __all__ = ("changelog_config", "ensure_internal_topics")
 
 logger = logging.getLogger(__name__)
 
+TOPIC_ALREADY_EXISTS = 36
+
 
 async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
     """Partition counts of those ``topics`` that exist (listed first: a metadata request for
@@ -38,6 +41,39 @@ async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> di
         if t.get("error_code", 0) == 0 and t["partitions"]:
             counts[t["topic"]] = len(t["partitions"])
     return counts
+
+
+def _raise_create_errors(response: Any) -> None:
+    """CreateTopics answers per topic; an already existing topic (another instance made it
+    first) is fine, any other error is the app's to report."""
+    for topic in response.topic_errors:
+        name, code = topic[0], topic[1]
+        if code not in (0, TOPIC_ALREADY_EXISTS):
+            message = topic[2] if len(topic) > 2 else None
+            raise ConfigError(f"could not create internal topic {name}: error {code} {message}")
+
+
+async def _wait_until_led(
+    admin: AIOKafkaAdminClient, topics: Mapping[str, int], wait_s: float
+) -> None:
+    """Wait until every partition of the new ``topics`` has a leader, as Kafka Streams'
+    InternalTopicManager does: a CreateTopics answer does not mean the partitions are led
+    yet, and an assignment computed from metadata without them has no tasks for them."""
+    deadline = asyncio.get_running_loop().time() + wait_s
+    pending = dict(topics)
+    while True:
+        for t in await admin.describe_topics(sorted(pending)):
+            led = [p for p in t.get("partitions") or () if p.get("leader", -1) >= 0]
+            if t.get("error_code", 0) == 0 and len(led) >= pending.get(t["topic"], 0):
+                pending.pop(t["topic"], None)
+        if not pending:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise ConfigError(
+                f"internal topics have partitions without a leader after {wait_s:g} s: "
+                + ", ".join(sorted(pending))
+            )
+        await asyncio.sleep(0.1)
 
 
 def changelog_config(topology: Topology, store: str, additional_ms: int) -> dict[str, str]:
@@ -106,11 +142,13 @@ async def ensure_internal_topics(
             for name in missing
         ]
         if new:
-            await admin.create_topics(new)
+            response = await admin.create_topics(new)
+            _raise_create_errors(response)
             logger.info(
                 "created internal topics",
                 extra=fields(topics=[t.name for t in new], application_id=application_id),
             )
+            await _wait_until_led(admin, {t.name: t.num_partitions for t in new}, wait_s)
         for name, (n, _cfg) in wanted.items():
             if name in existing and existing[name] != n:
                 raise ConfigError(

@@ -14,6 +14,7 @@ from typing import Any
 
 from streamrt.admin.cluster import Cluster
 from tests.apache_kafka.support import BrokerEndpoint, create_topic, error_name, run
+from tests.kafka_helpers import wait_until
 
 FETCH = 1
 FINAL_EPOCH = -1
@@ -65,10 +66,17 @@ def test_fetch_at_the_log_end_is_still_held_for_max_wait(any_broker: BrokerEndpo
         "log_start_offset": -1,
         "partition_max_bytes": 1 << 20,
     }
+    topics = [{"topic": topic, "partitions": [partition]}]
+
+    def served() -> bool:  # a broker serves a new partition a moment after it is created
+        parts = [
+            p for t in run(_fetch(any_broker.bootstrap, topics, 0)).responses for p in t.partitions
+        ]
+        return [error_name(p.error_code) for p in parts] == ["NONE"]
+
+    wait_until(served, 30, what=f"{topic} served")
     started = time.monotonic()
-    response = run(
-        _fetch(any_broker.bootstrap, [{"topic": topic, "partitions": [partition]}], 1500)
-    )
+    response = run(_fetch(any_broker.bootstrap, topics, 1500))
     held = time.monotonic() - started
     parts = [p for t in response.responses for p in t.partitions]
     assert [(error_name(p.error_code), bytes(p.records or b"")) for p in parts] == [("NONE", b"")]

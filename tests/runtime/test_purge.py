@@ -57,7 +57,7 @@ def test_the_runtime_purges_its_repartition_topic_after_commits(
     the repartition topic's log start offset moves up (it never did: the topic grew forever).
     """
     from tests.kafka_helpers import create_topic, produce, wait_until
-    from tests.runtime.test_wordcount_integration import EXPECTED, counts, wordcount_app
+    from tests.runtime.test_wordcount_integration import EXPECTED, wait_for_counts, wordcount_app
 
     create_topic(any_broker.bootstrap, "lines", 2)
     create_topic(any_broker.bootstrap, "counts-out", 2)
@@ -71,7 +71,7 @@ def test_the_runtime_purges_its_repartition_topic_after_commits(
     (repartition,) = app.topology.repartition_topics("wc")
     app.start()
     try:
-        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
+        wait_for_counts(app, any_broker.bootstrap, EXPECTED)
         consumer = KafkaConsumer(bootstrap_servers=any_broker.bootstrap)
         parts = [KPTP(repartition, p) for p in (0, 1)]
         try:

@@ -44,6 +44,28 @@ def counts(bootstrap: str) -> dict[str, int]:
     }
 
 
+def wait_for_counts(app: App, bootstrap: str, expected: dict[str, int]) -> None:
+    """Wait for ``expected`` in the sink; a timeout says what the app was doing (its state,
+    each thread's tasks) and what the sink held, not just that the counts never came."""
+    try:
+        wait_until(lambda: counts(bootstrap) == expected, what="word counts")
+    except AssertionError as exc:
+        threads = [
+            (
+                t.thread_instance_id,
+                t.state.name,
+                t.active_tasks,
+                t.restoring_tasks,
+                t.records_processed,
+            )
+            for t in app.metadata_for_local_threads()
+        ]
+        raise AssertionError(
+            f"{exc}; app {app.state.name}, fatal={app.fatal_error!r}, threads {threads}, "
+            f"sink {counts(bootstrap)}"
+        ) from None
+
+
 def test_word_count_gives_exact_counts(any_broker, tmp_path: Path) -> None:
     create_topic(any_broker.bootstrap, "lines", 2)
     create_topic(any_broker.bootstrap, "counts-out", 2)
@@ -51,7 +73,7 @@ def test_word_count_gives_exact_counts(any_broker, tmp_path: Path) -> None:
     app = wordcount_app(any_broker.bootstrap, tmp_path / "state", **{"group.instance.id": "wc-1"})
     app.start()
     try:
-        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
+        wait_for_counts(app, any_broker.bootstrap, EXPECTED)
         threads = app.metadata_for_local_threads()
         assert [t.thread_instance_id for t in threads] == ["wc-1-thread-1"]
         assert (tmp_path / "state" / "wc" / "1_0" / "counts").is_dir()
@@ -146,7 +168,7 @@ def test_in_memory_stores_restore_fully_and_the_app_reports_its_state(any_broker
     app.set_state_listener(lambda new, old: states.append((old.name, new.name)))
     app.start()
     try:
-        wait_until(lambda: counts(any_broker.bootstrap) == EXPECTED, what="word counts")
+        wait_for_counts(app, any_broker.bootstrap, EXPECTED)
         wait_until(lambda: app.state.name == "RUNNING", what="app RUNNING")
     finally:
         app.stop()
