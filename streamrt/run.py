@@ -124,20 +124,20 @@ def _run(args: argparse.Namespace) -> int:
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
     config = app.resolve_config()
-    successor_lock: SuccessorLock | None = None
-    if args.handoff:
-        outcome = _take_over(app, config, args, began)
-        if isinstance(outcome, int):
-            return outcome
-        successor_lock = outcome
-    if config.application_server is not None:
-        from streamrt.rest.wiring import attach_rest
-
-        attach_rest(app)
     from streamrt.events import install_event_publisher
 
     publisher = install_event_publisher(app, to_topic=not args.no_events_topic)
+    successor_lock: SuccessorLock | None = None
     try:
+        if args.handoff:
+            outcome = _take_over(app, config, args, began)
+            if isinstance(outcome, int):
+                return outcome
+            successor_lock = outcome
+        if config.application_server is not None:
+            from streamrt.rest.wiring import attach_rest
+
+            attach_rest(app)
         return _serve(app, config, successor_lock)
     except AppError as exc:
         print(f"streamrt: error: the instance ended in ERROR: {exc}", file=sys.stderr)
@@ -162,8 +162,11 @@ def _take_over(
     except HandoffBusyError as exc:
         print(f"streamrt: error: {exc}", file=sys.stderr)
         return 1
-    app.prepare()  # connect, validate, create internal topics while the old one still processes
+    # All the slow part while the old one still processes: connect, validate, create internal
+    # topics, start the stream threads' clients and find the group coordinator.
+    app.prestart()
     ready = time.monotonic()
+    app.mark("handoff_requested")
     path = socket_path(config.app_state_dir)
     try:
         answer = request_handoff(
@@ -178,6 +181,7 @@ def _take_over(
             extra=fields(reason=str(exc)),
         )
     except HandoffRefusedError as exc:
+        app.stop()  # the threads waiting to join: close their clients
         lock.release()
         logger.error("hand-off refused", extra=fields(reason=exc.reason, error=str(exc)))
         print(f"streamrt: error: hand-off refused: {exc}", file=sys.stderr)
@@ -193,6 +197,7 @@ def _take_over(
             "hand-off failed: falling back to an ordinary start", extra=fields(error=repr(exc))
         )
     else:
+        app.mark("took_over")
         logger.info(
             "hand-off: took over",
             extra=fields(
@@ -253,6 +258,8 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
             if app.state in _STOPPED:
                 break
         if handed_off:
+            # The successor has the stores; let our threads finish closing their clients.
+            app.stop()
             logger.info("handed off: exiting without leaving the group")
             return 0 if handed_off[0] else 1
         if server is not None:
