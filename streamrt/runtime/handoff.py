@@ -3,10 +3,15 @@
 Two processes of one instance (same ``group.instance.id``, same ``state.dir``) talk over a Unix
 domain socket in the application's state directory, ``<state.dir>/<application.id>/.handoff.sock``,
 one JSON object per line. The successor does all its slow start-up first (imports, config,
-topology, broker connection), then asks; the running instance stops processing, commits,
-closes its stores (releasing their locks) and answers ``released`` at the last moment, then
-exits without a LeaveGroup. The successor then joins with the same per-thread instance ids and,
-KIP-345, gets the same partitions back in the same generation: no rebalance, nothing restored.
+topology, internal topics, and each stream thread's clients started with the group
+coordinator found: ``App.prestart``), then asks; the running instance wakes its threads, which
+stop processing and commit (producer flushed, data + changelog offset written, input offsets
+committed), and answers ``released`` as soon as every thread has committed. The successor joins
+at once with the same per-thread instance ids and, KIP-345, gets the same partitions back in
+the same generation (no rebalance); its join fences the old members, which commit nothing
+more. Meanwhile the old threads close their stores, and the successor opens each task as soon
+as its directory lock is free (checkpoint = changelog end: nothing restored). The old process
+then closes its clients and exits without a LeaveGroup.
 
 Messages (successor → running instance, then the answers):
 
@@ -270,10 +275,11 @@ Release = Callable[[], dict[str, Any]]
 class HandoffServer:
     """The running instance's end: answers pings and lets one successor take over.
 
-    ``release()`` stops the app for the hand-off (commit, close stores, release locks; no
-    LeaveGroup) and returns a summary; ``on_done(ok)`` runs after the answer was sent, so the
-    process can exit. The socket file is unlinked before ``released`` is sent: the successor
-    binds its own socket at the same path afterwards and must not lose it to our exit.
+    ``release()`` stops the app for the hand-off (final commits; the stores close and their
+    locks free right after, no LeaveGroup) and returns a summary; ``on_done(ok)`` runs after
+    the answer was sent, so the process can finish closing and exit. The socket file is
+    unlinked before ``released`` is sent: the successor binds its own socket at the same path
+    afterwards and must not lose it to our exit.
     """
 
     def __init__(

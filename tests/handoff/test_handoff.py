@@ -52,6 +52,19 @@ def test_handoff_takes_over_without_rebalance_or_restore(tmp_path: Path) -> None
         assert "hand-off: released to the successor" in old.text()
         released = since(tail, t0, "handoff_released")
         assert [e["pid"] for e in released] == [old.pid]
+        # The order of the timeline: the successor's threads had their clients up and the
+        # coordinator found before it asked; the old one answered after each thread's final
+        # commit; the successor's threads joined only then.
+        marks = {
+            (e["pid"], e["thread"], e["fields"]["mark"]): e["ts"]
+            for e in since(tail, t0, "timeline")
+        }
+        stopping = since(tail, t0, "handoff_stopping")[0]["ts"]
+        for thread in (1, 2):
+            assert marks[(new.pid, thread, "prepared")] <= stopping
+            assert marks[(old.pid, thread, "committed")] <= released[0]["ts"]
+            assert marks[(new.pid, thread, "join_requested")] >= released[0]["ts"]
+            assert (new.pid, thread, "first_record") in marks
         assert ping(socket_path(inst.work / "state" / APP_ID))["pid"] == new.pid
         assert new.alive()
 
