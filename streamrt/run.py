@@ -35,6 +35,7 @@ from streamrt.runtime.handoff import (
     HandoffServer,
     NoRunningInstanceError,
     SuccessorLock,
+    prepare,
     request_handoff,
     socket_path,
     topology_fingerprint,
@@ -162,12 +163,18 @@ def _take_over(
     except HandoffBusyError as exc:
         print(f"streamrt: error: {exc}", file=sys.stderr)
         return 1
+    path = socket_path(config.app_state_dir)
+    try:  # best effort: the running one writes its stores' memory to disk meanwhile
+        prepare(path)
+    except (HandoffError, OSError, ValueError) as exc:
+        logger.info(
+            "hand-off: could not prepare the running instance", extra=fields(error=str(exc))
+        )
     # All the slow part while the old one still processes: connect, validate, create internal
     # topics, start the stream threads' clients and find the group coordinator.
     app.prestart()
     ready = time.monotonic()
     app.mark("handoff_requested")
-    path = socket_path(config.app_state_dir)
     try:
         answer = request_handoff(
             path,
@@ -242,6 +249,7 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
                 instance_id=config.group_instance_id,
                 fingerprint=topology_fingerprint(app.topology, config.application_id),
                 release=app.stop_for_handoff,
+                prepare=app.prepare_for_handoff,
                 on_done=lambda ok: _finish(handed_off, ok, done),
                 state=lambda: app.state.name,
             )

@@ -16,6 +16,9 @@ then closes its clients and exits without a LeaveGroup.
 Messages (successor → running instance, then the answers):
 
 - ``{"op": "ping"}`` → ``{"status": "ok", "pid", "instance_id", "topology", "state"}``
+- ``{"op": "prepare"}`` → ``{"status": "ok", ...}``: a successor is starting up; the running
+  instance writes its stores' memory to disk in the background (it keeps processing), so its
+  stop closes them quickly. Best effort: an older instance answers ``error`` (unknown op).
 - ``{"op": "handoff", "version": 1, "pid", "instance_id", "topology"}`` →
   ``{"status": "refused", "reason": "topology"|"instance"|"busy"|"version"|"dynamic", "error"}``
   or ``{"status": "accepted", "pid"}`` then ``{"status": "released", "summary"}`` (or
@@ -58,6 +61,7 @@ __all__ = (
     "SuccessorLock",
     "lock_path",
     "ping",
+    "prepare",
     "request_handoff",
     "socket_path",
     "topology_fingerprint",
@@ -208,6 +212,16 @@ def ping(path: Path, timeout: float = 5.0) -> dict[str, Any]:
     return answer
 
 
+def prepare(path: Path, timeout: float = 5.0) -> dict[str, Any]:
+    """Tell the running instance a successor is starting up (see the ``prepare`` op)."""
+    with _connect(path, timeout) as sock, sock.makefile("rb") as reader:
+        _send(sock, {"op": "prepare"})
+        answer = _recv(reader)
+    if answer is None:
+        raise HandoffError(f"{path}: the instance closed the connection without answering")
+    return answer
+
+
 def request_handoff(
     path: Path,
     *,
@@ -291,6 +305,7 @@ class HandoffServer:
         release: Release,
         on_done: Callable[[bool], None],
         state: Callable[[], str] = lambda: "RUNNING",
+        prepare: Release = dict,
     ) -> None:
         self.path = Path(path)
         self.instance_id = instance_id
@@ -298,6 +313,7 @@ class HandoffServer:
         self._release = release
         self._on_done = on_done
         self._app_state = state
+        self._prepare = prepare
         self.state = ServerState.SERVING
         self._state_lock = threading.Lock()
         self._successor: int | None = None
@@ -387,10 +403,25 @@ class HandoffServer:
                         "handoff": self.state.value,
                     },
                 )
+            elif op == "prepare":
+                self._prepare_for(conn)
             elif op == "handoff":
                 self._handoff(conn, request)
             else:
                 self._answer(conn, {"status": "error", "error": f"unknown op {op!r}"})
+
+    def _prepare_for(self, conn: socket.socket) -> None:
+        if self.state is not ServerState.SERVING:
+            self._answer(conn, {"status": "ok", "handoff": self.state.value})
+            return
+        try:
+            summary = self._prepare()
+        except Exception as exc:  # best effort: the hand-off works without it, only slower
+            logger.warning("hand-off: preparing failed", extra=fields(error=repr(exc)))
+            self._answer(conn, {"status": "error", "error": repr(exc)})
+            return
+        logger.info("hand-off: a successor is starting, stores persisted", extra=fields(**summary))
+        self._answer(conn, {"status": "ok", **summary})
 
     def _answer(self, conn: socket.socket, message: dict[str, Any]) -> bool:
         try:

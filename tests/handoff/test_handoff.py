@@ -69,6 +69,29 @@ def test_handoff_takes_over_without_rebalance_or_restore(tmp_path: Path) -> None
         assert new.alive()
 
 
+def test_handoff_under_exactly_once_counts_each_event_once(tmp_path: Path) -> None:
+    """The successor starts its transactional producer only once released (its InitProducerId
+    fences the old one's transactional id), so the old one's last transaction commits first."""
+    eos = ["--config", "processing.guarantee=exactly_once_v2"]
+    with instance(tmp_path, extra=eos) as (inst, tail, metrics):
+        old = inst.spawn()
+        wait_running(tail, old)
+        send(inst.bootstrap, 300)
+        wait_counts(inst.bootstrap, 300)
+        before = broker_rebalances(metrics)
+        t0 = now()
+        new = inst.spawn(handoff=True)
+        assert old.wait(90) == 0, old.text()
+        wait_running(tail, new)
+        send(inst.bootstrap, 300, start=300)
+        wait_counts(inst.bootstrap, 600)  # exact: nothing lost, nothing counted twice
+        assert broker_rebalances(metrics) == before
+        assert count_rebalances(tail.events(), t0) == (0, [])
+        assert "hand-off: took over" in new.text()
+        assert not since(tail, t0, "fenced")  # the old one stopped, it was not fenced
+        assert new.alive()
+
+
 def test_successor_crashing_during_startup_leaves_the_old_one_processing(tmp_path: Path) -> None:
     with instance(tmp_path) as (inst, tail, _metrics):
         old = inst.spawn()
