@@ -35,11 +35,13 @@ from streamrt.runtime.handoff import (
     HandoffServer,
     NoRunningInstanceError,
     SuccessorLock,
+    prepare,
     request_handoff,
     socket_path,
     topology_fingerprint,
 )
 from streamrt.runtime.metadata import AppState
+from streamrt.runtime.process_thread import PROCESS_MODE
 
 __all__ = ("EXIT_APP_ERROR", "register")
 
@@ -125,20 +127,20 @@ def _run(args: argparse.Namespace) -> int:
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
     config = app.resolve_config()
-    successor_lock: SuccessorLock | None = None
-    if args.handoff:
-        outcome = _take_over(app, config, args, began)
-        if isinstance(outcome, int):
-            return outcome
-        successor_lock = outcome
-    if config.application_server is not None:
-        from streamrt.rest.wiring import attach_rest
-
-        attach_rest(app)
     from streamrt.events import install_event_publisher
 
     publisher = install_event_publisher(app, to_topic=not args.no_events_topic)
+    successor_lock: SuccessorLock | None = None
     try:
+        if args.handoff:
+            outcome = _take_over(app, config, args, began)
+            if isinstance(outcome, int):
+                return outcome
+            successor_lock = outcome
+        if config.application_server is not None:
+            from streamrt.rest.wiring import attach_rest
+
+            attach_rest(app)
         return _serve(app, config, successor_lock)
     except AppError as exc:
         print(f"streamrt: error: the instance ended in ERROR: {exc}", file=sys.stderr)
@@ -157,15 +159,31 @@ def _take_over(
     if config.group_instance_id is None:
         print("streamrt: error: --handoff needs static membership (--instance-id)", file=sys.stderr)
         return 2
+    if config.stream_thread_mode == PROCESS_MODE:
+        print(
+            "streamrt: error: --handoff is not supported with stream.thread.mode=process "
+            "(restart instead: static membership keeps the partitions)",
+            file=sys.stderr,
+        )
+        return 2
     lock = SuccessorLock(config.app_state_dir)
     try:
         lock.acquire()
     except HandoffBusyError as exc:
         print(f"streamrt: error: {exc}", file=sys.stderr)
         return 1
-    app.prepare()  # connect, validate, create internal topics while the old one still processes
-    ready = time.monotonic()
     path = socket_path(config.app_state_dir)
+    try:  # best effort: the running one writes its stores' memory to disk meanwhile
+        prepare(path)
+    except (HandoffError, OSError, ValueError) as exc:
+        logger.info(
+            "hand-off: could not prepare the running instance", extra=fields(error=str(exc))
+        )
+    # All the slow part while the old one still processes: connect, validate, create internal
+    # topics, start the stream threads' clients and find the group coordinator.
+    app.prestart()
+    ready = time.monotonic()
+    app.mark("handoff_requested")
     try:
         answer = request_handoff(
             path,
@@ -179,6 +197,7 @@ def _take_over(
             extra=fields(reason=str(exc)),
         )
     except HandoffRefusedError as exc:
+        app.stop()  # the threads waiting to join: close their clients
         lock.release()
         logger.error("hand-off refused", extra=fields(reason=exc.reason, error=str(exc)))
         print(f"streamrt: error: hand-off refused: {exc}", file=sys.stderr)
@@ -194,6 +213,7 @@ def _take_over(
             "hand-off failed: falling back to an ordinary start", extra=fields(error=repr(exc))
         )
     else:
+        app.mark("took_over")
         logger.info(
             "hand-off: took over",
             extra=fields(
@@ -232,12 +252,13 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
     server: HandoffServer | None = None
     try:
         app.start()
-        if config.group_instance_id is not None:
+        if config.group_instance_id is not None and config.stream_thread_mode != PROCESS_MODE:
             server = HandoffServer(
                 socket_path(config.app_state_dir),
                 instance_id=config.group_instance_id,
                 fingerprint=topology_fingerprint(app.topology, config.application_id),
                 release=app.stop_for_handoff,
+                prepare=app.prepare_for_handoff,
                 on_done=lambda ok: _finish(handed_off, ok, done),
                 state=lambda: app.state.name,
             )
@@ -254,6 +275,8 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
             if app.state in _STOPPED:
                 break
         if handed_off:
+            # The successor has the stores; let our threads finish closing their clients.
+            app.stop()
             logger.info("handed off: exiting without leaving the group")
             return 0 if handed_off[0] else 1
         if server is not None:

@@ -11,7 +11,9 @@
 - the group leader's instance: the newest ``group_leader`` event before the deploy, and the
   restart step that stopped that process;
 - the coordinator's own count of completed rebalances (the broker's
-  ``streamrt_group_rebalances`` metric), a cross-check that needs no client's word.
+  ``streamrt_group_rebalances`` metric), a cross-check that needs no client's word;
+- per hand-off, its timeline (:func:`handoff_timelines`): when each step ended, from the old
+  process's ``handoff_stopping`` and both processes' ``timeline`` marks.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = (
     "count_restores",
     "find_leader",
     "gap_series",
+    "handoff_timelines",
     "longest_gaps",
     "processing_gaps",
 )
@@ -78,6 +81,7 @@ class DeployReport:
     notes: list[str] = field(default_factory=list)
     leader: dict[str, Any] | None = None  # instance_id, pid, generation, restart_step (1-based)
     coordinator_rebalances: int | None = None
+    handoffs: list[dict[str, Any]] = field(default_factory=list)  # see handoff_timelines
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__ if k not in ("timeline", "correctness")}
@@ -106,6 +110,10 @@ class DeployReport:
             f"correctness               {'OK' if c.ok else 'WRONG'}: {c.exact}/{c.users} users "
             f"exact, {c.over} over-counted, {c.under} under-counted, {c.missing} missing",
             *[f"note                      {n}" for n in self.notes],
+            *[
+                f"hand-off {n}                {_handoff_line(h)}"
+                for n, h in enumerate(self.handoffs, 1)
+            ],
         ]
 
     @property
@@ -122,6 +130,68 @@ class DeployReport:
         if step is None:
             return line + "; its process was not restarted"
         return line + f"; restarted in step {step} of {len(self.timeline.steps)}"
+
+
+# (label, process, event type, timeline mark): the steps of a hand-off, in their usual order.
+# The slowest thread counts (a partition waits for its own thread).
+HANDOFF_STEPS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("requested", "new", "timeline", "handoff_requested"),
+    ("stop noticed", "old", "timeline", "stop_noticed"),
+    ("committed", "old", "timeline", "committed"),
+    ("released", "old", "handoff_released", None),
+    ("joined", "new", "timeline", "assigned"),
+    ("old stores closed", "old", "timeline", "stores_closed"),
+    ("stores opened", "new", "timeline", "stores_opened"),
+    ("ready", "new", "timeline", "ready"),
+    ("first fetch", "new", "timeline", "first_fetch"),
+    ("first record", "new", "timeline", "first_record"),
+)
+
+
+def handoff_timelines(events: Iterable[dict[str, Any]], timeline: Timeline) -> list[dict[str, Any]]:
+    """Per hand-off step of the deploy: milliseconds from the old process's
+    ``handoff_stopping`` to the end of each step (:data:`HANDOFF_STEPS`; None: not seen)."""
+    events = list(events)
+    out: list[dict[str, Any]] = []
+    for step in timeline.steps:
+        if step.signal != "HANDOFF" or step.old_pid is None or step.new_pid is None:
+            continue
+        pids = {"old": step.old_pid, "new": step.new_pid}
+        stopping = [
+            e["ts"] for e in events if e["pid"] == step.old_pid and e["type"] == "handoff_stopping"
+        ]
+        if not stopping:
+            continue
+        t0 = stopping[0]
+        marks: dict[str, float | None] = {}
+        for label, who, type_, mark in HANDOFF_STEPS:
+            times = [
+                e["ts"]
+                for e in events
+                if e["pid"] == pids[who]
+                and e["type"] == type_
+                and (mark is None or e["fields"].get("mark") == mark)
+            ]
+            marks[label] = round((max(times) - t0) * 1000, 1) if times else None
+        out.append(
+            {
+                "instance": step.instance,
+                "old_pid": step.old_pid,
+                "new_pid": step.new_pid,
+                "ms": marks,
+            }
+        )
+    return out
+
+
+def _handoff_line(h: dict[str, Any]) -> str:
+    return (
+        f"{h['instance']}: "
+        + ", ".join(
+            f"{label} {'?' if ms is None else f'{ms:+.0f}'}" for label, ms in h["ms"].items()
+        )
+        + " ms"
+    )
 
 
 def _or_unknown(value: int | None) -> str:

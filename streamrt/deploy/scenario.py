@@ -32,6 +32,7 @@ from streamrt.deploy.report import (
     count_restores,
     find_leader,
     gap_series,
+    handoff_timelines,
     longest_gaps,
 )
 from streamrt.deploy.rolling import rolling_restart, wait_all_running
@@ -309,4 +310,5 @@ def _report(
         gap_points=series,
         leader=find_leader(events, timeline),
         notes=[],
+        handoffs=handoff_timelines(events, timeline),
     )

@@ -49,7 +49,12 @@ from streamrt.runtime.process_thread import (
     picklable_settings,
 )
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
-from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
+from streamrt.runtime.thread import (
+    FatalThreadError,
+    StreamThread,
+    ThreadEnv,
+    ThreadNotRunningError,
+)
 from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike
@@ -207,7 +212,7 @@ class App:
 
     def add_service(self, service: Service) -> None:
         """Run ``service`` for as long as the app runs (see :class:`Service`)."""
-        if self.config is not None:
+        if self._supervisor is not None:  # started (a prestarted app still takes services)
             raise StreamrtError("add_service() must be called before start()")
         self._services.append(service)
 
@@ -301,34 +306,62 @@ class App:
             self._prepared = config
             return config
 
-    def start(self) -> None:
-        """Validate config, create internal topics, start services and the stream threads."""
+    def prestart(self, timeout: float = 60.0) -> None:
+        """A hand-off successor's early start: :meth:`prepare`, then every stream thread starts
+        its clients and finds the group coordinator, and waits. :meth:`start` lets them join.
+
+        What is left for the moment the previous process has released the state: the join
+        (same instance ids: same partitions, no rebalance), opening the stores, the first fetch.
+        Services (the REST port the previous process still holds) start in :meth:`start`.
+        Returns when every thread waits (or ``timeout``: the rest is then done after the join).
+        """
         with self._lock:
             if self.config is not None:
                 raise StreamrtError("app already started")
-            if self.resolve_config().stream_thread_mode == PROCESS_MODE:
-                self._require_app_spec()  # before connecting: a child could not import us
-            config = self.prepare()
-            subs = self.topology.subtopologies(config.application_id)
-            self.config = config
+            config = self._setup()
+            threads = [
+                self._start_thread(index, hold=True)
+                for index in range(1, config.num_stream_threads + 1)
+            ]
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.wait_ready(max(0.0, deadline - time.monotonic()))
+
+    def _setup(self) -> StreamsConfig:
+        if self.resolve_config().stream_thread_mode == PROCESS_MODE:
+            self._require_app_spec()  # before connecting: a child could not import us
+        config = self.prepare()
+        subs = self.topology.subtopologies(config.application_id)
+        self.config = config
+        static = config.group_instance_id is not None
+        self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
+        errors = config.error_handlers()
+        self.error_stats = errors.stats
+        self._env = ThreadEnv(
+            config,
+            self.topology,
+            tuple(subs),
+            self.instance_id,
+            static,
+            self._emit,
+            self.clock,
+            errors,
+        )
+        if config.stream_thread_mode == PROCESS_MODE:
+            self._launch = self._child_launch(config, static)
+            self.error_stats = ChildrenErrorStats(self._thread_list)
+        self.queries.bind(config, self.instance_id, subs)
+        return config
+
+    def start(self) -> None:
+        """Validate config, create internal topics, start services and the stream threads
+        (or, after :meth:`prestart`, let the waiting ones join)."""
+        with self._lock:
+            held = self._env is not None and self._supervisor is None
+            if self.config is not None and not held:
+                raise StreamrtError("app already started")
+            config = self.config if held and self.config is not None else self._setup()
             static = config.group_instance_id is not None
-            self.instance_id = config.group_instance_id or f"dyn-{uuid.uuid4().hex[:8]}"
-            errors = config.error_handlers()
-            self.error_stats = errors.stats
-            self._env = ThreadEnv(
-                config,
-                self.topology,
-                tuple(subs),
-                self.instance_id,
-                static,
-                self._emit,
-                self.clock,
-                errors,
-            )
-            if config.stream_thread_mode == PROCESS_MODE:
-                self._launch = self._child_launch(config, static)
-                self.error_stats = ChildrenErrorStats(self._thread_list)
-            self.queries.bind(config, self.instance_id, subs)
             logger.info(
                 "starting",
                 extra=fields(
@@ -340,13 +373,22 @@ class App:
                     config=config.redacted(),
                 ),
             )
-            for service in self._services:  # first: a taken port fails before any thread runs
-                service.start()
-                self._started_services.append(service)
-            self._start_global_thread(config)
+            try:
+                for service in self._services:  # first: a taken port fails before any join
+                    service.start()
+                    self._started_services.append(service)
+                self._start_global_thread(config)
+            except BaseException:
+                for thread in self._thread_list():  # held threads: never joined, just close
+                    thread.stop()
+                raise
             self._set_state(AppState.REBALANCING)
             for index in range(1, config.num_stream_threads + 1):
-                self._start_thread(index, hold=True)
+                waiting = self.threads.get(index)
+                if waiting is None or not waiting.alive:
+                    # not held, or a held one died while waiting (e.g. the broker went away);
+                    # processes are held so that those of one start join together
+                    self._start_thread(index, hold=self._launch is not None)
             self._release_held()
             self._supervisor = threading.Thread(
                 target=self._supervise, daemon=True, name=f"{self.instance_id}-supervisor"
@@ -401,19 +443,21 @@ class App:
             self.threads[index] = thread
             thread.start(hold=hold)
         else:
-            thread = StreamThread(self._env, index)
+            thread = StreamThread(self._env, index, held=hold)
             self.threads[index] = thread
             thread.start()
         return thread
 
     def _release_held(self, timeout: float = 60.0) -> None:
-        """Stream thread processes of one start join the group together (one rebalance, as
-        threads): wait until each has imported the app, then let them all join."""
-        held = [t for t in self.threads.values() if isinstance(t, ProcessStreamThread)]
+        """Let held threads join. Stream thread processes of one start join the group together
+        (one rebalance, as threads): wait until each has imported the app, then release all.
+        Held threads of a hand-off successor were waited for in :meth:`prestart`."""
+        threads = list(self.threads.values())
         deadline = time.monotonic() + timeout
-        for thread in held:
-            thread.wait_ready(max(0.0, deadline - time.monotonic()))
-        for thread in held:
+        for thread in threads:
+            if isinstance(thread, ProcessStreamThread):
+                thread.wait_ready(max(0.0, deadline - time.monotonic()))
+        for thread in threads:
             thread.release()
 
     def _supervise(self) -> None:
@@ -575,26 +619,65 @@ class App:
             self._set_state(AppState.PENDING_ERROR)
         self._set_state(AppState.ERROR if self.fatal_error is not None else AppState.NOT_RUNNING)
 
+    def mark(self, name: str) -> None:
+        """A hand-off timeline mark of the whole instance (``timeline`` event, thread None)."""
+        logger.info("timeline", extra=fields(mark=name, t=round(time.time(), 4)))
+        self._emit("timeline", None, mark=name)
+
+    def prepare_for_handoff(self) -> dict[str, Any]:
+        """A successor is starting up: write the stores' memory to disk now, in the background,
+        so the stop that follows closes them quickly (the partitions wait for that close)."""
+        asked = 0
+        for thread in self._thread_list():
+            if isinstance(thread, ProcessStreamThread):
+                continue  # (hand-off is refused in process mode, see stop_for_handoff)
+            try:
+                asked += thread.persist_stores()
+            except ThreadNotRunningError:
+                continue
+        self._emit("handoff_preparing", None, tasks=asked)
+        return {"tasks": asked}
+
     def stop_for_handoff(self, timeout: float = 30.0) -> dict[str, Any]:
         """Stop so another process of this instance takes over (``streamrt run --handoff``).
 
-        The same as :meth:`stop` (each thread commits: producer flushed, data + changelog
-        offsets written, input offsets committed; stores closed, their locks released; a static
-        member sends no LeaveGroup), but refuses a dynamic member (its stop would rebalance) and
-        raises if a thread is still alive or failed, so the caller can tell the successor the
-        state is not clean. Returns what was handed over.
+        Each thread is woken, stops processing and commits (producer flushed, data + changelog
+        offsets written, input offsets committed); this returns as soon as every thread has
+        done so. The threads then close their stores (each release of a task's directory lock
+        lets the successor open that task) and their clients, while the successor joins: it
+        fences our members, which commit nothing more (a static member sends no LeaveGroup).
+        Call :meth:`stop` afterwards to wait for the threads. Refuses a dynamic member (its
+        stop would rebalance) and raises if a thread failed to commit, so the caller can tell
+        the successor the state is not clean. Returns what was handed over.
         """
         if self.config is None or self.config.group_instance_id is None:
             raise StreamrtError("a hand-off needs static membership (group.instance.id)")
-        threads = self._thread_list()
+        threads = [t for t in self._thread_list() if isinstance(t, StreamThread)]
+        if len(threads) != len(self._thread_list()):
+            # the children would need the commit/close handshake relayed; a plain restart
+            # (static membership: no rebalance) is what the successor falls back to
+            raise StreamrtError("a hand-off is not supported with stream.thread.mode=process")
         tasks = sorted(t for thread in threads for t in thread.tasks)
         self._emit("handoff_stopping", None, tasks=tasks)
-        self.stop(timeout)
-        alive = [t.name for t in threads if t.alive]
-        if alive:
-            raise StreamrtError(f"threads still running after {timeout:g}s: {alive}")
-        if self.fatal_error is not None:
-            raise StreamrtError(f"stopped with an error: {self.fatal_error}")
+        self._stopping.set()
+        for thread in threads:  # first: processing stops now, services stop meanwhile
+            thread.stop()
+        self._set_state(AppState.PENDING_SHUTDOWN)
+        for service in reversed(self._started_services):  # the successor binds the same port
+            try:
+                service.stop()
+            except Exception:
+                logger.exception("service stop failed")
+        self._started_services.clear()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.committed.wait(max(0.0, deadline - time.monotonic()))
+        late = [t.name for t in threads if not t.committed.is_set()]
+        if late:
+            raise StreamrtError(f"threads not stopped and committed after {timeout:g}s: {late}")
+        unclean = {t.name: str(t.error) for t in threads if not t.stopped_cleanly}
+        if unclean or self.fatal_error is not None:
+            raise StreamrtError(f"stopped with an error: {self.fatal_error or unclean}")
         self._emit("handoff_released", None, tasks=tasks)
         return {"threads": len(threads), "tasks": tasks}
 

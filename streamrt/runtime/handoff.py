@@ -3,14 +3,22 @@
 Two processes of one instance (same ``group.instance.id``, same ``state.dir``) talk over a Unix
 domain socket in the application's state directory, ``<state.dir>/<application.id>/.handoff.sock``,
 one JSON object per line. The successor does all its slow start-up first (imports, config,
-topology, broker connection), then asks; the running instance stops processing, commits,
-closes its stores (releasing their locks) and answers ``released`` at the last moment, then
-exits without a LeaveGroup. The successor then joins with the same per-thread instance ids and,
-KIP-345, gets the same partitions back in the same generation: no rebalance, nothing restored.
+topology, internal topics, and each stream thread's clients started with the group
+coordinator found: ``App.prestart``), then asks; the running instance wakes its threads, which
+stop processing and commit (producer flushed, data + changelog offset written, input offsets
+committed), and answers ``released`` as soon as every thread has committed. The successor joins
+at once with the same per-thread instance ids and, KIP-345, gets the same partitions back in
+the same generation (no rebalance); its join fences the old members, which commit nothing
+more. Meanwhile the old threads close their stores, and the successor opens each task as soon
+as its directory lock is free (checkpoint = changelog end: nothing restored). The old process
+then closes its clients and exits without a LeaveGroup.
 
 Messages (successor → running instance, then the answers):
 
 - ``{"op": "ping"}`` → ``{"status": "ok", "pid", "instance_id", "topology", "state"}``
+- ``{"op": "prepare"}`` → ``{"status": "ok", ...}``: a successor is starting up; the running
+  instance writes its stores' memory to disk in the background (it keeps processing), so its
+  stop closes them quickly. Best effort: an older instance answers ``error`` (unknown op).
 - ``{"op": "handoff", "version": 1, "pid", "instance_id", "topology"}`` →
   ``{"status": "refused", "reason": "topology"|"instance"|"busy"|"version"|"dynamic", "error"}``
   or ``{"status": "accepted", "pid"}`` then ``{"status": "released", "summary"}`` (or
@@ -53,6 +61,7 @@ __all__ = (
     "SuccessorLock",
     "lock_path",
     "ping",
+    "prepare",
     "request_handoff",
     "socket_path",
     "topology_fingerprint",
@@ -203,6 +212,16 @@ def ping(path: Path, timeout: float = 5.0) -> dict[str, Any]:
     return answer
 
 
+def prepare(path: Path, timeout: float = 5.0) -> dict[str, Any]:
+    """Tell the running instance a successor is starting up (see the ``prepare`` op)."""
+    with _connect(path, timeout) as sock, sock.makefile("rb") as reader:
+        _send(sock, {"op": "prepare"})
+        answer = _recv(reader)
+    if answer is None:
+        raise HandoffError(f"{path}: the instance closed the connection without answering")
+    return answer
+
+
 def request_handoff(
     path: Path,
     *,
@@ -270,10 +289,11 @@ Release = Callable[[], dict[str, Any]]
 class HandoffServer:
     """The running instance's end: answers pings and lets one successor take over.
 
-    ``release()`` stops the app for the hand-off (commit, close stores, release locks; no
-    LeaveGroup) and returns a summary; ``on_done(ok)`` runs after the answer was sent, so the
-    process can exit. The socket file is unlinked before ``released`` is sent: the successor
-    binds its own socket at the same path afterwards and must not lose it to our exit.
+    ``release()`` stops the app for the hand-off (final commits; the stores close and their
+    locks free right after, no LeaveGroup) and returns a summary; ``on_done(ok)`` runs after
+    the answer was sent, so the process can finish closing and exit. The socket file is
+    unlinked before ``released`` is sent: the successor binds its own socket at the same path
+    afterwards and must not lose it to our exit.
     """
 
     def __init__(
@@ -285,6 +305,7 @@ class HandoffServer:
         release: Release,
         on_done: Callable[[bool], None],
         state: Callable[[], str] = lambda: "RUNNING",
+        prepare: Release = dict,
     ) -> None:
         self.path = Path(path)
         self.instance_id = instance_id
@@ -292,6 +313,7 @@ class HandoffServer:
         self._release = release
         self._on_done = on_done
         self._app_state = state
+        self._prepare = prepare
         self.state = ServerState.SERVING
         self._state_lock = threading.Lock()
         self._successor: int | None = None
@@ -381,10 +403,25 @@ class HandoffServer:
                         "handoff": self.state.value,
                     },
                 )
+            elif op == "prepare":
+                self._prepare_for(conn)
             elif op == "handoff":
                 self._handoff(conn, request)
             else:
                 self._answer(conn, {"status": "error", "error": f"unknown op {op!r}"})
+
+    def _prepare_for(self, conn: socket.socket) -> None:
+        if self.state is not ServerState.SERVING:
+            self._answer(conn, {"status": "ok", "handoff": self.state.value})
+            return
+        try:
+            summary = self._prepare()
+        except Exception as exc:  # best effort: the hand-off works without it, only slower
+            logger.warning("hand-off: preparing failed", extra=fields(error=repr(exc)))
+            self._answer(conn, {"status": "error", "error": repr(exc)})
+            return
+        logger.info("hand-off: a successor is starting, stores persisted", extra=fields(**summary))
+        self._answer(conn, {"status": "ok", **summary})
 
     def _answer(self, conn: socket.socket, message: dict[str, Any]) -> bool:
         try:

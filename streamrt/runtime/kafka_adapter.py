@@ -66,6 +66,7 @@ __all__ = (
     "FencedInstanceIdError",
     "GroupMetadata",
     "check_static_membership",
+    "find_coordinator",
     "generation",
     "group_metadata",
     "install_group_metadata_offsets",
@@ -92,6 +93,11 @@ PINNED_INTERNALS: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "_do_heartbeat", "method(self)"),
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "_send_req", "method(self, request)"),
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "request_rejoin", "method(self)"),
+    (
+        "aiokafka.consumer.group_coordinator.GroupCoordinator",
+        "ensure_coordinator_known",
+        "method(self)",
+    ),
     ("aiokafka.errors", "kafka_errors", "module dict: error code -> class"),
     # exactly-once: TxnOffsetCommit v3 with group metadata (install_group_metadata_offsets)
     ("aiokafka.producer.producer.AIOKafkaProducer", "_sender", "instance attribute"),
@@ -211,6 +217,20 @@ def request_rejoin(consumer: AIOKafkaConsumer) -> bool:
     if coordinator is None:
         return False
     coordinator.request_rejoin()
+    return True
+
+
+async def find_coordinator(consumer: AIOKafkaConsumer) -> bool:
+    """Look up and connect to the group coordinator now, before subscribing.
+
+    aiokafka does it only once a subscription wakes its coordination task; a hand-off
+    successor does it while the previous process still runs, so its JoinGroup goes out the
+    moment it subscribes. Returns False if the consumer has no coordinator (no group).
+    """
+    coordinator = _coordinator(consumer)
+    if coordinator is None:
+        return False
+    await coordinator.ensure_coordinator_known()
     return True
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +49,7 @@ from streamrt.runtime.restore import ChangelogRestorer
 from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
-from streamrt.runtime.topology import SubTopology, Topology
+from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import StateLockedError, read_checkpoint_hint
 
 __all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
@@ -103,7 +105,7 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 class StreamThread:
     """Responsibilities: membership, task lifecycle, process loop, numbered commits."""
 
-    def __init__(self, env: ThreadEnv, index: int) -> None:
+    def __init__(self, env: ThreadEnv, index: int, *, held: bool = False) -> None:
         self.env = env
         self.index = index
         app_id, instance = env.config.application_id, env.instance_id
@@ -137,6 +139,20 @@ class StreamThread:
         self._standbys: StandbyUpdater | None = None
         self._purger: RepartitionPurger | None = None
         self._probe_at_ms: int | None = None  # when the leader asks for a probing rebalance
+        # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
+        # group coordinator, then waits for release() before it joins. A stopping thread sets
+        # ``committed`` once its final commit is done, before it closes its stores: from then
+        # on a successor may join (it fences our member, which commits nothing more) and
+        # opens each task as soon as we release its directory lock.
+        self._hold = threading.Event()
+        if not held:
+            self._hold.set()
+        self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
+        self.committed = threading.Event()  # stopping: the final commit is done; or it ended
+        self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
+        self._lock_warned: set[str] = set()
+        self._wakeup: asyncio.Event | None = None
+        self._marked: set[str] = set()
 
     # -- control from other threads ----------------------------------------------------------
 
@@ -145,8 +161,35 @@ class StreamThread:
         self._os_thread.start()
 
     def stop(self) -> None:
-        """Ask the thread to commit and stop; its loop notices within one poll (100 ms)."""
+        """Ask the thread to commit and stop; a waiting poll is woken at once."""
+        if not self._stop_requested.is_set():
+            self.mark("stop_requested")
         self._stop_requested.set()
+        self._wake()
+
+    def release(self) -> None:
+        """Let a held thread join its group (the previous process released the state)."""
+        self._hold.set()
+        self._wake()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until a held thread's clients are up and it waits to join (or it ended)."""
+        return self.prepared.wait(timeout)
+
+    def _wake(self) -> None:
+        loop, wakeup = self._loop, self._wakeup
+        if loop is not None and wakeup is not None and not loop.is_closed():
+            # RuntimeError: the loop closed in between, nothing waits any more
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wakeup.set)
+
+    def mark(self, name: str) -> None:
+        """A hand-off timeline mark (``timeline`` event), once per name and thread."""
+        if name in self._marked:
+            return
+        self._marked.add(name)
+        logger.info("timeline", extra=fields(thread=self.name, mark=name, t=round(time.time(), 4)))
+        self.env.emit("timeline", self.index, mark=name)
 
     def join(self, timeout: float | None = None) -> None:
         if self._os_thread.is_alive():
@@ -194,6 +237,18 @@ class StreamThread:
             return asyncio.run_coroutine_threadsafe(locked(), loop).result(timeout)
         except (concurrent.futures.TimeoutError, RuntimeError) as exc:
             raise ThreadNotRunningError(f"thread {self.name} did not answer: {exc!r}") from exc
+
+    def persist_stores(self, timeout: float = 5.0) -> int:
+        """Ahead of a hand-off: have every open task's stores write their memory to disk in the
+        background, so the stop's store close is quick. Returns how many tasks were asked."""
+
+        async def persist() -> int:
+            tasks = [t for tid, t in self.tasks.items() if tid not in self.locked]
+            for task in tasks:
+                task.state.persist()
+            return len(tasks)
+
+        return self.run_on_loop(persist, timeout)
 
     def metadata(self) -> ThreadMetadata:
         tasks = dict(self.tasks)
@@ -293,6 +348,7 @@ class StreamThread:
         cfg = self.env.config
         self._loop = asyncio.get_running_loop()
         self._commit_lock = asyncio.Lock()
+        self._wakeup = asyncio.Event()
         if self._stop_requested.is_set():
             return
         clients = cfg.client_config()
@@ -326,30 +382,90 @@ class StreamThread:
         self._standbys = self._standby_updater(restore_consumer)
         # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
         # and aborts its open transaction, which releases the changelogs' last stable offset
-        # before the restore consumer asks for their ends.
-        await producer.start()
+        # before the restore consumer asks for their ends. A held thread (hand-off successor)
+        # under EOS starts it only once released: the running process still uses that
+        # transactional id, and our InitProducerId would fence it.
+        eos = cfg.exactly_once
+        if not eos:
+            await producer.start()
         await restore_consumer.start()
         self._purger = self._repartition_purger()
         try:
-            topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
-            consumer.subscribe(topics, listener=_Listener(self))
+            # Everything before the join: connect, load metadata, find the group coordinator.
             await consumer.start()
             kafka_adapter.install_static_heartbeat(consumer)
+            await kafka_adapter.find_coordinator(consumer)
+            if not self._hold.is_set():
+                await self._warm_restore_consumer(restore_consumer)
+            self.mark("prepared")
+            self.prepared.set()
+            await self._wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
+            if self._stop_requested.is_set():
+                return
+            self.mark("released")
+            if eos:
+                await producer.start()
+            topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
+            consumer.subscribe(topics, listener=_Listener(self))
+            self.mark("join_requested")
             await self._run_loop(consumer)
+            self.mark("stop_noticed")
             self._transition(ThreadState.PENDING_SHUTDOWN)
             async with self._commit_lock:
                 await self._commit(consumer)
+            self.mark("committed")
+            self.stopped_cleanly = True
         finally:
+            self.prepared.set()
+            self.committed.set()
             await self._close_tasks(list(self.tasks))
             self._close_standbys()
-            # A static member sends no LeaveGroup on stop: aiokafka skips it when
-            # group_instance_id is set, so the coordinator keeps our partitions for us.
+            self.mark("stores_closed")
+            await self._close_clients(
+                consumer, restore_consumer, started=not eos or self._hold.is_set()
+            )
+            self.mark("clients_closed")
+
+    async def _close_clients(
+        self, consumer: AIOKafkaConsumer, restore_consumer: AIOKafkaConsumer, started: bool
+    ) -> None:
+        """Close the clients. A static member sends no LeaveGroup on stop: aiokafka skips it
+        when group_instance_id is set, so the coordinator keeps our partitions for us. After a
+        hand-off the successor may already have fenced our member: that is not an error now."""
+        try:
             await consumer.stop()
-            await restore_consumer.stop()
-            if self._collector is not None:
-                await self._collector.producer.stop()
-            if self._purger is not None:
-                await self._purger.close()
+        except Exception as exc:
+            if not (self._stop_requested.is_set() and kafka_adapter.is_fenced(exc)):
+                raise
+            logger.info(
+                "consumer fenced by the successor while closing", extra=fields(thread=self.name)
+            )
+        await restore_consumer.stop()
+        if self._collector is not None and started:
+            await self._collector.producer.stop()
+        if self._purger is not None:
+            await self._purger.close()
+
+    async def _warm_restore_consumer(self, restore_consumer: AIOKafkaConsumer) -> None:
+        """Held: ask the changelogs' end offsets once, so the metadata and the connections
+        the restore check needs after the join are there already (best effort)."""
+        app_id = self.env.config.application_id
+        stores = {name for sub in self.env.subtopologies for name in sub.stores}
+        tps = [KafkaTP(changelog_topic(app_id, name), 0) for name in sorted(stores)]
+        if not tps:
+            return
+        try:
+            await asyncio.wait_for(restore_consumer.end_offsets(tps), 5.0)
+        except Exception as exc:  # e.g. a store whose changelog is its source topic
+            logger.debug("restore consumer warm-up", extra=fields(error=repr(exc)))
+
+    async def _wait_until(self, condition: Callable[[], bool]) -> None:
+        """Wait for a flag another thread sets (it wakes us; the timeout covers a race)."""
+        assert self._wakeup is not None
+        while not condition():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), 0.05)
+            self._wakeup.clear()
 
     def _repartition_purger(self) -> RepartitionPurger | None:
         """Deletes consumed repartition records after commits (None: no repartition topic)."""
@@ -410,7 +526,9 @@ class StreamThread:
         schedule = CommitSchedule(clock, self.env.config.commit_interval_ms)
         while not self._stop_requested.is_set():
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
-            batches = await consumer.getmany(timeout_ms=0 if self.restoring else 100)
+            # A task waiting for a lock (a previous owner still closing it) retries every 10 ms.
+            timeout_ms = 0 if self.restoring else 10 if self.locked else 100
+            batches = await self._poll(consumer, timeout_ms)
             # getmany returns already fetched records without yielding to the event loop; yield
             # once per poll so the producer's sender (linger) and the fetcher run in between.
             await asyncio.sleep(0)
@@ -431,6 +549,36 @@ class StreamThread:
                     schedule.committed()
                 self._maybe_probe(consumer)
 
+    async def _poll(self, consumer: AIOKafkaConsumer, timeout_ms: int) -> dict[KafkaTP, list[Any]]:
+        """``getmany``, but a stop request ends the wait at once instead of after the timeout.
+
+        Buffered records are taken without waiting; only an empty poll waits, racing the wake-up.
+        A cancelled ``getmany`` has drained nothing (it is cancelled at its wait), so no
+        record is lost: they stay in the fetcher's buffer.
+        """
+        batches = await consumer.getmany(timeout_ms=0)
+        if batches or timeout_ms == 0:
+            if batches and "first_fetch" not in self._marked:
+                self.mark("first_fetch")
+            return batches
+        wakeup = self._wakeup
+        assert wakeup is not None
+        if self._stop_requested.is_set():
+            return {}
+        wakeup.clear()
+        poll = asyncio.ensure_future(consumer.getmany(timeout_ms=timeout_ms))
+        woken = asyncio.ensure_future(wakeup.wait())
+        await asyncio.wait((poll, woken), return_when=asyncio.FIRST_COMPLETED)
+        woken.cancel()
+        if not poll.done():
+            poll.cancel()
+            await asyncio.wait((poll,))  # let it unwind (ours is not cancelled by this)
+            return {}
+        batches = poll.result()
+        if batches and "first_fetch" not in self._marked:
+            self.mark("first_fetch")
+        return batches
+
     def _process(self, batches: dict[KafkaTP, list[Any]]) -> None:
         by_input = self._by_input
         for ktp, records in batches.items():
@@ -440,6 +588,8 @@ class StreamThread:
                 continue
             for r in records:  # a RecordFailedError (handler said FAIL) ends the thread
                 task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers)
+            if records and "first_record" not in self._marked:
+                self.mark("first_record")
 
     def _unread(self, ktp: KafkaTP, records: list[Any]) -> None:
         """Put records no task can take back on the consumer. A partition is fetchable from
@@ -566,6 +716,7 @@ class StreamThread:
         info = self.assignment_info
         wanted = set(info.tasks) if info else set()
         self._transition(ThreadState.PARTITIONS_ASSIGNED)
+        self.mark("assigned")
         logger.info(
             "partitions assigned",
             extra=fields(thread=self.name, partitions=sorted(assigned), tasks=sorted(wanted)),
@@ -580,6 +731,7 @@ class StreamThread:
             await self._retry_locked()
             self._previous_tasks = tuple(sorted(wanted))
             if not self.restoring and not self.locked:
+                self.mark("ready")
                 self._transition(ThreadState.RUNNING)
 
     def _create(self, task_id: TaskId) -> None:
@@ -611,13 +763,18 @@ class StreamThread:
             try:
                 task.open()
             except StateLockedError as exc:
-                logger.warning(
-                    "task state is locked, will retry",
-                    extra=fields(thread=self.name, task=task_id, error=str(exc)),
-                )
+                if task_id not in self._lock_warned:  # retried every 10 ms: say it once
+                    self._lock_warned.add(task_id)
+                    logger.warning(
+                        "task state is locked, will retry",
+                        extra=fields(thread=self.name, task=task_id, error=str(exc)),
+                    )
                 continue
+            self._lock_warned.discard(task_id)
             self.locked.discard(task_id)
             self.restoring.add(task_id)
+            if not self.locked:
+                self.mark("stores_opened")
             self.env.emit("restore_check", self.index, task=task_id)
             if await self._restorer.add(task.state):
                 self._ready(task)
@@ -629,6 +786,7 @@ class StreamThread:
         self._consumer.resume(*[KafkaTP(*tp) for tp in task.inputs])
         self.env.emit("restore_ready", self.index, task=task_id)
         if not self.restoring and not self.locked and self.state is ThreadState.PARTITIONS_ASSIGNED:
+            self.mark("ready")
             self._transition(ThreadState.RUNNING)
 
     def _pause(self, task: StreamTask) -> None:

@@ -64,6 +64,9 @@ class InMemoryStore:
             if isinstance(value, bytes):
                 yield key, value
 
+    def persist(self) -> None:
+        """Nothing on disk to prepare."""
+
     def flush(self, changelog_offset: int | None) -> None:
         data = self._require()
         for key, value in self._pending.items():

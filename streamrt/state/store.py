@@ -56,6 +56,12 @@ class KeyValueStore(Protocol):
         """Make staged writes durable with ``changelog_offset`` (if given), atomically."""
         ...
 
+    def persist(self) -> None:
+        """Start writing what the store holds in memory to its files, in the background (RocksDB:
+        a memtable flush), so that a close soon after is quick. Durability is unchanged: what
+        :meth:`flush` wrote is durable already. A hand-off asks it ahead of the stop."""
+        ...
+
     def discard(self) -> None:
         """Drop every staged write (an aborted transaction); durable data is untouched."""
         ...

@@ -11,6 +11,7 @@ from streamrt.deploy.report import (
     count_restores,
     find_leader,
     gap_series,
+    handoff_timelines,
     longest_gaps,
 )
 from streamrt.deploy.rolling import RestartStep, Timeline
@@ -80,3 +81,34 @@ def test_check_output_compares_final_profiles_with_clicks_sent() -> None:
     assert (result.exact, result.over, result.under, result.missing) == (1, 1, 1, 1)
     assert not result.ok
     assert size == sum(len(r.key) + len(r.value) for r in records[1:])
+
+
+def test_handoff_timeline_is_each_step_end_from_the_old_stop_slowest_thread_counts() -> None:
+    timeline = Timeline(start=0.0)
+    timeline.steps.append(RestartStep("i1", "HANDOFF", old_pid=11, new_pid=22))
+    timeline.steps.append(RestartStep("i2", "SIGTERM", old_pid=33, new_pid=44))  # not a hand-off
+
+    def mark(ts: float, pid: int, name: str, thread: int | None = 1) -> dict:
+        return event(ts, "timeline", pid=pid, thread=thread, mark=name)  # type: ignore[arg-type]
+
+    events = [
+        mark(9.9, 22, "handoff_requested", None),
+        event(10.0, "handoff_stopping", pid=11),
+        mark(10.01, 11, "committed"),
+        mark(10.03, 11, "committed", 2),
+        event(10.031, "handoff_released", pid=11),
+        mark(10.05, 22, "assigned"),
+        mark(10.2, 22, "stores_opened"),
+        mark(10.3, 22, "first_record"),
+        mark(10.25, 22, "first_record", 2),
+        mark(50.0, 33, "committed"),  # another process: ignored
+    ]
+    [h] = handoff_timelines(events, timeline)
+    assert (h["instance"], h["old_pid"], h["new_pid"]) == ("i1", 11, 22)
+    ms = h["ms"]
+    assert ms["requested"] == -100.0
+    assert ms["committed"] == 30.0  # the slower thread
+    assert ms["released"] == 31.0
+    assert ms["joined"] == 50.0
+    assert ms["first record"] == 300.0
+    assert ms["stop noticed"] is None  # not seen

@@ -52,7 +52,43 @@ def test_handoff_takes_over_without_rebalance_or_restore(tmp_path: Path) -> None
         assert "hand-off: released to the successor" in old.text()
         released = since(tail, t0, "handoff_released")
         assert [e["pid"] for e in released] == [old.pid]
+        # The order of the timeline: the successor's threads had their clients up and the
+        # coordinator found before it asked; the old one answered after each thread's final
+        # commit; the successor's threads joined only then.
+        marks = {
+            (e["pid"], e["thread"], e["fields"]["mark"]): e["ts"]
+            for e in since(tail, t0, "timeline")
+        }
+        stopping = since(tail, t0, "handoff_stopping")[0]["ts"]
+        for thread in (1, 2):
+            assert marks[(new.pid, thread, "prepared")] <= stopping
+            assert marks[(old.pid, thread, "committed")] <= released[0]["ts"]
+            assert marks[(new.pid, thread, "join_requested")] >= released[0]["ts"]
+            assert (new.pid, thread, "first_record") in marks
         assert ping(socket_path(inst.work / "state" / APP_ID))["pid"] == new.pid
+        assert new.alive()
+
+
+def test_handoff_under_exactly_once_counts_each_event_once(tmp_path: Path) -> None:
+    """The successor starts its transactional producer only once released (its InitProducerId
+    fences the old one's transactional id), so the old one's last transaction commits first."""
+    eos = ["--config", "processing.guarantee=exactly_once_v2"]
+    with instance(tmp_path, extra=eos) as (inst, tail, metrics):
+        old = inst.spawn()
+        wait_running(tail, old)
+        send(inst.bootstrap, 300)
+        wait_counts(inst.bootstrap, 300)
+        before = broker_rebalances(metrics)
+        t0 = now()
+        new = inst.spawn(handoff=True)
+        assert old.wait(90) == 0, old.text()
+        wait_running(tail, new)
+        send(inst.bootstrap, 300, start=300)
+        wait_counts(inst.bootstrap, 600)  # exact: nothing lost, nothing counted twice
+        assert broker_rebalances(metrics) == before
+        assert count_rebalances(tail.events(), t0) == (0, [])
+        assert "hand-off: took over" in new.text()
+        assert not since(tail, t0, "fenced")  # the old one stopped, it was not fenced
         assert new.alive()
 
 
@@ -202,3 +238,19 @@ def _http_ok(url: str) -> bool:
         return httpx.get(url + "/healthz", timeout=2).status_code < 500
     except httpx.HTTPError:
         return False
+
+
+def test_handoff_with_stream_thread_processes_is_refused_up_front(tmp_path: Path) -> None:
+    """Process mode has no hand-off (the children's commit and store close are not relayed):
+    the successor says so and exits 2 before it connects, the running one keeps processing."""
+    extra = ["--config", "stream.thread.mode=process"]
+    with instance(tmp_path, extra=extra) as (inst, tail, _metrics):
+        old = inst.spawn()
+        wait_running(tail, old)
+        new = inst.spawn(handoff=True)
+        assert new.wait(60) == 2, new.text()
+        assert "--handoff is not supported with stream.thread.mode=process" in new.text()
+        assert not socket_path(inst.work / "state" / APP_ID).exists()  # none offered
+        send(inst.bootstrap, 50)
+        wait_counts(inst.bootstrap, 50)
+        assert old.alive()
