@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from streamrt.client_config import load_properties
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 
 RUNS = (
@@ -198,6 +199,15 @@ def main() -> int:
         default="embedded",
         help="a fresh embedded broker per run (default) or a fresh Apache Kafka 4.3.1 (1 broker)",
     )
+    p.add_argument(
+        "--bootstrap-server",
+        help="an existing, empty cluster instead of a fresh broker (one run: the topics stay)",
+    )
+    p.add_argument(
+        "--command-config",
+        type=Path,
+        help="Kafka client properties (TLS, SASL) for the driver and the instances",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +216,12 @@ def main() -> int:
     for delay in [float(d) for d in args.startup_delay.split(",")]:
         for run in args.runs.split(","):
             cfg = config_for(run, args, work, delay)
-            if args.kafka == "apache":
+            if args.command_config:
+                cfg.client = load_properties(args.command_config)
+            if args.bootstrap_server:
+                cfg.bootstrap = args.bootstrap_server
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
+            elif args.kafka == "apache":
                 from streamrt.dev.apache_kafka import ApacheKafka
 
                 with ApacheKafka(1, work_dir=cfg.work_dir / "apache-kafka") as kafka:

@@ -15,6 +15,9 @@ from collections import Counter
 
 from aiokafka import AIOKafkaProducer
 
+from streamrt.client_config import ClientConfig
+from streamrt.events import security_kwargs
+
 __all__ = ("LoadGenerator", "preload")
 
 PAGES = tuple(f"/page/{n}" for n in range(40))
@@ -25,18 +28,27 @@ def _click(user: str, rng: random.Random) -> bytes:
     return json.dumps(click).encode()
 
 
-async def _producer(bootstrap: str) -> AIOKafkaProducer:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
+async def _producer(bootstrap: str, client: ClientConfig | None) -> AIOKafkaProducer:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=10, **security_kwargs(client, "producer")
+    )
     await producer.start()
     return producer
 
 
-def preload(bootstrap: str, topic: str, users: int, sent: Counter[str], seed: int = 7) -> None:
+def preload(
+    bootstrap: str,
+    topic: str,
+    users: int,
+    sent: Counter[str],
+    seed: int = 7,
+    client: ClientConfig | None = None,
+) -> None:
     """One click for each of ``users`` users, as fast as the broker takes them."""
 
     async def go() -> None:
         rng = random.Random(seed)
-        producer = await _producer(bootstrap)
+        producer = await _producer(bootstrap, client)
         try:
             for n in range(users):
                 user = f"u{n:07d}"
@@ -52,8 +64,17 @@ def preload(bootstrap: str, topic: str, users: int, sent: Counter[str], seed: in
 class LoadGenerator:
     """Produces ``rate`` clicks/s over ``users`` users from a thread until ``stop()``."""
 
-    def __init__(self, bootstrap: str, topic: str, users: int, rate: float, seed: int = 11) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        users: int,
+        rate: float,
+        seed: int = 11,
+        client: ClientConfig | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.client = client
         self.topic = topic
         self.users = users
         self.rate = rate
@@ -75,7 +96,7 @@ class LoadGenerator:
         self._thread.join(30)
 
     async def _run(self) -> None:
-        producer = await _producer(self.bootstrap)
+        producer = await _producer(self.bootstrap, self.client)
         began = time.monotonic()
         done = 0
         try:

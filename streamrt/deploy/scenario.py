@@ -11,11 +11,12 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamrt.broker.embedded import BrokerThread
+from streamrt.client_config import ClientConfig, redact
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import (
     coordinator_rebalances,
@@ -24,7 +25,7 @@ from streamrt.deploy.kafka_io import (
     read_topic,
 )
 from streamrt.deploy.loadgen import LoadGenerator, preload
-from streamrt.deploy.processes import InstanceSpec, LocalInstance
+from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
 from streamrt.deploy.report import (
     DeployReport,
     check_output,
@@ -76,6 +77,12 @@ class ScenarioConfig:
     bootstrap: str = ""
     # ``exactly_once_v2``: outputs, changelogs and offsets in one transaction per commit
     processing_guarantee: str = "at_least_once"
+    # Kafka client properties (security.protocol, ssl.*, sasl.*; Kafka's names, with the
+    # consumer./producer./admin. prefixes) for every client of the driver and the instances
+    client: dict[str, str] = field(default_factory=dict)
+
+    def client_config(self) -> ClientConfig | None:
+        return ClientConfig.from_properties(self.client) if self.client else None
 
     @property
     def contender(self) -> str:
@@ -90,6 +97,7 @@ class ScenarioConfig:
         out = asdict(self)
         out["work_dir"] = str(self.work_dir)
         out["stop_signal"] = signal.Signals(self.stop_signal).name
+        out["client"] = redact(self.client)  # the report is written to disk: no secrets
         return out
 
 
@@ -101,6 +109,10 @@ BROKER_OVERRIDES = {
 
 
 def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
+    client = cfg.client_config()
+    client_file = None
+    if client is not None:  # a 0600 file, not flags: ``ps`` would show every user a password
+        client_file = write_client_properties(cfg.work_dir / "client-config.json", client)
     settings = {
         "session.timeout.ms": str(cfg.session_timeout_ms),
         "heartbeat.interval.ms": str(max(cfg.session_timeout_ms // 10, 100)),
@@ -124,6 +136,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             cwd=REPO_ROOT,
             argv=cfg.command,
             env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
+            client_config_file=client_file,
         )
         for n in range(1, cfg.instances + 1)
     ]
@@ -133,7 +146,9 @@ def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: st
     deadline = time.monotonic() + cfg.timeout
     last_print = 0.0
     while True:
-        lag = group_lag(bootstrap, cfg.application_id, cfg.input_topic, cfg.partitions)
+        lag = group_lag(
+            bootstrap, cfg.application_id, cfg.input_topic, cfg.partitions, cfg.client_config()
+        )
         if lag == 0:
             return
         if time.monotonic() > deadline:
@@ -153,6 +168,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
     if not cfg.bootstrap:
         broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
     instances: list[LocalInstance] = []
+    client = cfg.client_config()
+    if client is not None:
+        client.validate()  # a bad setting fails here, naming it, not in every instance
     try:
         metrics_url = None
         if broker is not None:
@@ -171,12 +189,13 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                     {"message.timestamp.type": "LogAppendTime"},
                 ),
             },
+            client,
         )
         sent: Counter[str] = Counter()
         t0 = time.monotonic()
-        preload(bootstrap, cfg.input_topic, cfg.users, sent)
+        preload(bootstrap, cfg.input_topic, cfg.users, sent, client=client)
         say(f"  preloaded {cfg.users} users in {time.monotonic() - t0:.1f}s")
-        with EventTail(bootstrap, cfg.application_id) as tail:
+        with EventTail(bootstrap, cfg.application_id, client) as tail:
             instances = [LocalInstance(s) for s in _specs(cfg, bootstrap)]
             for instance in instances:
                 instance.start()
@@ -186,7 +205,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             t0 = time.monotonic()
             _wait_caught_up(cfg, bootstrap, say, "building state")
             say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
-            load = LoadGenerator(bootstrap, cfg.input_topic, cfg.users, cfg.rate).start()
+            load = LoadGenerator(
+                bootstrap, cfg.input_topic, cfg.users, cfg.rate, client=client
+            ).start()
             time.sleep(cfg.baseline_seconds)
             say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
             rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
@@ -209,7 +230,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
         for instance in instances:
             instance.stop()
         sent.update(load.sent)
-        output = read_topic(bootstrap, cfg.output_topic, cfg.partitions)
+        output = read_topic(bootstrap, cfg.output_topic, cfg.partitions, client)
         report = _report(cfg, timeline, events, output, sent)
         if rebalances_after is not None and rebalances_before is not None:
             report.coordinator_rebalances = rebalances_after - rebalances_before
