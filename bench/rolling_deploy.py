@@ -52,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from streamrt.client_config import load_properties
 from streamrt.deploy import DeployReport, ScenarioConfig, run_scenario
 from streamrt.deploy.loadgen import profile_bytes
 
@@ -323,6 +324,15 @@ def main() -> int:
         default="",
         help="comma list of state sizes in GB (e.g. 0.1,0.5,1,2): the state-size sweep",
     )
+    p.add_argument(
+        "--bootstrap-server",
+        help="an existing, empty cluster instead of a fresh broker (one run: the topics stay)",
+    )
+    p.add_argument(
+        "--command-config",
+        type=Path,
+        help="Kafka client properties (TLS, SASL) for the driver and the instances",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -333,7 +343,12 @@ def main() -> int:
     for delay in [float(d) for d in args.startup_delay.split(",")]:
         for run in args.runs.split(","):
             cfg = config_for(run, args, work, delay)
-            if args.kafka == "apache":
+            if args.command_config:
+                cfg.client = load_properties(args.command_config)
+            if args.bootstrap_server:
+                cfg.bootstrap = args.bootstrap_server
+                report = run_scenario(cfg, lambda m: print(m, flush=True))
+            elif args.kafka == "apache":
                 from streamrt.dev.apache_kafka import ApacheKafka
 
                 with ApacheKafka(1, work_dir=cfg.work_dir / "apache-kafka") as kafka:

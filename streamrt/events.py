@@ -20,6 +20,7 @@ import socket
 import threading
 from typing import Any
 
+from streamrt.client_config import ClientConfig
 from streamrt.logs import fields
 
 __all__ = (
@@ -28,6 +29,7 @@ __all__ = (
     "ensure_topic",
     "events_topic",
     "install_event_publisher",
+    "security_kwargs",
 )
 
 logger = logging.getLogger("streamrt.events")
@@ -109,8 +111,11 @@ class EventPublisher:
 
         config = self.app.config
         topic = events_topic(config.application_id)
-        await ensure_topic(config.bootstrap_servers, topic)
+        # the app's own client settings (TLS, SASL), so events reach a secured cluster too
+        client = config.client_config() if hasattr(config, "client_config") else None
+        await ensure_topic(config.bootstrap_servers, topic, client)
         producer = AIOKafkaProducer(
+            **security_kwargs(client, "producer"),
             bootstrap_servers=config.bootstrap_servers,
             client_id=f"{config.application_id}-events",
             acks="all",
@@ -130,13 +135,29 @@ class EventPublisher:
             await producer.stop()
 
 
-async def ensure_topic(bootstrap: str, topic: str) -> None:
+def security_kwargs(client: ClientConfig | None, role: str) -> dict[str, Any]:
+    """aiokafka's security keyword arguments (TLS, SASL) for ``role`` (``consumer``,
+    ``producer``, ``admin``); empty without client settings. The bootstrap comes separately."""
+    if client is None:
+        return {}
+    if role == "producer":
+        kwargs = client.aiokafka_producer_kwargs()
+    elif role == "admin":
+        kwargs = client.aiokafka_admin_kwargs()
+    else:
+        kwargs = client.aiokafka_consumer_kwargs(role)
+    kwargs.pop("bootstrap_servers", None)
+    kwargs.pop("client_id", None)
+    return kwargs
+
+
+async def ensure_topic(bootstrap: str, topic: str, client: ClientConfig | None = None) -> None:
     """One partition keeps a global order across instances (events are few)."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
     from streamrt.replication import resolve_replication_factor
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security_kwargs(client, "admin"))
     await admin.start()
     try:  # TOPIC_ALREADY_EXISTS comes back in the response, not raised: fine either way
         replicas = await resolve_replication_factor(admin, -1)  # the brokers' default

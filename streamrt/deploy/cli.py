@@ -3,6 +3,10 @@
 The instances are ``streamrt run`` children of this command (the driver restarts only
 processes it started). Readiness comes from the ``<application.id>-events`` topic, so it
 needs no REST endpoint. With ``--keep-running`` the instances stay up until Ctrl-C.
+
+``--command-config FILE`` takes Kafka client properties (TLS, SASL) as Kafka's tools do; the
+driver's own clients use them, and the instances get them in a 0600 copy under
+``--state-dir`` (``streamrt run --config-file``), never on their command line.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from streamrt.client_config import ClientConfig
 from streamrt.deploy.event_tail import EventTail
-from streamrt.deploy.processes import InstanceSpec, LocalInstance
+from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
 from streamrt.deploy.report import count_rebalances, count_restores
 from streamrt.deploy.rolling import MODES, rolling_restart, wait_all_running
 
@@ -34,6 +39,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("target", help="MODULE:ATTR of an App object, e.g. apps.sessions:app")
     p.add_argument("--application-id", required=True, help="application.id of the app")
     p.add_argument("--bootstrap-server", required=True, help="bootstrap.servers")
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties for the driver and every instance: security.protocol, "
+        "ssl.*, sasl.mechanism, sasl.jaas.config (as kafka-*.sh --command-config)",
+    )
     p.add_argument("--instances", type=int, default=3, help="instances to run (default 3)")
     p.add_argument("--threads", type=int, default=2, help="num.stream.threads (default 2)")
     p.add_argument("--state-dir", type=Path, default=Path("state"), help="base state dir")
@@ -61,6 +72,11 @@ def _rolling(args: argparse.Namespace) -> int:
         return 2
     settings = dict(item.split("=", 1) for item in args.config)
     settings["application.id"] = args.application_id
+    client = client_file = None
+    if args.command_config:
+        client = ClientConfig.from_file(args.command_config)
+        client.validate()  # a bad setting fails here, naming it, not in every instance
+        client_file = write_client_properties(args.state_dir / "client-config.json", client)
     specs = [
         InstanceSpec(
             name=f"instance-{n}",
@@ -71,6 +87,7 @@ def _rolling(args: argparse.Namespace) -> int:
             instance_id=None if args.dynamic else f"instance-{n}",
             log_path=args.state_dir / "logs" / f"instance-{n}.log",
             settings=settings,
+            client_config_file=client_file,
         )
         for n in range(1, args.instances + 1)
     ]
@@ -78,7 +95,7 @@ def _rolling(args: argparse.Namespace) -> int:
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     stop_signal = signal.SIGKILL if args.signal == "KILL" else signal.SIGTERM
     try:
-        with EventTail(args.bootstrap_server, args.application_id) as tail:
+        with EventTail(args.bootstrap_server, args.application_id, client) as tail:
             for instance in instances:
                 instance.start()
             say(f"started {len(instances)} instances; logs in {args.state_dir / 'logs'}")

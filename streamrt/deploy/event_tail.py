@@ -13,16 +13,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streamrt.events import ensure_topic, events_topic
+from streamrt.client_config import ClientConfig
+from streamrt.events import ensure_topic, events_topic, security_kwargs
 
 __all__ = ("EventTail",)
 
 
 class EventTail:
-    """``with EventTail(bootstrap, app_id) as tail: tail.wait_for(...)``."""
+    """``with EventTail(bootstrap, app_id) as tail: tail.wait_for(...)``; ``client``: Kafka
+    client properties (TLS, SASL) for a secured cluster."""
 
-    def __init__(self, bootstrap: str, application_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, application_id: str, client: ClientConfig | None = None
+    ) -> None:
         self.bootstrap = bootstrap
+        self.client = client
         self.topic = events_topic(application_id)
         self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -81,9 +86,12 @@ class EventTail:
         from aiokafka import AIOKafkaConsumer
         from aiokafka.structs import TopicPartition
 
-        await ensure_topic(self.bootstrap, self.topic)
+        await ensure_topic(self.bootstrap, self.topic, self.client)
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50
+            bootstrap_servers=self.bootstrap,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=50,
+            **security_kwargs(self.client, "consumer"),
         )
         await consumer.start()
         try:

@@ -1,5 +1,8 @@
 """The few broker reads the scenario needs: topics, group lag, a whole topic's records, and
-the embedded broker's own rebalance counter (its Prometheus endpoint)."""
+the embedded broker's own rebalance counter (its Prometheus endpoint).
+
+Each takes the driver's Kafka client properties (``--command-config``: TLS, SASL), so the
+driver reaches a secured cluster as its instances do."""
 
 from __future__ import annotations
 
@@ -12,14 +15,21 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
+from streamrt.client_config import ClientConfig
+from streamrt.events import security_kwargs
+
 __all__ = ("coordinator_rebalances", "create_topics", "group_lag", "read_topic")
 
 
-def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+def create_topics(
+    bootstrap: str,
+    topics: dict[str, tuple[int, dict[str, str]]],
+    client: ClientConfig | None = None,
+) -> None:
     """``{name: (partitions, configs)}``; existing topics are left as they are."""
 
     async def go() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security_kwargs(client, "admin"))
         await admin.start()
         try:
             await admin.create_topics(
@@ -31,12 +41,18 @@ def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict[str, str]]])
     asyncio.run(go())
 
 
-def group_lag(bootstrap: str, group: str, topic: str, partitions: int) -> int:
+def group_lag(
+    bootstrap: str, group: str, topic: str, partitions: int, client: ClientConfig | None = None
+) -> int:
     """Records of ``topic`` not yet committed by ``group`` (uncommitted partitions count whole)."""
 
     async def go() -> int:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security_kwargs(client, "admin"))
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            **security_kwargs(client, "consumer"),
+        )
         await admin.start()
         await consumer.start()
         try:
@@ -56,12 +72,17 @@ def group_lag(bootstrap: str, group: str, topic: str, partitions: int) -> int:
     return asyncio.run(go())
 
 
-def read_topic(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+def read_topic(
+    bootstrap: str, topic: str, partitions: int, client: ClientConfig | None = None
+) -> list[Any]:
     """Every record of ``topic`` now, in partition/offset order."""
 
     async def go() -> list[Any]:
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            max_partition_fetch_bytes=8 << 20,
+            **security_kwargs(client, "consumer"),
         )
         await consumer.start()
         try:

@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
+from streamrt.client_config import ClientConfig
 from streamrt.deploy.session_profiles import add_click, new_profile
+from streamrt.events import security_kwargs
 from streamrt.serde import JsonSerde
 
 __all__ = ("LoadGenerator", "preload", "preload_changelog", "profile_bytes")
@@ -34,18 +36,27 @@ def _click(user: str, rng: random.Random) -> bytes:
     return json.dumps(click).encode()
 
 
-async def _producer(bootstrap: str) -> AIOKafkaProducer:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=10)
+async def _producer(bootstrap: str, client: ClientConfig | None) -> AIOKafkaProducer:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=10, **security_kwargs(client, "producer")
+    )
     await producer.start()
     return producer
 
 
-def preload(bootstrap: str, topic: str, users: int, sent: Counter[str], seed: int = 7) -> None:
+def preload(
+    bootstrap: str,
+    topic: str,
+    users: int,
+    sent: Counter[str],
+    seed: int = 7,
+    client: ClientConfig | None = None,
+) -> None:
     """One click for each of ``users`` users, as fast as the broker takes them."""
 
     async def go() -> None:
         rng = random.Random(seed)
-        producer = await _producer(bootstrap)
+        producer = await _producer(bootstrap, client)
         try:
             for n in range(users):
                 user = f"u{n:07d}"
@@ -78,6 +89,7 @@ def preload_changelog(
     partitions: int,
     sent: Counter[str],
     seed: int = 7,
+    client: ClientConfig | None = None,
 ) -> int:
     """Each of ``users`` users' profile after one click, written to ``changelog``; returns the
     bytes written. The partition is the one the clicks producer's default partitioner (murmur2,
@@ -96,9 +108,15 @@ def preload_changelog(
     try:  # librdkafka when the test/bench extras are installed: GBs in seconds, off the GIL
         from confluent_kafka import Producer
     except ImportError:
-        return _preload_aiokafka(bootstrap, changelog, records(), sent)
+        return _preload_aiokafka(bootstrap, changelog, records(), sent, client)
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 512 << 10}
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 20,
+            "batch.size": 512 << 10,
+            **(client.librdkafka("producer") if client is not None else {}),
+        }
     )
     failed: list[object] = []
     written = 0
@@ -127,10 +145,15 @@ def _preload_aiokafka(
     changelog: str,
     records: Iterator[tuple[str, bytes, bytes, int]],
     sent: Counter[str],
+    client: ClientConfig | None = None,
 ) -> int:
     async def go() -> int:
         producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", linger_ms=20, max_batch_size=512 << 10
+            bootstrap_servers=bootstrap,
+            acks="all",
+            linger_ms=20,
+            max_batch_size=512 << 10,
+            **security_kwargs(client, "producer"),
         )
         await producer.start()
         written = 0
@@ -150,8 +173,17 @@ def _preload_aiokafka(
 class LoadGenerator:
     """Produces ``rate`` clicks/s over ``users`` users from a thread until ``stop()``."""
 
-    def __init__(self, bootstrap: str, topic: str, users: int, rate: float, seed: int = 11) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        users: int,
+        rate: float,
+        seed: int = 11,
+        client: ClientConfig | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.client = client
         self.topic = topic
         self.users = users
         self.rate = rate
@@ -174,7 +206,7 @@ class LoadGenerator:
         self._thread.join(30)
 
     async def _run(self) -> None:
-        producer = await _producer(self.bootstrap)
+        producer = await _producer(self.bootstrap, self.client)
         began = time.monotonic()
         done = 0
         pending: list[asyncio.Future[object]] = []

@@ -10,6 +10,11 @@ then passes what it would have put on the ``streamrt run`` command line in the e
 ``CONTENDER_BOOTSTRAP``, ``CONTENDER_INSTANCE_ID`` (absent: dynamic membership),
 ``CONTENDER_STATE_DIR`` and ``CONTENDER_CONFIG`` (the settings as a JSON object). Not
 ``STREAMRT_*``: the runtime reads those as its own settings.
+
+Kafka client properties (TLS, SASL: ``--command-config``) never go on a command line, where
+``ps`` shows them to every user: :func:`write_client_properties` writes them to a 0600 file
+in the run's directory, passed as ``streamrt run --config-file`` (``CONTENDER_CLIENT_CONFIG``
+holds its path for another runtime).
 """
 
 from __future__ import annotations
@@ -23,7 +28,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ("InstanceSpec", "LocalInstance")
+from streamrt.client_config import ClientConfig
+
+__all__ = ("InstanceSpec", "LocalInstance", "write_client_properties")
+
+
+def write_client_properties(path: Path, client: ClientConfig) -> Path:
+    """The client properties as a JSON object only the owner can read (``--config-file``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode on open: narrow it
+    with os.fdopen(fd, "w") as f:
+        json.dump(client.properties(), f, indent=2, sort_keys=True)
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +58,7 @@ class InstanceSpec:
     cwd: Path | None = None
     argv: tuple[str, ...] = ()  # run this instead of ``streamrt run`` (settings in the env)
     env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. a start-up delay
+    client_config_file: Path | None = None  # 0600 client properties (write_client_properties)
 
     def command(self, handoff: bool = False) -> list[str]:
         if self.argv:
@@ -50,6 +68,8 @@ class InstanceSpec:
         cmd = [sys.executable, "-m", "streamrt.cli", "--log-format", "json", "run", self.target]
         cmd += ["--threads", str(self.threads), "--bootstrap-server", self.bootstrap]
         cmd += ["--state-dir", str(self.state_dir)]
+        if self.client_config_file is not None:
+            cmd += ["--config-file", str(self.client_config_file)]
         if self.instance_id is not None:
             cmd += ["--instance-id", self.instance_id]
         for key, value in sorted(self.settings.items()):
@@ -69,6 +89,8 @@ class InstanceSpec:
         }
         if self.instance_id is not None:
             env["CONTENDER_INSTANCE_ID"] = self.instance_id
+        if self.client_config_file is not None:
+            env["CONTENDER_CLIENT_CONFIG"] = str(self.client_config_file)
         return {**env, **self.env}
 
 

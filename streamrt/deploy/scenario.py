@@ -11,11 +11,12 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamrt.broker.embedded import BrokerThread
+from streamrt.client_config import ClientConfig, redact
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import (
     coordinator_rebalances,
@@ -24,7 +25,7 @@ from streamrt.deploy.kafka_io import (
     read_topic,
 )
 from streamrt.deploy.loadgen import LoadGenerator, preload, preload_changelog
-from streamrt.deploy.processes import InstanceSpec, LocalInstance
+from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
 from streamrt.deploy.report import (
     DeployReport,
     check_output,
@@ -83,6 +84,12 @@ class ScenarioConfig:
     # the app's first start (fast for GBs of state; streamrt's own app only)
     preload: str = "input"
     store: str = "profiles"  # the app's store, whose changelog "changelog" preloading fills
+    # Kafka client properties (security.protocol, ssl.*, sasl.*; Kafka's names, with the
+    # consumer./producer./admin. prefixes) for every client of the driver and the instances
+    client: dict[str, str] = field(default_factory=dict)
+
+    def client_config(self) -> ClientConfig | None:
+        return ClientConfig.from_properties(self.client) if self.client else None
 
     @property
     def contender(self) -> str:
@@ -97,6 +104,7 @@ class ScenarioConfig:
         out = asdict(self)
         out["work_dir"] = str(self.work_dir)
         out["stop_signal"] = signal.Signals(self.stop_signal).name
+        out["client"] = redact(self.client)  # the report is written to disk: no secrets
         return out
 
 
@@ -108,6 +116,10 @@ BROKER_OVERRIDES = {
 
 
 def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
+    client = cfg.client_config()
+    client_file = None
+    if client is not None:  # a 0600 file, not flags: ``ps`` would show every user a password
+        client_file = write_client_properties(cfg.work_dir / "client-config.json", client)
     settings = {
         "session.timeout.ms": str(cfg.session_timeout_ms),
         "heartbeat.interval.ms": str(max(cfg.session_timeout_ms // 10, 100)),
@@ -131,6 +143,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             cwd=REPO_ROOT,
             argv=cfg.command,
             env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
+            client_config_file=client_file,
         )
         for n in range(1, cfg.instances + 1)
     ]
@@ -140,7 +153,9 @@ def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: st
     deadline = time.monotonic() + cfg.timeout
     last_print = 0.0
     while True:
-        lag = group_lag(bootstrap, cfg.application_id, cfg.input_topic, cfg.partitions)
+        lag = group_lag(
+            bootstrap, cfg.application_id, cfg.input_topic, cfg.partitions, cfg.client_config()
+        )
         if lag == 0:
             return
         if time.monotonic() > deadline:
@@ -160,6 +175,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
     if not cfg.bootstrap:
         broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
     instances: list[LocalInstance] = []
+    client = cfg.client_config()
+    if client is not None:
+        client.validate()  # a bad setting fails here, naming it, not in every instance
     try:
         metrics_url = None
         if broker is not None:
@@ -178,16 +196,17 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                     {"message.timestamp.type": "LogAppendTime"},
                 ),
             },
+            client,
         )
         sent: Counter[str] = Counter()
-        preloaded_bytes = _preload(cfg, bootstrap, sent, say)
+        preloaded_bytes = _preload(cfg, bootstrap, sent, say, client)
         notes: list[str] = []
         if cfg.preload == "changelog":
             notes.append(
                 f"preloaded {cfg.users:,} profiles, {preloaded_bytes:,} bytes, into "
                 f"{changelog_topic(cfg.application_id, cfg.store)}"
             )
-        with EventTail(bootstrap, cfg.application_id) as tail:
+        with EventTail(bootstrap, cfg.application_id, client) as tail:
             instances = [LocalInstance(s) for s in _specs(cfg, bootstrap)]
             for instance in instances:
                 instance.start()
@@ -203,7 +222,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                     f"first start restored {records:,} records, {size:,} bytes of preloaded "
                     f"changelog in {time.monotonic() - t0:.1f}s (start to RUNNING)"
                 )
-            load = LoadGenerator(bootstrap, cfg.input_topic, cfg.users, cfg.rate).start()
+            load = LoadGenerator(
+                bootstrap, cfg.input_topic, cfg.users, cfg.rate, client=client
+            ).start()
             time.sleep(cfg.baseline_seconds)
             say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
             rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
@@ -225,7 +246,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             events = tail.events()
         for instance in instances:
             instance.stop()
-        output = read_topic(bootstrap, cfg.output_topic, cfg.partitions)
+        output = read_topic(bootstrap, cfg.output_topic, cfg.partitions, client)
         if cfg.preload == "changelog":
             # Only the users the load touched have an output record; the others' profiles
             # live in the state alone (checked by the restore counts, not the output).
@@ -253,19 +274,25 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
             broker.stop()
 
 
-def _preload(cfg: ScenarioConfig, bootstrap: str, sent: Counter[str], say: Progress) -> int:
+def _preload(
+    cfg: ScenarioConfig,
+    bootstrap: str,
+    sent: Counter[str],
+    say: Progress,
+    client: ClientConfig | None = None,
+) -> int:
     """The state before the deploy: clicks through the app, or profiles into the changelog
     (returns the bytes written there)."""
     t0 = time.monotonic()
     if cfg.preload == "input":
-        preload(bootstrap, cfg.input_topic, cfg.users, sent)
+        preload(bootstrap, cfg.input_topic, cfg.users, sent, client=client)
         say(f"  preloaded {cfg.users} users in {time.monotonic() - t0:.1f}s")
         return 0
     if cfg.preload != "changelog" or cfg.command:
         raise ValueError(f"preload must be 'input' or, for streamrt, 'changelog': {cfg.preload!r}")
     changelog = changelog_topic(cfg.application_id, cfg.store)
-    create_topics(bootstrap, {changelog: (cfg.partitions, {"cleanup.policy": "compact"})})
-    size = preload_changelog(bootstrap, changelog, cfg.users, cfg.partitions, sent)
+    create_topics(bootstrap, {changelog: (cfg.partitions, {"cleanup.policy": "compact"})}, client)
+    size = preload_changelog(bootstrap, changelog, cfg.users, cfg.partitions, sent, client=client)
     elapsed = time.monotonic() - t0
     say(f"  wrote {cfg.users} profiles ({size / 1e6:.0f} MB) to {changelog} in {elapsed:.1f}s")
     return size

@@ -160,6 +160,8 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     :param placement: standby and warm-up settings.
     :param on_placement: called with the leader's :class:`TaskPlacement` (the thread schedules
         a probing rebalance when it has warm-ups).
+    :param task_ends: stateful task ids → each one's changelog end-offset sum (the lag
+        reference, :class:`~streamrt.runtime.changelog_ends.ChangelogEnds`).
     """
 
     def __init__(
@@ -171,6 +173,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         on_leader: Callable[[int, int], None] | None = None,
         placement: PlacementConfig | None = None,
         on_placement: Callable[[TaskPlacement], None] | None = None,
+        task_ends: Callable[[Iterable[str]], Mapping[str, int]] | None = None,
     ) -> None:
         self.subtopologies = dict(subtopologies)
         self.stores = {str(k): tuple(v) for k, v in stores.items()}
@@ -179,6 +182,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         self._on_leader = on_leader
         self.placement = placement or PlacementConfig()
         self._on_placement = on_placement
+        self._task_ends = task_ends
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -215,7 +219,8 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         infos = {m: SubscriptionInfo.decode(md.user_data, m) for m, md in members.items()}
         task_parts = self.task_partitions(cluster)
         stateful = [t for t in task_parts if self.stores.get(t.partition("_")[0])]
-        plan = place_tasks(task_parts, infos, stateful, self.placement)
+        ends = self._task_ends(stateful) if self._task_ends is not None else None
+        plan = place_tasks(task_parts, infos, stateful, self.placement, ends)
         by_member = plan.active
         cluster_threads = tuple(
             ClusterThread(

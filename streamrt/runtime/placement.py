@@ -4,9 +4,13 @@ Kafka Streams' HighAvailabilityTaskAssignor (KIP-441), adapted to what a member 
 
 1. Actives are dealt sticky (previous owner), then to the member with the most local state,
    then to the least loaded member, so they stay balanced over threads.
-2. Every instance gets a lag per stateful task: how far its checkpointed changelog offsets are
-   behind the most advanced copy in the group (the previous active owner counts as lag 0).
-   An instance is *caught up* on a task when that lag is at most ``acceptable.recovery.lag``.
+2. Every instance gets a lag per stateful task, as Kafka Streams computes it: the task's
+   changelog end offsets (summed over its stores, listed before the join:
+   :mod:`~streamrt.runtime.changelog_ends`) minus the offsets the instance checkpointed; no
+   state at all lags by the whole changelog, the previous active owner counts as lag 0. When
+   a task's ends are unknown (ListOffsets failed), the most advanced copy reported in the group
+   stands in for them. An instance is *caught up* on a task when that lag is at most
+   ``acceptable.recovery.lag``.
 3. A planned active on an instance that is not caught up, while another instance is, moves to
    the least loaded caught-up instance; the planned instance gets a *warm-up* replica instead
    (an extra standby), at most ``max.warmup.replicas`` in the group. Warm-ups mean a probing
@@ -124,11 +128,12 @@ def place_tasks(
     members: Mapping[str, Member],
     stateful: Iterable[str] | None = None,
     config: PlacementConfig | None = None,
+    ends: Mapping[str, int] | None = None,
 ) -> TaskPlacement:
     """Actives, then caught-up moves with warm-ups, then standbys (see the module doc).
 
     ``stateful``: the tasks with changelogged stores (default: all); only they get standbys
-    and lag rules.
+    and lag rules. ``ends``: task → the sum of its changelogs' end offsets.
     """
     config = config or PlacementConfig()
     all_tasks = sorted(set(tasks), key=task_sort_key)
@@ -142,7 +147,7 @@ def place_tasks(
         return placement
     instances = _instances(members, order)
     instance_of = {m: members[m].instance_id for m in order}
-    lags = _lags(logged, members, instances)
+    lags = _lags(logged, members, instances, ends or {})
 
     def caught_up(instance: str, task: str) -> bool:
         return lags[instance][task] <= config.acceptable_recovery_lag
@@ -251,14 +256,16 @@ def _load(active: Mapping[str, list[str]], threads: list[str]) -> float:
 
 
 def _lags(
-    tasks: list[str], members: Mapping[str, Member], instances: Mapping[str, list[str]]
+    tasks: list[str],
+    members: Mapping[str, Member],
+    instances: Mapping[str, list[str]],
+    ends: Mapping[str, int],
 ) -> dict[str, dict[str, int]]:
-    """Instance → task → offsets behind the most advanced copy reported in the group.
-
-    The leader's assignment callback is synchronous (aiokafka), so it cannot list the
-    changelog end offsets as Kafka Streams' leader does; the most advanced checkpoint stands
-    in for the end. The previous active owner is caught up by definition (Kafka: -2, LATEST).
-    """
+    """Instance → task → changelog records it would have to restore: the task's end offset
+    sum minus its checkpointed offset sum (Kafka Streams' lag). Without a known end, the most
+    advanced checkpoint in the group stands in for it (an end older than a checkpoint, listed
+    before the join, is raised to it). The previous active owner is caught up by definition
+    (Kafka: -2, LATEST)."""
     offsets: dict[str, dict[str, int]] = {}
     owners: dict[str, set[str]] = {}
     for instance, ms in instances.items():
@@ -272,6 +279,7 @@ def _lags(
     lags: dict[str, dict[str, int]] = {i: {} for i in instances}
     for task in tasks:
         best = max((offsets[i].get(task, 0) for i in instances), default=0)
+        best = max(best, ends.get(task, 0))
         for instance in instances:
             if instance in owners.get(task, ()):
                 lags[instance][task] = 0

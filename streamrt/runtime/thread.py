@@ -33,6 +33,7 @@ from streamrt.runtime.assignor import (
     SubscriptionInfo,
     TaskPlacement,
 )
+from streamrt.runtime.changelog_ends import ChangelogEnds
 from streamrt.runtime.collector import ProducerCollector
 from streamrt.runtime.commit import CommitSchedule, commit
 from streamrt.runtime.config import StreamsConfig
@@ -137,6 +138,7 @@ class StreamThread:
         cfg = env.config
         self._cache = RecordCache(cfg.statestore_cache_max_bytes // cfg.num_stream_threads)
         self._standbys: StandbyUpdater | None = None
+        self._changelog_ends: ChangelogEnds | None = None  # the leader's lag reference
         self._purger: RepartitionPurger | None = None
         self._probe_at_ms: int | None = None  # when the leader asks for a probing rebalance
         # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
@@ -306,6 +308,9 @@ class StreamThread:
 
     def _assignor(self) -> StreamsPartitionAssignor:
         subs, cfg = self.env.subtopologies, self.env.config
+        self._changelog_ends = ChangelogEnds(
+            cfg.application_id, {s.id: (s.source_topics, s.stores) for s in subs}
+        )
         return StreamsPartitionAssignor(
             {s.id: s.source_topics for s in subs},
             {s.id: s.stores for s in subs},
@@ -316,6 +321,7 @@ class StreamThread:
                 cfg.num_standby_replicas, cfg.acceptable_recovery_lag, cfg.max_warmup_replicas
             ),
             self._on_placement,
+            self._changelog_ends.task_ends,
         )
 
     def _on_leader(self, members: int, tasks: int) -> None:
@@ -708,6 +714,14 @@ class StreamThread:
                     "commit on revocation failed", extra=fields(thread=self.name, error=repr(exc))
                 )
             await self._close_tasks(gone)
+        await self._refresh_changelog_ends()
+
+    async def _refresh_changelog_ends(self) -> None:
+        """Before joining: list the changelog ends, in case this thread leads the assignment."""
+        ends, standbys, consumer = self._changelog_ends, self._standbys, self._consumer
+        if ends is None or not ends.stateful or standbys is None or consumer is None:
+            return
+        await ends.refresh(standbys.consumer, consumer.partitions_for_topic)
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
         assert self._commit_lock is not None and self._restorer is not None

@@ -75,14 +75,23 @@ def open_producer(client: Mapping[str, str]) -> ck.Producer:
     return ck.Producer(config)
 
 
-def _metadata(handle: ck.Consumer | ck.Producer, servers: str, timeout_s: float) -> Any:
+def _metadata(
+    handle: ck.Consumer | ck.Producer, servers: str, timeout_s: float, secured: bool = False
+) -> Any:
     try:
         return handle.list_topics(timeout=timeout_s)
     except ck.KafkaException as exc:
+        # librdkafka reports a failed TLS handshake or SASL login as a transport failure
+        hint = "; check the kafka.security.protocol, kafka.ssl.* and kafka.sasl.* options"
         raise ConfigError(
             f"option bootstrap.servers: cannot reach a Kafka broker at {servers} "
-            f"({exc.args[0].str()})"
+            f"({exc.args[0].str()}){hint if secured else ''}"
         ) from None
+
+
+def is_secured(client: Mapping[str, str]) -> bool:
+    """TLS or SASL configured: a connection failure may be a handshake or login failure."""
+    return client.get("security.protocol", "plaintext").lower() != "plaintext"
 
 
 def list_partitions(

@@ -2,7 +2,11 @@
 
 Names follow Spark's Kafka source (``subscribe``, ``subscribePattern``, ``assign``,
 ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``); Kafka client settings are
-``bootstrap.servers`` or any ``kafka.<librdkafka name>`` option, passed to the client unchanged.
+``bootstrap.servers`` or any ``kafka.<name>`` option. The client is librdkafka
+(confluent-kafka): its own names pass unchanged; the security settings Spark's Kafka source
+takes with Apache Kafka's names (``kafka.security.protocol``, ``kafka.ssl.truststore.location``,
+``kafka.ssl.keystore.*``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``) are translated by
+:class:`streamrt.client_config.ClientConfig`, so the same options work with both sources.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from streamrt.client_config import ClientConfig
 from streamrt.errors import ConfigError
 from streamrt.spark.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
 
@@ -74,8 +79,38 @@ class SinkOptions:
     metadata_timeout_ms: int
 
 
+# Apache Kafka (Java client) security names librdkafka does not know
+JAVA_SECURITY_KEYS = frozenset(
+    {
+        "sasl.jaas.config",
+        "ssl.truststore.location",
+        "ssl.truststore.type",
+        "ssl.truststore.certificates",
+        "ssl.truststore.password",
+        "ssl.keystore.location",
+        "ssl.keystore.type",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.password",
+    }
+)
+# names both clients share, which the translation rewrites (librdkafka spells some otherwise)
+_TRANSLATED = frozenset(
+    {
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.mechanisms",
+        "sasl.username",
+        "sasl.password",
+        "ssl.key.password",
+        "ssl.endpoint.identification.algorithm",
+    }
+)
+
+
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
-    """Kafka client settings: ``bootstrap.servers`` plus every ``kafka.*`` option, unprefixed."""
+    """Kafka client settings for librdkafka: ``bootstrap.servers`` plus every ``kafka.*``
+    option, unprefixed, with Apache Kafka's security names translated."""
     config = {
         key[len(KAFKA_PREFIX) :].lower(): str(value)
         for key, value in options.items()
@@ -85,7 +120,18 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
     if not servers:
         raise ConfigError("option bootstrap.servers is required (e.g. 127.0.0.1:9092)")
     config["bootstrap.servers"] = str(servers)
-    return config
+    java_names = JAVA_SECURITY_KEYS & config.keys()
+    disabled_check = config.get("ssl.endpoint.identification.algorithm") == ""  # Java's "off"
+    if not java_names and not disabled_check:
+        return config
+    if "sasl.mechanisms" in config:  # librdkafka's spelling
+        config.setdefault("sasl.mechanism", config["sasl.mechanisms"])
+    try:
+        security = ClientConfig.from_properties(config).librdkafka("consumer")
+    except ConfigError as exc:
+        raise ConfigError(f"option kafka.*: {exc}") from None
+    kept = {k: v for k, v in config.items() if k not in JAVA_SECURITY_KEYS | _TRANSLATED}
+    return {**kept, **security}
 
 
 def int_option(

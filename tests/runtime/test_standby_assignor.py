@@ -209,3 +209,53 @@ def test_config_keys_are_accepted_and_checked() -> None:
     ):
         with pytest.raises(ConfigError, match=key):
             StreamsConfig.from_mapping({"application.id": "x", key: bad})
+
+
+def test_lag_is_the_changelog_end_minus_the_checkpoint_as_in_kafka_streams() -> None:
+    """The previous owner left; instance a kept 20k of each task's changelog, b has nothing.
+    Against the most advanced copy a would look caught up; against the changelog end it is
+    caught up only when the end is within acceptable.recovery.lag of its checkpoint."""
+    config = PlacementConfig(acceptable_recovery_lag=10_000, max_warmup_replicas=6)
+    members = {
+        "m1": member("a-thread-1", offsets={t: 20_000 for t in TASKS}),
+        "m2": member("b-thread-1"),
+    }
+    far = place_tasks(TASKS, members, config=config, ends={t: 100_000 for t in TASKS})
+    assert far.moved == 0 and far.warmup_count == 0  # nobody caught up: stay balanced
+    assert [len(far.active[m]) for m in ("m1", "m2")] == [3, 3]
+    near = place_tasks(TASKS, members, config=config, ends={t: 25_000 for t in TASKS})
+    assert near.active["m1"] == TASKS and near.warmups["m2"] == ["0_3", "0_4", "0_5"]
+    unknown = place_tasks(TASKS, members, config=config)  # ends not listed: best copy
+    assert unknown.active == near.active
+    # an end listed before a checkpoint moved past it is raised to that checkpoint
+    stale = place_tasks(TASKS, members, config=config, ends={t: 15_000 for t in TASKS})
+    assert stale.active == near.active
+
+
+def test_assignor_measures_lag_against_the_task_ends_it_is_given() -> None:
+    cluster = ClusterMetadata()
+    cluster._partitions = {"in": {0: None, 1: None}}
+    asked: list[list[str]] = []
+    plans: list[TaskPlacement] = []
+
+    def ends(tasks: object) -> dict[str, int]:
+        asked.append(sorted(tasks))  # type: ignore[call-overload]
+        return {"0_0": 50_000, "0_1": 50_000}
+
+    a = StreamsPartitionAssignor(
+        {0: ("in",)},
+        {0: ("store",)},
+        lambda: member("x-thread-1"),
+        lambda _info: None,
+        placement=PlacementConfig(acceptable_recovery_lag=100),
+        on_placement=plans.append,
+        task_ends=ends,
+    )
+    behind = member("x-thread-1", offsets={"0_0": 40_000, "0_1": 40_000})
+    members = {
+        "m1": ConsumerProtocolMemberMetadata(0, ["in"], behind.encode()),
+        "m2": ConsumerProtocolMemberMetadata(0, ["in"], member("y-thread-1").encode()),
+    }
+    a.assign(cluster, members)
+    assert asked == [["0_0", "0_1"]]
+    assert plans[0].moved == 0  # x is 10k behind the end: not caught up, no move

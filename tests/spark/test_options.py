@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from streamrt.errors import ConfigError
@@ -77,3 +79,62 @@ def test_ending_offsets_are_rejected_for_streams() -> None:
 def test_sink_topic_option_is_optional() -> None:
     assert parse_sink_options({"bootstrap.servers": "h:1"}).topic is None
     assert parse_sink_options({"bootstrap.servers": "h:1", "topic": "out"}).topic == "out"
+
+
+def test_apache_kafka_security_names_become_librdkafka_names(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not parsed here")
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="bob" password="s3cret";'
+    )
+    config = client_config(
+        {
+            "bootstrap.servers": "h:1",
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": str(ca),
+            "kafka.ssl.endpoint.identification.algorithm": "",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": jaas,
+            "kafka.fetch.max.bytes": "1024",
+        }
+    )
+    assert config == {
+        "bootstrap.servers": "h:1",
+        "fetch.max.bytes": "1024",
+        "security.protocol": "sasl_ssl",
+        "ssl.ca.location": str(ca),
+        "ssl.endpoint.identification.algorithm": "none",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "bob",
+        "sasl.password": "s3cret",
+    }
+
+
+def test_librdkafka_security_names_pass_unchanged() -> None:
+    options = {
+        "bootstrap.servers": "h:1",
+        "kafka.security.protocol": "sasl_plaintext",
+        "kafka.sasl.mechanisms": "PLAIN",
+        "kafka.sasl.username": "u",
+        "kafka.sasl.password": "p",
+    }
+    assert client_config(options) == {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "sasl_plaintext",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "u",
+        "sasl.password": "p",
+    }
+
+
+def test_bad_security_settings_name_the_option(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"ssl\.truststore\.location"):
+        client_config(
+            {
+                "bootstrap.servers": "h:1",
+                "kafka.security.protocol": "SSL",
+                "kafka.ssl.truststore.location": str(tmp_path / "missing.pem"),
+            }
+        )
