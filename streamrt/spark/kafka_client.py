@@ -95,10 +95,16 @@ def is_secured(client: Mapping[str, str]) -> bool:
 
 
 def list_partitions(
-    consumer: ck.Consumer, servers: str, subscription: Subscription, timeout_s: float
+    consumer: ck.Consumer,
+    servers: str,
+    subscription: Subscription,
+    timeout_s: float,
+    *,
+    secured: bool = False,
 ) -> list[TopicPartition]:
-    """The partitions a subscription names; an unknown topic or partition is an error."""
-    topics = _metadata(consumer, servers, timeout_s).topics
+    """The partitions a subscription names; an unknown topic or partition is an error.
+    ``secured`` (TLS or SASL configured): a connection failure hints at those options."""
+    topics = _metadata(consumer, servers, timeout_s, secured).topics
     found: list[TopicPartition] = []
     if subscription.partitions:
         for topic, partition in subscription.partitions:
@@ -125,9 +131,11 @@ def list_partitions(
     return sorted(found)
 
 
-def topic_exists(producer: ck.Producer, servers: str, topic: str, timeout_s: float) -> bool:
+def topic_exists(
+    producer: ck.Producer, servers: str, topic: str, timeout_s: float, *, secured: bool = False
+) -> bool:
     """Ask for one topic's metadata; a broker with auto-create on creates it here, as Kafka does."""
-    meta = _metadata(producer, servers, timeout_s).topics
+    meta = _metadata(producer, servers, timeout_s, secured).topics
     if topic in meta and meta[topic].error is None:
         return True
     try:

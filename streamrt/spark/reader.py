@@ -59,7 +59,11 @@ def _current_watermarks(options: SourceOptions) -> dict[TopicPartition, Watermar
     consumer = kafka_client.open_consumer(options.client)
     try:
         partitions = kafka_client.list_partitions(
-            consumer, options.client["bootstrap.servers"], options.subscription, timeout_s
+            consumer,
+            options.client["bootstrap.servers"],
+            options.subscription,
+            timeout_s,
+            secured=kafka_client.is_secured(options.client),
         )
         return kafka_client.watermarks(consumer, partitions, timeout_s)
     finally:

@@ -80,7 +80,11 @@ def _check_topic(options: SinkOptions, topic: str) -> None:
     producer = kafka_client.open_producer(options.client)
     try:
         exists = kafka_client.topic_exists(
-            producer, options.client["bootstrap.servers"], topic, options.metadata_timeout_ms / 1000
+            producer,
+            options.client["bootstrap.servers"],
+            topic,
+            options.metadata_timeout_ms / 1000,
+            secured=kafka_client.is_secured(options.client),
         )
     finally:
         producer.flush(0)
