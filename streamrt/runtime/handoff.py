@@ -204,18 +204,18 @@ def _connect(path: Path, timeout: float) -> socket.socket:
 
 def ping(path: Path, timeout: float = 5.0) -> dict[str, Any]:
     """The running instance's pid, instance id, topology fingerprint and state."""
-    with _connect(path, timeout) as sock, sock.makefile("rb") as reader:
-        _send(sock, {"op": "ping"})
-        answer = _recv(reader)
-    if answer is None:
-        raise HandoffError(f"{path}: the instance closed the connection without answering")
-    return answer
+    return _ask(path, "ping", timeout)
 
 
 def prepare(path: Path, timeout: float = 5.0) -> dict[str, Any]:
     """Tell the running instance a successor is starting up (see the ``prepare`` op)."""
+    return _ask(path, "prepare", timeout)
+
+
+def _ask(path: Path, op: str, timeout: float) -> dict[str, Any]:
+    """One request, one answer."""
     with _connect(path, timeout) as sock, sock.makefile("rb") as reader:
-        _send(sock, {"op": "prepare"})
+        _send(sock, {"op": op})
         answer = _recv(reader)
     if answer is None:
         raise HandoffError(f"{path}: the instance closed the connection without answering")
