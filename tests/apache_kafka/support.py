@@ -38,7 +38,19 @@ def healthy(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
     """Restart nodes a previous test left stopped; after the test, report any node that is
     not running (it died, or the test stopped it and never started it again)."""
     kafka.restore()
+    marks = {n.node_id: _log_size(n.log_path) for n in kafka.nodes}
     yield kafka
+    failed_loads = [
+        line
+        for n in kafka.nodes
+        for line in _log_since(n.log_path, marks[n.node_id])
+        if _FAILED_LOAD in line
+    ]
+    if failed_loads:
+        pytest.fail(
+            "Apache Kafka could not load a __consumer_offsets partition (every group on it "
+            "now gets NOT_COORDINATOR until the node restarts):\n" + "\n".join(failed_loads)
+        )
     dead = [n for n in kafka.nodes if not n.running()]
     if dead:
         report = "\n".join(
@@ -48,6 +60,26 @@ def healthy(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
         )
         kafka.restore()
         pytest.fail(f"Apache Kafka node(s) not running at the end of the test:\n{report}")
+
+
+_FAILED_LOAD = "Failed to load metadata from __consumer_offsets"
+
+
+def _log_size(path: Any) -> int:
+    try:
+        return int(path.stat().st_size)
+    except OSError:
+        return 0
+
+
+def _log_since(path: Any, offset: int) -> list[str]:
+    """The node's log lines written since ``offset`` (its size before the test)."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def create_topic(
@@ -115,6 +147,20 @@ async def _delete_groups(bootstrap: str, limit_s: float) -> None:
             await asyncio.sleep(0.2)
 
 
+def subscription(user_data: bytes = b"", topics: tuple[str, ...] = ()) -> bytes:
+    """A ConsumerProtocolSubscription v0, as a consumer's JoinGroup metadata carries it."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+
+    return bytes(ConsumerProtocolMemberMetadata(0, list(topics), user_data).encode())
+
+
+def assignment(user_data: bytes = b"") -> bytes:
+    """A ConsumerProtocolAssignment v0 with no partitions and ``user_data``."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    return bytes(ConsumerProtocolMemberAssignment(0, [], user_data).encode())
+
+
 def error_name(code: int) -> str:
     return ErrorCode(int(code)).name.upper()
 
@@ -143,7 +189,7 @@ class RawGroups:
         instance: str | None,
         session_ms: int = 10_000,
         rebalance_ms: int = 15_000,
-        metadata: bytes = b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+        metadata: bytes | None = None,
     ) -> Any:
         conn = await self.conn()
         return await conn.call(
@@ -156,7 +202,7 @@ class RawGroups:
             member_id=member_id,
             group_instance_id=instance,
             protocol_type="consumer",
-            protocols=[{"name": "range", "metadata": metadata}],
+            protocols=[{"name": "range", "metadata": metadata or subscription()}],
             response_timeout=rebalance_ms / 1000 + 10,
         )
 

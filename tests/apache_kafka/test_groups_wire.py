@@ -11,7 +11,19 @@ import asyncio
 import uuid
 from typing import Any
 
-from tests.apache_kafka.support import BrokerEndpoint, RawGroups, error_name, run
+from tests.apache_kafka.support import (
+    BrokerEndpoint,
+    RawGroups,
+    assignment,
+    error_name,
+    run,
+    subscription,
+)
+
+# Valid consumer-protocol bytes: Apache Kafka 4.x parses a "consumer" group's stored
+# subscriptions and assignments when it loads __consumer_offsets after a restart, and one
+# that does not parse fails the whole partition's load (NOT_COORDINATOR for all its groups).
+A, B = assignment(b"A"), assignment(b"B")
 
 
 def _group() -> str:
@@ -31,8 +43,8 @@ async def _form_two(
     assert error_name(a.error_code) == "NONE"
     a_id, gen1 = str(a.member_id), int(a.generation_id)
     assert str(a.leader) == a_id
-    s = await g.sync(gen1, a_id, "a", {a_id: b"A"})
-    assert (error_name(s.error_code), bytes(s.assignment)) == ("NONE", b"A")
+    s = await g.sync(gen1, a_id, "a", {a_id: A})
+    assert (error_name(s.error_code), bytes(s.assignment)) == ("NONE", A)
 
     b_join = asyncio.create_task(gb.join("", "b", b_session))
     await asyncio.sleep(0.3)  # b is parked until the known member a rejoins
@@ -46,9 +58,9 @@ async def _form_two(
     assert sorted(str(m.member_id) for m in a2.members) == sorted([a_id, b_id])
     assert list(b.members) == []  # only the leader gets the member list
     sa, sb = await asyncio.gather(
-        g.sync(gen2, a_id, "a", {a_id: b"A", b_id: b"B"}), gb.sync(gen2, b_id, "b")
+        g.sync(gen2, a_id, "a", {a_id: A, b_id: B}), gb.sync(gen2, b_id, "b")
     )
-    assert (bytes(sa.assignment), bytes(sb.assignment)) == (b"A", b"B")
+    assert (bytes(sa.assignment), bytes(sb.assignment)) == (A, B)
     return {"a": a_id, "b": b_id, "gen": gen2}
 
 
@@ -92,7 +104,7 @@ def test_static_rejoin_within_session_keeps_generation_and_assignment(
         ("new member id", True),
         ("member id prefixed by instance id", True),
         ("leader stays a", True),
-        ("sync", ("NONE", b"B")),
+        ("sync", ("NONE", B)),
         ("leader heartbeat", "NONE"),
         ("new b heartbeat", "NONE"),
         ("old b heartbeat", "FENCED_INSTANCE_ID"),
@@ -115,10 +127,10 @@ def test_static_rejoin_with_new_subscription_metadata_keeps_generation(
         g, gb = RawGroups(any_broker.bootstrap, group), RawGroups(any_broker.bootstrap, group)
         try:
             f = await _form_two(g, gb)
-            b2 = await g.join("", "b", metadata=b"\x00\x01new user data")
+            b2 = await g.join("", "b", metadata=subscription(b"new user data 1"))
             b2_id = str(b2.member_id)
             s = await g.sync(f["gen"], b2_id, "b")
-            a2 = await g.join("", "a", metadata=b"\x00\x02new user data")
+            a2 = await g.join("", "a", metadata=subscription(b"new user data 2"))
             return [
                 ("follower rejoin", error_name(b2.error_code), int(b2.generation_id) - f["gen"]),
                 ("follower sync", error_name(s.error_code), bytes(s.assignment)),
@@ -132,7 +144,7 @@ def test_static_rejoin_with_new_subscription_metadata_keeps_generation(
 
     assert run(story()) == [
         ("follower rejoin", "NONE", 0),
-        ("follower sync", "NONE", b"B"),
+        ("follower sync", "NONE", B),
         ("leader rejoin", "NONE", 0),
         ("leader heartbeat", "NONE"),
         ("follower heartbeat", "NONE"),
