@@ -98,21 +98,22 @@ def assign_tasks(tasks: Iterable[str], members: Mapping[str, Member]) -> dict[st
     result: dict[str, list[str]] = {m: [] for m in order}
     if not order:
         return result
-    capacity = math.ceil(len(all_tasks) / len(order))
+    quota = _Quota(len(all_tasks), len(order))
     unassigned = list(all_tasks)
 
     def take(task: str, member: str) -> None:
+        quota.took(len(result[member]))
         result[member].append(task)
         unassigned.remove(task)
 
     for task in list(unassigned):  # 1. previous owner keeps its task
         for member in order:
-            if task in members[member].previous_tasks and len(result[member]) < capacity:
+            if task in members[member].previous_tasks and quota.may_take(len(result[member])):
                 take(task, member)
                 break
     for task in list(unassigned):  # 2. the member with the most state on disk
         holders = [
-            m for m in order if task in members[m].task_offsets and len(result[m]) < capacity
+            m for m in order if task in members[m].task_offsets and quota.may_take(len(result[m]))
         ]
         if holders:
             take(task, max(holders, key=lambda m: members[m].task_offsets[task]))
@@ -121,6 +122,27 @@ def assign_tasks(tasks: Iterable[str], members: Mapping[str, Member]) -> dict[st
     for member in order:
         result[member].sort(key=task_sort_key)
     return result
+
+
+class _Quota:
+    """Balance as Kafka's sticky assignors keep it: every member ends with ``floor`` or
+    ``floor + 1`` tasks, and only ``tasks % members`` of them with ``floor + 1``.
+
+    A cap of ``ceil`` alone is not enough: 8 tasks over 6 threads caps each at 2, so the four
+    threads that owned 2 each keep all 8 and a newly joined instance's threads stay idle.
+    """
+
+    def __init__(self, tasks: int, members: int) -> None:
+        self.floor = tasks // members
+        self.extra = tasks - self.floor * members  # members that may hold floor + 1
+
+    def may_take(self, held: int) -> bool:
+        return held < self.floor or (held == self.floor and self.extra > 0)
+
+    def took(self, held: int) -> None:
+        """Record one more task for a member that held ``held`` before it."""
+        if held == self.floor:
+            self.extra -= 1
 
 
 def place_tasks(

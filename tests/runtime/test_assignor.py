@@ -55,6 +55,34 @@ def test_stickiness_never_breaks_balance() -> None:
     assert sorted(len(t) for t in result.values()) == [4, 4]
 
 
+def test_newcomer_gets_its_share_when_the_old_owners_are_at_the_ceiling() -> None:
+    """8 tasks, 2 instances x 2 threads holding 2 each, a third instance joins: ceil(8/6) = 2
+    would let the old threads keep all 8; floor/ceil quotas give the newcomer 2 of them."""
+    old = {
+        f"m{i}": member(
+            f"web-{1 + i // 2}-thread-{1 + i % 2}", previous=(TASKS[2 * i], TASKS[2 * i + 1])
+        )
+        for i in range(4)
+    }
+    members = {**old, "n1": member("web-3-thread-1"), "n2": member("web-3-thread-2")}
+    result = assign_tasks(TASKS, members)
+    assert sorted(len(t) for t in result.values()) == [1, 1, 1, 1, 2, 2]
+    assert len(result["n1"]) == len(result["n2"]) == 1
+    for m, prev in old.items():  # what stays, stays with its previous owner
+        assert set(result[m]) <= set(prev.previous_tasks)
+
+
+def test_state_on_disk_respects_the_quota_too() -> None:
+    offsets = {t: 10 for t in TASKS[:7]}
+    members = {
+        "m1": member("a-thread-1", offsets=offsets),
+        "m2": member("a-thread-2", offsets=offsets),
+        "m3": member("b-thread-1"),
+    }
+    result = assign_tasks(TASKS[:7], members)  # ceil(7/3) = 3 alone would give 3, 3, 1
+    assert sorted(len(t) for t in result.values()) == [2, 2, 3]
+
+
 def test_assignor_keeps_copartitioned_topics_together_and_shares_cluster_metadata() -> None:
     cluster = ClusterMetadata()
     cluster._partitions = {"left": {0: None, 1: None}, "right": {0: None, 1: None}}
