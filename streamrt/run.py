@@ -4,10 +4,10 @@ This command sits above the runtime: it loads the App, merges settings, and wire
 runtime does not know — the REST endpoint (``streamrt.rest``, only when
 ``application.server`` is set, so a plain run does not import it) and the events publisher.
 
-It also serves the instance's hand-off socket (:mod:`streamrt.runtime.handoff`, static members
-only): ``--handoff`` starts a successor that does its slow start-up, then takes over from the
-running process of the same instance; ``SIGHUP`` makes the running process start such a
-successor from the current code with its own command line, as gunicorn reloads.
+It also serves the instance's hand-off socket (:mod:`streamrt.runtime.instance.handoff`, static
+members only): ``--handoff`` starts a successor that does its slow start-up, then takes over
+from the running process of the same instance; ``SIGHUP`` makes the running process start such
+a successor from the current code with its own command line, as gunicorn reloads.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
-from streamrt.runtime.app import App, AppError
 from streamrt.runtime.config import StreamsConfig, load_config_file, read_env
-from streamrt.runtime.handoff import (
+from streamrt.runtime.instance.app import App, AppError
+from streamrt.runtime.instance.handoff import (
     HandoffBusyError,
     HandoffError,
     HandoffInterruptedError,
@@ -40,8 +40,8 @@ from streamrt.runtime.handoff import (
     socket_path,
     topology_fingerprint,
 )
-from streamrt.runtime.metadata import AppState
-from streamrt.runtime.process_thread import PROCESS_MODE
+from streamrt.runtime.instance.metadata import AppState
+from streamrt.runtime.instance.process_thread import PROCESS_MODE
 
 __all__ = ("EXIT_APP_ERROR", "register")
 

@@ -32,11 +32,11 @@ from streamrt.rest.models import (
     WindowView,
 )
 from streamrt.rest.settings import RestSettings
-from streamrt.runtime.metadata import StreamsMetadata
-from streamrt.runtime.queries import StoreNotReadyError
+from streamrt.runtime.instance.metadata import StreamsMetadata
+from streamrt.runtime.instance.queries import StoreNotReadyError
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("FORWARDED_HEADER", "ApiError", "create_api")
 
