@@ -23,7 +23,7 @@ from streamrt.rest.routes_stores import StoreRoutes
 from streamrt.rest.settings import RestSettings
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("FORWARDED_HEADER", "ApiError", "create_api")
 

@@ -13,7 +13,7 @@ import httpx
 from fastapi.responses import JSONResponse
 
 from streamrt.rest.errors import ApiError
-from streamrt.runtime.metadata import StreamsMetadata
+from streamrt.runtime.instance.metadata import StreamsMetadata
 
 __all__ = ("FORWARDED_HEADER", "forward")
 

@@ -19,7 +19,7 @@ from streamrt.rest.models import (
 from streamrt.rest.settings import RestSettings
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("MemberRoutes",)
 

@@ -10,10 +10,11 @@ from fastapi.responses import Response
 from streamrt.rest.errors import ERROR_RESPONSES, ApiError
 from streamrt.rest.metrics import registry_for, render_metrics
 from streamrt.rest.models import InstancesView, InstanceView
-from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
+from streamrt.runtime.instance.metadata import StreamsMetadata
+from streamrt.runtime.metadata import ThreadMetadata
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("StatusRoutes", "instance_view")
 

@@ -18,12 +18,12 @@ from streamrt.rest.forward import FORWARDED_HEADER, forward
 from streamrt.rest.keys import BadKeyError, parse_key, to_json_value
 from streamrt.rest.models import KeyQueryResponse, WindowQueryResponse, WindowView
 from streamrt.rest.settings import RestSettings
-from streamrt.runtime.metadata import StreamsMetadata
-from streamrt.runtime.queries import StoreNotReadyError
+from streamrt.runtime.instance.metadata import StreamsMetadata
+from streamrt.runtime.instance.queries import StoreNotReadyError
 from streamrt.runtime.topology import StoreSpec
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("StoreRoutes",)
 

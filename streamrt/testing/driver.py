@@ -21,10 +21,10 @@ from typing import Any
 
 from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
-from streamrt.runtime.app import App
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.global_table import GlobalStore
+from streamrt.runtime.instance.app import App
 from streamrt.runtime.task import StreamTask, TaskId
 from streamrt.runtime.topology import SourceNode, Topology, internal_topic
 from streamrt.serde import Serde, SerdeLike, serde_for

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streamrt.runtime import App
-from streamrt.runtime.internal_topics import ensure_internal_topics
+from streamrt.runtime.instance.internal_topics import ensure_internal_topics
 from streamrt.runtime.topology import changelog_topic
 from tests.apache_kafka.support import create_topic
 
