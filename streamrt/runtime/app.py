@@ -29,6 +29,12 @@ from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import KStream, KTable
+from streamrt.runtime.engine.thread import (
+    FatalThreadError,
+    StreamThread,
+    ThreadEnv,
+    ThreadNotRunningError,
+)
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
 from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
 from streamrt.runtime.internal_topics import ensure_internal_topics
@@ -49,12 +55,6 @@ from streamrt.runtime.process_thread import (
     picklable_settings,
 )
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
-from streamrt.runtime.thread import (
-    FatalThreadError,
-    StreamThread,
-    ThreadEnv,
-    ThreadNotRunningError,
-)
 from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike

@@ -8,7 +8,7 @@ directories are ``flock``-ed, so two processes never own one). The parent keeps 
 supervises the children through these handles exactly as it supervises threads (same backoff,
 same ERROR rules), serves the one REST endpoint and aggregates state and metrics.
 
-The handle has the attributes and methods of :class:`~streamrt.runtime.thread.StreamThread`
+The handle has the attributes and methods of :class:`~streamrt.runtime.engine.thread.StreamThread`
 the App and the query facade use. Its state, metadata and assignment are the child's, pushed
 over a socket pair (pickled messages, :class:`multiprocessing.connection.Connection`) with
 every event and twice a second; interactive queries are sent to the child as
@@ -36,11 +36,11 @@ from typing import Any
 
 from streamrt.errors import StreamrtError
 from streamrt.logs import fields
-from streamrt.runtime.assignor import AssignmentInfo
+from streamrt.runtime.engine.assignor import AssignmentInfo
+from streamrt.runtime.engine.thread import FatalThreadError
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
 from streamrt.runtime.store_reads import StoreNotReadyError, StoreRead
-from streamrt.runtime.thread import FatalThreadError
 
 __all__ = (
     "PROCESS_MODE",

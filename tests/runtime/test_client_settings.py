@@ -11,9 +11,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamrt.errors import ConfigError
-from streamrt.runtime import App, thread
+from streamrt.runtime import App
 from streamrt.runtime.client_settings import PRODUCER_DEFAULTS
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import thread
 from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 

@@ -518,7 +518,7 @@ def check_pinned_internals() -> list[str]:
     if aiokafka.__version__ != AIOKAFKA_VERSION:
         problems.append(
             f"aiokafka {aiokafka.__version__} is installed, the runtime's adapter is pinned to "
-            f"{AIOKAFKA_VERSION}: re-check streamrt/runtime/kafka_adapter.py and re-pin"
+            f"{AIOKAFKA_VERSION}: re-check streamrt/runtime/engine/kafka_adapter.py and re-pin"
         )
     for path, attr, kind in PINNED_INTERNALS:
         module_name, _, class_name = path.rpartition(".")

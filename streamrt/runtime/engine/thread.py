@@ -25,31 +25,32 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
-from streamrt.runtime import client_settings, kafka_adapter
-from streamrt.runtime.assignor import (
+from streamrt.runtime import client_settings
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.assignor import (
     AssignmentInfo,
     PlacementConfig,
     StreamsPartitionAssignor,
     SubscriptionInfo,
     TaskPlacement,
 )
-from streamrt.runtime.changelog_ends import ChangelogEnds
-from streamrt.runtime.collector import ProducerCollector
-from streamrt.runtime.commit import CommitSchedule, commit
-from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.eos import (
+from streamrt.runtime.engine.changelog_ends import ChangelogEnds
+from streamrt.runtime.engine.collector import ProducerCollector
+from streamrt.runtime.engine.commit import CommitSchedule, commit
+from streamrt.runtime.engine.eos import (
     TRANSACTION_TIMEOUT_MS,
     TransactionalCollector,
     abort_transaction,
     commit_transaction,
 )
+from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.standby import StandbyTask, StandbyUpdater
+from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
-from streamrt.runtime.purge import RepartitionPurger
-from streamrt.runtime.restore import ChangelogRestorer
-from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
-from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import StateLockedError, read_checkpoint_hint
 

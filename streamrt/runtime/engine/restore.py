@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.kafka_adapter import assign_at
+from streamrt.runtime.engine.kafka_adapter import assign_at
 from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
