@@ -32,7 +32,7 @@ and 82 abort the transaction (the offsets never land) instead of killing the pro
 
 One module per concern: :mod:`.membership` (the group consumer), :mod:`.transactions` (the
 transactional producer), :mod:`.pins` (the pinned version and names). This package is the one
-place in streamrt that touches aiokafka's private fields.
+place in the runtime that touches aiokafka's private fields.
 """
 
 from streamrt.runtime.engine.kafka_adapter.membership import (
