@@ -90,7 +90,7 @@ class StreamThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._state_lock = threading.Lock()
-        self._commit_lock: asyncio.Lock | None = None
+        self._commit_lock = asyncio.Lock()  # binds to the thread's loop on first use
         self._wakeup: asyncio.Event | None = None
         self._marked: set[str] = set()
         # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
@@ -189,7 +189,7 @@ class StreamThread:
         a consistent state. Raises ThreadNotRunningError if the loop is gone or too slow.
         """
         loop, lock = self._loop, self._commit_lock
-        if loop is None or lock is None or loop.is_closed():
+        if loop is None or loop.is_closed():
             raise ThreadNotRunningError(f"thread {self.name} is not running")
 
         async def locked() -> T:
@@ -242,7 +242,6 @@ class StreamThread:
     @property
     def commit_lock(self) -> asyncio.Lock:
         """Held while tasks process, commit, close or open (on this thread's loop)."""
-        assert self._commit_lock is not None
         return self._commit_lock
 
     async def before_join(self) -> None:
@@ -276,7 +275,6 @@ class StreamThread:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._commit_lock = asyncio.Lock()
         self._wakeup = asyncio.Event()
         if self._stop_requested.is_set():
             return
