@@ -26,9 +26,34 @@ from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.topology import changelog_topic
 
-__all__ = ("ClientFactory",)
+__all__ = ("ClientFactory", "ThreadClients")
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadClients:
+    """One thread's clients, as built (the exactly-once committer may renew the producer)."""
+
+    producer: AIOKafkaProducer
+    consumer: AIOKafkaConsumer
+    restore_consumer: AIOKafkaConsumer
+    purger: RepartitionPurger | None
+
+    async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
+        """A static member sends no LeaveGroup on stop: aiokafka skips it when
+        group_instance_id is set, so the coordinator keeps our partitions for us. After a
+        hand-off the successor may already have fenced our member: with ``fenced_ok`` (the
+        thread was asked to stop) that is not an error."""
+        try:
+            await self.consumer.stop()
+        except Exception as exc:
+            if not (fenced_ok and kafka_adapter.is_fenced(exc)):
+                raise
+            logger.info(
+                "consumer fenced by the successor while closing", extra=fields(thread=thread_name)
+            )
+        await self.restore_consumer.stop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +65,11 @@ class ClientFactory:
     group_instance_id: str | None  # static membership
     transactional_id: str | None  # exactly_once_v2
     group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the consumer's, for the txn
+
+    def build(self, assignor: StreamsPartitionAssignor) -> ThreadClients:
+        return ThreadClients(
+            self.producer(), self.consumer(assignor), self.restore_consumer(), self.purger()
+        )
 
     def producer(self) -> AIOKafkaProducer:
         """The thread's producer; transactional (one per thread) under exactly_once_v2."""

@@ -18,6 +18,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.clients import ThreadClients
 from streamrt.runtime.engine.collector import ProducerCollector
 from streamrt.runtime.engine.commit import commit
 from streamrt.runtime.engine.env import Emit
@@ -65,6 +66,13 @@ class Committer:
 
     async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
         raise NotImplementedError
+
+    async def close(self, producer_started: bool) -> None:
+        """Stop the producer (if it was started) and the purger's admin client."""
+        if producer_started:
+            await self.collector.producer.stop()
+        if self.purger is not None:
+            await self.purger.close()
 
     def recovers(self, exc: BaseException) -> bool:
         """True if the thread goes on after ``exc`` once :meth:`recover` ran."""
@@ -179,23 +187,21 @@ class ExactlyOnceCommitter(Committer):
 
 def committer_for(
     config: StreamsConfig,
-    producer: AIOKafkaProducer,
-    consumer: AIOKafkaConsumer,
-    purger: RepartitionPurger | None,
+    clients: ThreadClients,
     emit: Emit,
-    *,
     new_producer: Callable[[], AIOKafkaProducer],
     thread_name: str,
 ) -> Committer:
     """The committer of ``processing.guarantee``."""
     if config.exactly_once:
         return ExactlyOnceCommitter(
-            TransactionalCollector(producer),
-            consumer,
-            purger,
+            TransactionalCollector(clients.producer),
+            clients.consumer,
+            clients.purger,
             emit,
             config.application_id,
             new_producer,
             thread_name,
         )
-    return AtLeastOnceCommitter(ProducerCollector(producer), consumer, purger, emit)
+    collector = ProducerCollector(clients.producer)
+    return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import threading
 import time
@@ -21,13 +20,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import aiokafka.errors as kafka_errors
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition as KafkaTP
+from aiokafka import AIOKafkaConsumer
 
 from streamrt.logs import fields
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.clients import ClientFactory
+from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
@@ -36,6 +34,7 @@ from streamrt.runtime.engine.rebalance_listener import RebalanceListener
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.stores import RecordCache
 
@@ -83,15 +82,13 @@ class StreamThread:
             env.config.statestore_cache_max_bytes // env.config.num_stream_threads
         )
         self._tasks: TaskManager | None = None  # from the start of the loop on
-        self._committer: Committer | None = None
-        self._consumer: AIOKafkaConsumer | None = None
-        self._restore_consumer: AIOKafkaConsumer | None = None
+        self._clients: ThreadClients | None = None
         self._stop_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._state_lock = threading.Lock()
         self._commit_lock = asyncio.Lock()  # binds to the thread's loop on first use
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup = Wakeup()
         self._marked: set[str] = set()
         # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
         # group coordinator, then waits for release() before it joins. A stopping thread sets
@@ -116,23 +113,16 @@ class StreamThread:
         if not self._stop_requested.is_set():
             self.mark("stop_requested")
         self._stop_requested.set()
-        self._wake()
+        self._wakeup.wake()
 
     def release(self) -> None:
         """Let a held thread join its group (the previous process released the state)."""
         self._hold.set()
-        self._wake()
+        self._wakeup.wake()
 
     def wait_ready(self, timeout: float) -> bool:
         """Wait until a held thread's clients are up and it waits to join (or it ended)."""
         return self.prepared.wait(timeout)
-
-    def _wake(self) -> None:
-        loop, wakeup = self._loop, self._wakeup
-        if loop is not None and wakeup is not None and not loop.is_closed():
-            # RuntimeError: the loop closed in between, nothing waits any more
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(wakeup.set)
 
     def mark(self, name: str) -> None:
         """A hand-off timeline mark (``timeline`` event), once per name and thread."""
@@ -153,6 +143,10 @@ class StreamThread:
     @property
     def alive(self) -> bool:
         return self._os_thread.is_alive()
+
+    @property
+    def _consumer(self) -> AIOKafkaConsumer | None:
+        return self._clients.consumer if self._clients is not None else None
 
     @property
     def member_id(self) -> str | None:
@@ -247,8 +241,9 @@ class StreamThread:
     async def before_join(self) -> None:
         """After a revocation: list the changelog ends, in case this thread leads the
         assignment that follows."""
-        if self._consumer is not None and self._restore_consumer is not None:
-            await self.member.refresh_changelog_ends(self._restore_consumer, self._consumer)
+        if self._clients is not None:
+            clients = self._clients
+            await self.member.refresh_changelog_ends(clients.restore_consumer, clients.consumer)
 
     # -- the thread's own loop -----------------------------------------------------------------
 
@@ -275,32 +270,22 @@ class StreamThread:
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._wakeup = asyncio.Event()
+        self._wakeup.bind()
         if self._stop_requested.is_set():
             return
-        clients = ClientFactory(
+        factory = ClientFactory(
             self.env,
             self.client_id,
             self.thread_instance_id,
             self.transactional_id,
             lambda: kafka_adapter.group_metadata(self._consumer),
         )
-        producer = clients.producer()
-        consumer = self._consumer = clients.consumer(self.member.assignor())
-        restore_consumer = self._restore_consumer = clients.restore_consumer()
-        committer = self._committer = committer_for(
-            self.env.config,
-            producer,
-            consumer,
-            clients.purger(),
-            self.emit,
-            new_producer=clients.producer,
-            thread_name=self.name,
-        )
+        clients = self._clients = factory.build(self.member.assignor())
+        committer = committer_for(self.env.config, clients, self.emit, factory.producer, self.name)
         tasks = self._tasks = TaskManager.build(
             TaskFactory(self.env, committer.collector, self._cache),
-            consumer,
-            restore_consumer,
+            clients.consumer,
+            clients.restore_consumer,
             TaskEvents(self.emit, self.mark, self.tasks_running),
             self.name,
         )
@@ -311,42 +296,42 @@ class StreamThread:
         # transactional id, and our InitProducerId would fence it.
         eos = self.env.config.exactly_once
         if not eos:
-            await producer.start()
-        await restore_consumer.start()
+            await clients.producer.start()
+        await clients.restore_consumer.start()
         try:
-            if await self._join(clients, producer, consumer):
-                await self._run_loop(consumer, tasks, committer)
+            if await self._join(factory, clients, RebalanceListener(self, tasks, committer)):
+                await self._run_loop(clients.consumer, tasks, committer)
                 await self._final_commit(tasks, committer)
         finally:
             self.prepared.set()
             self.committed.set()
             await tasks.close_all()
             self.mark("stores_closed")
-            await self._close_clients(committer, started=not eos or self._hold.is_set())
+            await clients.close_consumers(self._stop_requested.is_set(), self.name)
+            await committer.close(producer_started=not eos or self._hold.is_set())
             self.mark("clients_closed")
 
     async def _join(
-        self, clients: ClientFactory, producer: AIOKafkaProducer, consumer: AIOKafkaConsumer
+        self, factory: ClientFactory, clients: ThreadClients, listener: RebalanceListener
     ) -> bool:
         """Connect, load metadata and find the group coordinator; a held thread then waits for
         release(). Subscribes, unless asked to stop first (returns False then)."""
-        assert self._tasks is not None and self._committer is not None
+        consumer = clients.consumer
         await consumer.start()
         kafka_adapter.install_static_heartbeat(consumer)
         await kafka_adapter.find_coordinator(consumer)
         if not self._hold.is_set():
-            assert self._restore_consumer is not None
-            await clients.warm_restore_consumer(self._restore_consumer)
+            await factory.warm_restore_consumer(clients.restore_consumer)
         self.mark("prepared")
         self.prepared.set()
-        await self._wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
+        await self._wakeup.wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
         if self._stop_requested.is_set():
             return False
         self.mark("released")
         if self.env.config.exactly_once:
-            await producer.start()
+            await clients.producer.start()
         topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
-        consumer.subscribe(topics, listener=RebalanceListener(self, self._tasks, self._committer))
+        consumer.subscribe(topics, listener=listener)
         self.mark("join_requested")
         return True
 
@@ -357,33 +342,6 @@ class StreamThread:
             await committer.commit(tasks)
         self.mark("committed")
         self.stopped_cleanly = True
-
-    async def _close_clients(self, committer: Committer, started: bool) -> None:
-        """Close the clients. A static member sends no LeaveGroup on stop: aiokafka skips it
-        when group_instance_id is set, so the coordinator keeps our partitions for us. After a
-        hand-off the successor may already have fenced our member: that is not an error now."""
-        assert self._consumer is not None and self._restore_consumer is not None
-        try:
-            await self._consumer.stop()
-        except Exception as exc:
-            if not (self._stop_requested.is_set() and kafka_adapter.is_fenced(exc)):
-                raise
-            logger.info(
-                "consumer fenced by the successor while closing", extra=fields(thread=self.name)
-            )
-        await self._restore_consumer.stop()
-        if started:
-            await committer.collector.producer.stop()
-        if committer.purger is not None:
-            await committer.purger.close()
-
-    async def _wait_until(self, condition: Callable[[], bool]) -> None:
-        """Wait for a flag another thread sets (it wakes us; the timeout covers a race)."""
-        assert self._wakeup is not None
-        while not condition():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), 0.05)
-            self._wakeup.clear()
 
     async def _run_loop(
         self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
@@ -411,69 +369,19 @@ class StreamThread:
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms.
             timeout_ms = 0 if tasks.restoring else 10 if tasks.locked else 100
-            batches = await self._poll(consumer, timeout_ms)
+            batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
+            if batches:
+                self.mark("first_fetch")
             # getmany returns already fetched records without yielding to the event loop; yield
             # once per poll so the producer's sender (linger) and the fetcher run in between.
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                self._process(consumer, tasks, batches)
+                if tasks.process(batches):
+                    self.mark("first_record")
                 tasks.punctuate(self.env.clock.now_ms())
                 await committer.collector.drain()
                 if schedule.due():
                     await committer.commit(tasks)
                     schedule.committed()
                 self.member.maybe_probe(consumer)
-
-    async def _poll(self, consumer: AIOKafkaConsumer, timeout_ms: int) -> dict[KafkaTP, list[Any]]:
-        """``getmany``, but a stop request ends the wait at once instead of after the timeout.
-
-        Buffered records are taken without waiting; only an empty poll waits, racing the wake-up.
-        A cancelled ``getmany`` has drained nothing (it is cancelled at its wait), so no
-        record is lost: they stay in the fetcher's buffer.
-        """
-        batches = await consumer.getmany(timeout_ms=0)
-        if batches or timeout_ms == 0:
-            if batches:
-                self.mark("first_fetch")
-            return batches
-        wakeup = self._wakeup
-        assert wakeup is not None
-        if self._stop_requested.is_set():
-            return {}
-        wakeup.clear()
-        poll = asyncio.ensure_future(consumer.getmany(timeout_ms=timeout_ms))
-        woken = asyncio.ensure_future(wakeup.wait())
-        await asyncio.wait((poll, woken), return_when=asyncio.FIRST_COMPLETED)
-        woken.cancel()
-        if not poll.done():
-            poll.cancel()
-            await asyncio.wait((poll,))  # let it unwind (ours is not cancelled by this)
-            return {}
-        batches = poll.result()
-        if batches:
-            self.mark("first_fetch")
-        return batches
-
-    def _process(
-        self, consumer: AIOKafkaConsumer, tasks: TaskManager, batches: dict[KafkaTP, list[Any]]
-    ) -> None:
-        for ktp, records in batches.items():
-            task = tasks.task_for(ktp)
-            if task is None:
-                _unread(consumer, ktp, records)
-                continue
-            for r in records:  # a RecordFailedError (handler said FAIL) ends the thread
-                task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers)
-            if records:
-                self.mark("first_record")
-
-
-def _unread(consumer: AIOKafkaConsumer, ktp: KafkaTP, records: list[Any]) -> None:
-    """Put records no task can take back on the consumer. A partition is fetchable from the
-    moment aiokafka assigns it, before ``on_partitions_assigned`` (which waits for the commit
-    lock) has created and paused its task: the getmany in between returned those records and,
-    dropped, they were skipped for good (the rolling-deploy state-size sweep lost 49 clicks
-    that way). Seeking back re-reads them once the task is ready."""
-    if records and ktp in consumer.assignment():
-        consumer.seek(ktp, records[0].offset)
