@@ -23,9 +23,9 @@ from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.runtime.global_table import GlobalStore
 from streamrt.runtime.instance.app import App
-from streamrt.runtime.task import StreamTask, TaskId
 from streamrt.runtime.topology import SourceNode, Topology, internal_topic
 from streamrt.serde import Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB

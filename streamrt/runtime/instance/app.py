@@ -25,6 +25,7 @@ from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
 from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
+from streamrt.runtime.engine.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.global_table import GlobalStreamThread
 from streamrt.runtime.instance import handover
@@ -47,7 +48,6 @@ from streamrt.runtime.instance.store_reads import StoreRead
 from streamrt.runtime.instance.supervisor import RestartBackoff, Supervisor, SupervisorHooks
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 from streamrt.runtime.instance.threads import ChildThreads, LocalThreads, Threads
-from streamrt.runtime.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.topology import Topology
 
 __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")
