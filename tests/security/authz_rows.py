@@ -297,6 +297,25 @@ ROWS: tuple[Row, ...] = (
         },
     ),
     Row(
+        ApiKey.OFFSET_FETCH,
+        TOPIC,
+        DESCRIBE,
+        TAF,
+        lambda n: {
+            "groups": [
+                {
+                    "group_id": n.group,
+                    "member_id": None,
+                    "member_epoch": -1,
+                    "topics": [{"name": n.topic, "partition_indexes": [0]}],
+                }
+            ],
+            "require_stable": False,
+        },
+        given=((GROUP, DESCRIBE),),
+        note="a named topic answers TOPIC_AUTHORIZATION_FAILED; an all-topics fetch omits it",
+    ),
+    Row(
         ApiKey.FIND_COORDINATOR,
         GROUP,
         DESCRIBE,

@@ -277,3 +277,41 @@ def test_describe_groups_authorized_operations(acl_broker, pki) -> None:
             await conn.close()
 
     assert asyncio.run(run()) == 1 << 8  # DESCRIBE only: not READ, not DELETE
+
+
+def test_offset_fetch_of_all_topics_leaves_out_undescribable_ones(acl_broker, pki) -> None:
+    """Kafka's OffsetFetch: the group's offsets of topics bob may not DESCRIBE are not shown."""
+    seen, hidden = _topic(acl_broker, pki, 1), _topic(acl_broker, pki, 1)
+    group = f"of-{uuid.uuid4().hex[:8]}"
+    _acl(acl_broker, pki, ResourceType.GROUP, group, AclOperation.DESCRIBE)
+    _acl(acl_broker, pki, ResourceType.TOPIC, seen, AclOperation.DESCRIBE)
+
+    async def run() -> list[str]:
+        admin, bob = await _raw(acl_broker, "admin"), await _raw(acl_broker, "bob")
+        try:
+            part = {
+                "partition_index": 0,
+                "committed_offset": 0,
+                "committed_leader_epoch": -1,
+                "committed_metadata": "",
+            }
+            committed = await admin.call(
+                8,
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[{"name": t, "partitions": [part]} for t in (seen, hidden)],
+            )
+            assert codes(committed) == {0}
+            resp = await bob.call(
+                9,
+                groups=[{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}],
+                require_stable=False,
+            )
+            return sorted(t.name for t in resp.groups[0].topics)
+        finally:
+            await admin.close()
+            await bob.close()
+
+    assert asyncio.run(run()) == [seen]

@@ -78,10 +78,43 @@ async def _offset_commit(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
 
 
 async def _offset_fetch(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    """DESCRIBE on the group; then, as Kafka, a topic the caller may not DESCRIBE is left out
+    of an all-topics answer and answers TOPIC_AUTHORIZATION_FAILED when named."""
     if ctx.api_version < 8:
-        return await _whole_group(DESCRIBE)(core, ctx, req, handle)
+        resp = await _whole_group(DESCRIBE)(core, ctx, req, handle)
+        if resp.error_code != ErrorCode.none:
+            return resp
+        topics = _visible_topics(core, ctx, resp.topics, named=req.topics is not None)
+        return dataclasses.replace(resp, topics=topics)
     check = lambda g: _ok(core, ctx, DESCRIBE, GROUP, g.group_id)  # noqa: E731
-    return await _split(ctx, req, handle, "groups", "groups", check, _GAF)
+    resp = await _split(ctx, req, handle, "groups", "groups", check, _GAF)
+    named = {g.group_id: g.topics is not None for g in req.groups}
+    groups = tuple(
+        dataclasses.replace(
+            g, topics=_visible_topics(core, ctx, g.topics, named=named.get(g.group_id, False))
+        )
+        for g in resp.groups
+    )
+    return dataclasses.replace(resp, groups=groups)
+
+
+def _visible_topics(core: Any, ctx: Any, topics: Any, *, named: bool) -> tuple[Any, ...]:
+    out = []
+    for t in topics:
+        if allowed(core, ctx, DESCRIBE, TOPIC, t.name):
+            out.append(t)
+        elif named:
+            parts = tuple(_unauthorized_partition(p) for p in t.partitions)
+            out.append(dataclasses.replace(t, partitions=parts))
+    return tuple(out)
+
+
+def _unauthorized_partition(p: Any) -> Any:
+    """Kafka's ``OffsetFetchResponse.UNAUTHORIZED_PARTITION``."""
+    changes: dict[str, Any] = {"committed_offset": -1, "metadata": "", "error_code": _TAF}
+    if hasattr(p, "committed_leader_epoch"):
+        changes["committed_leader_epoch"] = -1
+    return dataclasses.replace(p, **changes)
 
 
 async def _describe_groups(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
