@@ -14,7 +14,7 @@ from streamrt.admin.cluster import Cluster
 from tests.apache_kafka.support import BrokerEndpoint, error_name, run
 from tests.broker.test_unknown_tags import _decoded, _frame, _send, _with_tags
 from tests.kafka_helpers import wait_until
-from tests.security.authz_rows import batch
+from tests.security.authz_model import batch
 
 PRODUCE, METADATA, FIND_COORDINATOR, CREATE_TOPICS = 0, 3, 10, 19
 

@@ -20,7 +20,7 @@ from aiokafka.errors import (
 from streamrt.admin.connection import BrokerConnection
 from streamrt.admin.security import AdminSecurity
 from streamrt.client_config import ClientConfig, SaslCredentials
-from tests.security.authz_rows import batch, codes
+from tests.security.authz_model import batch, codes
 from tests.security.conftest import USERS, Pki, address
 
 confluent_kafka = pytest.importorskip("confluent_kafka")

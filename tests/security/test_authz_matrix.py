@@ -22,16 +22,16 @@ from streamrt.client_config import SaslCredentials
 from streamrt.security.scram import mechanism, salted_password
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.client_codec import build_entity, client_codec
-from tests.security.authz_rows import (
+from tests.security.authz_model import (
     AUTH_ERRORS,
     CLUSTER,
-    ROWS,
     Names,
     RawError,
     Row,
     batch,
     codes,
 )
+from tests.security.authz_rows import ROWS
 from tests.security.conftest import USERS, address
 
 _PASSWORD = "matrix-secret"

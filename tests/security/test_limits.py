@@ -17,7 +17,7 @@ from streamrt.admin.connection import BrokerConnection
 from streamrt.client_config import ClientConfig
 from streamrt.wire.api_keys import ApiKey
 from tests.kafka_helpers import create_topic
-from tests.security.authz_rows import batch
+from tests.security.authz_model import batch
 from tests.security.conftest import USERS, address
 
 
