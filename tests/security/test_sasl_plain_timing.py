@@ -8,7 +8,9 @@ import asyncio
 import time
 
 from streamrt.admin.connection import BrokerConnection
+from streamrt.admin.security import AdminSecurity
 from streamrt.broker.embedded import BrokerThread
+from streamrt.client_config import SaslCredentials
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from tests.security.conftest import _users, address, secure_overrides
@@ -59,3 +61,30 @@ def test_failed_login_is_delayed(secure_broker) -> None:
     """Kafka's default connection.failed.authentication.delay.ms (100 ms) slows guessing."""
     bootstrap = address(secure_broker, "SASL_PLAINTEXT")
     assert _fastest_failure(bootstrap, "alice", 3) >= 0.1
+
+
+def test_jaas_users_log_in_and_cost_the_same(pki, tmp_path) -> None:
+    """A listener's JAAS ``user_*`` entry logs in with PLAIN; its failures cost what an unknown
+    user's do (the dummy PBKDF2 runs for both), so JAAS user names do not show either."""
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_carol="carol-pw";'
+    overrides = secure_overrides(
+        pki,
+        **{
+            "connection.failed.authentication.delay.ms": "0",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        },
+    )
+    with BrokerThread(tmp_path, overrides) as broker:
+        bootstrap = address(broker, "SASL_PLAINTEXT")
+        host, port = bootstrap.rsplit(":", 1)
+
+        async def login() -> None:
+            creds = SaslCredentials("PLAIN", "carol", "carol-pw")
+            conn = await BrokerConnection.open(host, int(port), security=AdminSecurity(sasl=creds))
+            await conn.close()
+
+        asyncio.run(login())
+        _fastest_failure(bootstrap, "carol", 3)  # warm up
+        known = _fastest_failure(bootstrap, "carol")
+        unknown = _fastest_failure(bootstrap, "nobody-here")
+    assert 0.6 < unknown / known < 1.7, (known, unknown)

@@ -135,17 +135,16 @@ class BrokerSecurity:
         with ``streamrt users add`` can log in with either mechanism.
         """
         jaas = self._plain_users.get(listener, {})
-        if username in jaas:
-            return constant_time_equal(jaas[username], password)
-        for mech in MECHANISMS.values():
-            cred = self.credentials.get(username, mech.name)
-            if cred is not None:
-                return verify_password(mech, cred, password)
-        # An unknown user costs the same PBKDF2 as a known one (default iterations), so the
-        # answer's timing does not tell which user names exist.
+        if username not in jaas:
+            for mech in MECHANISMS.values():
+                cred = self.credentials.get(username, mech.name)
+                if cred is not None:
+                    return verify_password(mech, cred, password)
+        # A JAAS entry or an unknown user costs the same PBKDF2 as a stored user (default
+        # iterations), so the answer's timing does not tell which user names exist.
         mech, dummy = _dummy_credential()
         verify_password(mech, dummy, password)
-        return False
+        return username in jaas and constant_time_equal(jaas[username], password)
 
     def authorize(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str
