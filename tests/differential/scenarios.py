@@ -1,0 +1,40 @@
+"""The fixed scenarios (``scenarios/**/*.json``, one a file, named by the file) and the list of
+scenarios that differ from Kafka Streams today (``known_differences.toml``)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SCENARIO_DIR = HERE / "scenarios"
+KNOWN_FILE = HERE / "known_differences.toml"
+
+
+def scenario_files() -> list[Path]:
+    return sorted(SCENARIO_DIR.rglob("*.json"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A scenario; its ``name`` is the file name without ``.json``."""
+    scenario: dict[str, Any] = json.loads(path.read_text())
+    scenario["name"] = path.stem
+    return scenario
+
+
+def known_differences() -> dict[str, str]:
+    """Scenario name -> the one-line reason it differs today."""
+    with KNOWN_FILE.open("rb") as f:
+        table: dict[str, str] = tomllib.load(f)["scenarios"]
+    return table
+
+
+def save(scenario: dict[str, Any], directory: Path) -> Path:
+    """Write ``scenario`` as ``<directory>/<name>.json`` (a shrunk property counterexample)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{scenario['name']}.json"
+    body = {k: v for k, v in scenario.items() if k != "name"}
+    path.write_text(json.dumps(body, indent=1) + "\n")
+    return path
