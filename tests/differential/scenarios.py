@@ -31,10 +31,24 @@ def known_differences() -> dict[str, str]:
     return table
 
 
+def dump(scenario: dict[str, Any]) -> str:
+    """A scenario file's text: one topology node and one input step a line."""
+
+    def block(items: list[Any]) -> list[str]:
+        return [
+            f"  {json.dumps(item)}" + ("," if i < len(items) - 1 else "")
+            for i, item in enumerate(items)
+        ]
+
+    lines = ["{", f' "description": {json.dumps(scenario.get("description", ""))},']
+    lines += [' "topology": [', *block(scenario["topology"]), " ],"]
+    lines += [' "steps": [', *block(scenario["steps"]), " ]", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def save(scenario: dict[str, Any], directory: Path) -> Path:
     """Write ``scenario`` as ``<directory>/<name>.json`` (a shrunk property counterexample)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{scenario['name']}.json"
-    body = {k: v for k, v in scenario.items() if k != "name"}
-    path.write_text(json.dumps(body, indent=1) + "\n")
+    path.write_text(dump(scenario))
     return path
