@@ -37,11 +37,12 @@ def _stale() -> bool:
 
 def ensure_jar(timeout: float = 900.0) -> Path:
     """The runner's jar, built with Maven if missing or older than its sources."""
-    missing = [t for t in ("java", "mvn") if shutil.which(t) is None]
-    if missing:
-        raise OracleUnavailable(f"the Kafka Streams oracle needs {' and '.join(missing)}")
+    if shutil.which("java") is None:
+        raise OracleUnavailable("the Kafka Streams oracle needs java (17 or newer)")
     if not _stale():
         return JAR
+    if shutil.which("mvn") is None:
+        raise OracleUnavailable("building the Kafka Streams oracle needs mvn")
     done = subprocess.run(
         ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
         capture_output=True,

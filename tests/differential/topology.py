@@ -131,6 +131,8 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
         return Node(dict(zip(names, branches, strict=True)), "split")
     if op == "toTable":
         return Node(s.to_table(), "table")
+    if op == "processValues":
+        return Node(s.process_values(fn.value_mapper(spec["fn"])), "stream")
     if op == "groupByKey":
         return Node(s.group_by_key(), "grouped")
     if op == "groupBy":

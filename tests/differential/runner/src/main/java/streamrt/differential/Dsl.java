@@ -32,6 +32,9 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.Stores;
 
 /** Builds a scenario's topology with Kafka Streams' DSL, node by node: each node names its
@@ -39,6 +42,26 @@ import org.apache.kafka.streams.state.Stores;
  *  vocabulary is the one tests/differential/topology.py builds with streamrt's DSL. */
 @SuppressWarnings({"unchecked", "rawtypes"})
 final class Dsl {
+    /** processValues' built-in: a value mapper as a FixedKeyProcessor (no user code). */
+    static final class MapValuesProcessor implements FixedKeyProcessor<String, Object, Object> {
+        private final org.apache.kafka.streams.kstream.ValueMapper<Object, Object> fn;
+        private FixedKeyProcessorContext<String, Object> context;
+
+        MapValuesProcessor(org.apache.kafka.streams.kstream.ValueMapper<Object, Object> fn) {
+            this.fn = fn;
+        }
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, Object> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, Object> record) {
+            context.forward(record.withValue(fn.apply(record.value())));
+        }
+    }
+
     private final StreamsBuilder builder = new StreamsBuilder();
     private final Map<String, Object> nodes = new HashMap<>();
     private final java.util.Set<String> windowed = new java.util.HashSet<>();
@@ -164,6 +187,7 @@ final class Dsl {
             case "repartition": return s.repartition();
             case "split": return split(n, s);
             case "toTable": return s.toTable();
+            case "processValues": return s.processValues(() -> new MapValuesProcessor(Fns.valueMapper(text(n, "fn"))));
             case "groupByKey": return s.groupByKey();
             case "groupBy": return s.groupBy(Fns.keySelector(text(n, "fn")), Grouped.with(Serdes.String(), json));
             case "join":

@@ -44,18 +44,19 @@ public final class Oracle {
             JsonNode scenario = JsonSerde.MAPPER.readTree(line);
             String name = scenario.path("name").asText("?");
             try {
-                run(scenario, name, out);
+                run(scenario, name);
             } catch (Exception e) {
-                emit(out, name, -1).put("error", "build: " + describe(e));
+                emit(name, -1).put("error", "build: " + describe(e));
             }
-            emit(out, name, -1).put("done", true);
+            emit(name, -1).put("done", true);
             flush(out);
         }
     }
 
+    /** A scenario's lines, written together once it is done. */
     private static final java.util.List<ObjectNode> PENDING = new java.util.ArrayList<>();
 
-    private static ObjectNode emit(PrintStream out, String name, int step) {
+    private static ObjectNode emit(String name, int step) {
         ObjectNode o = JsonSerde.MAPPER.createObjectNode();
         o.put("scenario", name);
         o.put("step", step);
@@ -105,7 +106,7 @@ public final class Oracle {
         return v.asText();
     }
 
-    private static void run(JsonNode scenario, String name, PrintStream out) throws IOException {
+    private static void run(JsonNode scenario, String name) throws IOException {
         Dsl dsl = new Dsl();
         var builder = dsl.build(scenario.get("topology"));
         Path stateDir = Files.createTempDirectory("diff-oracle-");
@@ -124,10 +125,10 @@ public final class Oracle {
                 try {
                     apply(s, driver, inputs);
                 } catch (RuntimeException e) {
-                    emit(out, name, step).put("error", describe(e));
+                    emit(name, step).put("error", describe(e));
                     return;
                 }
-                drain(outputs, out, name, step);
+                drain(outputs, name, step);
                 step++;
             }
         } finally {
@@ -150,12 +151,12 @@ public final class Oracle {
         topic.pipeInput(key, scalar(s.get("value")), s.get("ts").asLong());
     }
 
-    private static void drain(Map<String, TestOutputTopic<String, byte[]>> outputs, PrintStream out, String name,
-                              int step) throws IOException {
+    private static void drain(Map<String, TestOutputTopic<String, byte[]>> outputs, String name, int step)
+            throws IOException {
         for (Map.Entry<String, TestOutputTopic<String, byte[]>> e : outputs.entrySet()) {
             while (!e.getValue().isEmpty()) {
                 TestRecord<String, byte[]> r = e.getValue().readRecord();
-                ObjectNode o = emit(out, name, step);
+                ObjectNode o = emit(name, step);
                 o.put("topic", e.getKey());
                 o.put("key", r.key());
                 o.set("value", r.value() == null ? JsonSerde.MAPPER.nullNode() : JsonSerde.MAPPER.readTree(r.value()));
