@@ -120,6 +120,7 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
         "flatMap": lambda: s.flat_map(fn.flat_mapper(spec["fn"])),
         "merge": lambda: s.merge(built.nodes[spec["other"]].obj),
         "repartition": lambda: s.repartition(),
+        "peek": lambda: s.peek(lambda _k, _v: None),
     }
     if op in simple:
         return Node(simple[op](), "stream")

@@ -184,6 +184,7 @@ final class Dsl {
             case "flatMapValues": return s.flatMapValues(Fns.flatValues(text(n, "fn")));
             case "flatMap": return s.flatMap(Fns.flatMapper(text(n, "fn")));
             case "merge": return s.merge((KStream<String, Object>) node(text(n, "other")));
+            case "peek": return s.peek((k, v) -> { });
             case "repartition": return s.repartition();
             case "split": return split(n, s);
             case "toTable": return s.toTable();
