@@ -68,6 +68,7 @@ final class Dsl {
     final TreeSet<String> inputs = new TreeSet<>();
     final TreeSet<String> outputs = new TreeSet<>();
     private final JsonSerde json = new JsonSerde();
+    private static final java.util.Set<String> SOURCES = java.util.Set.of("stream", "table", "globalTable");
 
     StreamsBuilder build(JsonNode topology) {
         String previous = null;
@@ -78,7 +79,8 @@ final class Dsl {
             Object result = apply(node, from);
             if (result != null) {
                 nodes.put(id, result);
-                if (from != null && windowed.contains(from) && !node.get("op").asText().equals("to")) {
+                boolean source = SOURCES.contains(node.get("op").asText());
+                if (!source && from != null && windowed.contains(from)) {
                     windowed.add(id);
                 }
                 if (node.get("op").asText().equals("windowedBy")) {
