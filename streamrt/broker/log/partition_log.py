@@ -16,28 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aiokafka.errors import UnsupportedCodecError
-from aiokafka.record.default_records import DefaultRecordBatch
-
-from streamrt.broker.log.batch import (
-    ATTR_LOG_APPEND_TIME,
-    BatchHeader,
-    iter_headers,
-    parse_header,
-    set_base_offset,
-    set_log_append_time,
-)
+from streamrt.broker.log.assign import AppendPlan, plan_append
+from streamrt.broker.log.batch import BatchHeader, iter_headers, parse_header
+from streamrt.broker.log.codec import iter_records
 from streamrt.broker.log.control import build_marker_batch, parse_marker
-from streamrt.broker.log.producer_state import (
-    ActiveProducer,
-    BatchMetadata,
-    ProducerEntry,
-    ProducerStateManager,
-)
+from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
 from streamrt.broker.log.recompress import CODECS, recompress
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
 from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
+from streamrt.broker.log.validator import validate
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 
@@ -236,72 +224,63 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------- append
     def append(self, records: bytes, now_ms: int, *, coordinator: bool = False) -> AppendInfo:
-        """Validate every batch, assign offsets, write; a retried idempotent batch is not
-        written again but answered with its original offsets (``duplicate=True``).
+        """Validate every batch (:mod:`validator`), recompress for the topic's codec, assign
+        offsets, write; a retried idempotent batch is not written again but answered with its
+        original offsets (``duplicate=True``). Nothing is written unless every batch passed.
 
         ``coordinator=True`` is Kafka's coordinator append origin (transactional offset
         commits): producer epochs are checked, sequences are not."""
         with self.lock:
             self._check_open()
-            headers = list(iter_headers(records))
-            if not headers:
-                raise KafkaError(ErrorCode.invalid_record, "produce request holds no record batch")
-            codec = CODECS.get(self._config.get("compression.type", "producer"))
-            if codec is not None:  # the topic asks for a codec: Kafka's LogValidator rewrite
-                rewritten = recompress(records, headers, codec)
-                if rewritten is not None:
-                    records = rewritten
-                    headers = list(iter_headers(records))
-            for h in headers:
-                self._validate_batch(records, h, now_ms)
+            compression = self._config.get("compression.type", "producer")
+            batches = validate(
+                records,
+                self._config,
+                now_ms,
+                client=not coordinator,
+                keep_plain=compression in CODECS,
+            )
+            headers = [v.header for v in batches]
+            rewritten = recompress(records, batches, compression, self._config["max.message.bytes"])
+            if rewritten is not None:
+                records = rewritten
+                headers = list(iter_headers(records, check_crc=False))
             log_append = self._config["message.timestamp.type"] == "LogAppendTime"
-            buf = bytearray(records)
-            next_offset = self.log_end_offset
-            pending: dict[int, ProducerEntry] = {}
-            duplicates: list[BatchMetadata] = []
-            kept: list[BatchHeader] = []
-            for h in headers:
-                cached = self.producer_state.check(
-                    h, next_offset, pending, check_sequence=not coordinator
-                )
-                if cached is not None:
-                    duplicates.append(cached)
-                    continue
-                set_base_offset(buf, h.position, next_offset)
-                if log_append:
-                    set_log_append_time(buf, h, now_ms)
-                kept.append(
-                    dataclasses.replace(
-                        h,
-                        base_offset=next_offset,
-                        max_timestamp=now_ms if log_append else h.max_timestamp,
-                        attributes=h.attributes | (ATTR_LOG_APPEND_TIME if log_append else 0),
-                    )
-                )
-                next_offset += h.last_offset_delta + 1
-            append_time = now_ms if log_append else -1
-            if duplicates:
-                if kept:
-                    raise KafkaError(
-                        ErrorCode.out_of_order_sequence_number,
-                        "a retried (duplicate) batch was sent together with new batches",
-                    )
+            plan = plan_append(
+                records,
+                headers,
+                [v.max_timestamp for v in batches],
+                self.log_end_offset,
+                self.producer_state,
+                now_ms,
+                log_append=log_append,
+                check_sequence=not coordinator,
+            )
+            if plan.duplicates:
+                first, last = plan.duplicates[0], plan.duplicates[-1]
+                append_time = first.timestamp if log_append else -1
                 return AppendInfo(
-                    duplicates[0].base_offset,
-                    duplicates[-1].last_offset,
-                    duplicates[0].timestamp if log_append else -1,
+                    first.base_offset,
+                    last.last_offset,
+                    append_time,
                     self.log_start_offset,
                     duplicate=True,
                 )
-            self._maybe_roll(len(buf), now_ms, next_offset)
-            self.segments[-1].append(buf, kept, self._config["index.interval.bytes"])
-            self.producer_state.commit(pending)
-            self._unflushed = True
-            if self._fsync_policy == "always":
-                self.flush()
+            self._write(plan, now_ms)
             return AppendInfo(
-                kept[0].base_offset, next_offset - 1, append_time, self.log_start_offset
+                plan.kept[0].base_offset,
+                plan.next_offset - 1,
+                now_ms if log_append else -1,
+                self.log_start_offset,
             )
+
+    def _write(self, plan: AppendPlan, now_ms: int) -> None:
+        self._maybe_roll(len(plan.buf), now_ms, plan.next_offset)
+        self.segments[-1].append(plan.buf, plan.kept, self._config["index.interval.bytes"])
+        self.producer_state.commit(plan.pending)
+        self._unflushed = True
+        if self._fsync_policy == "always":
+            self.flush()
 
     def append_marker(
         self,
@@ -334,49 +313,6 @@ class PartitionLog:
             if self._fsync_policy == "always":
                 self.flush()
             return offset
-
-    def _validate_batch(self, records: bytes, h: BatchHeader, now_ms: int) -> None:
-        if h.size > self._config["max.message.bytes"]:
-            raise KafkaError(
-                ErrorCode.message_too_large,
-                f"batch of {h.size} bytes exceeds max.message.bytes "
-                f"{self._config['max.message.bytes']}",
-            )
-        if h.size > self._config["segment.bytes"]:
-            raise KafkaError(
-                ErrorCode.record_list_too_large,
-                f"batch of {h.size} bytes exceeds segment.bytes {self._config['segment.bytes']}",
-            )
-        if h.is_control:
-            raise KafkaError(ErrorCode.invalid_record, "clients may not send control batches")
-        if self._config["message.timestamp.type"] == "CreateTime":
-            before = self._config["message.timestamp.before.max.ms"]
-            after = self._config["message.timestamp.after.max.ms"]
-            if now_ms - h.base_timestamp > before or h.max_timestamp - now_ms > after:
-                raise KafkaError(
-                    ErrorCode.invalid_timestamp,
-                    f"batch timestamps [{h.base_timestamp}, {h.max_timestamp}] outside "
-                    f"message.timestamp.before.max.ms={before} / after.max.ms={after} "
-                    f"of the broker time {now_ms}",
-                )
-        if h.record_count != h.last_offset_delta + 1:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"record count {h.record_count} != last offset delta {h.last_offset_delta} + 1",
-            )
-        if "compact" in self._config["cleanup.policy"]:
-            try:
-                keys = [
-                    r.key for r in DefaultRecordBatch(records[h.position : h.position + h.size])
-                ]
-            except UnsupportedCodecError as exc:  # the codec's library is not installed
-                raise KafkaError(ErrorCode.unsupported_compression_type, str(exc)) from None
-            except Exception as exc:  # a malformed record inside the batch
-                raise KafkaError(ErrorCode.corrupt_message, f"cannot read records: {exc}") from None
-            if any(k is None for k in keys):
-                raise KafkaError(
-                    ErrorCode.invalid_record, "compacted topic: every record needs a key"
-                )
 
     # ------------------------------------------------------------------------------- rolling
     def _maybe_roll(self, incoming: int, now_ms: int, next_offset: int) -> None:
@@ -470,7 +406,7 @@ class PartitionLog:
                 return None
             seg, h = best
             try:
-                for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
+                for r in iter_records(seg.pread(h.position, h.size)):
                     if r.offset >= start and r.timestamp == h.max_timestamp:
                         return r.offset, r.timestamp
             except Exception:  # undecodable records: answer at batch granularity
@@ -487,7 +423,7 @@ class PartitionLog:
                 if h is None:
                     continue
                 try:
-                    for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
+                    for r in iter_records(seg.pread(h.position, h.size)):
                         if r.timestamp >= timestamp_ms and r.offset >= self.log_start_offset:
                             return r.offset, r.timestamp
                 except Exception:  # undecodable records: answer at batch granularity
