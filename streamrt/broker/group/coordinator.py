@@ -42,27 +42,10 @@ from streamrt.wire.group_responses import (
     sync_response,
 )
 
-__all__ = ("GroupConfig", "GroupCoordinator", "map_append_error")
+__all__ = ("GroupConfig", "GroupCoordinator")
 
 logger = logging.getLogger(__name__)
 _R = TypeVar("_R")
-
-_STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
-}
-
-
-def map_append_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's ``appendGroupMetadataErrorToResponseError`` (Java mapping)."""
-    return _STORAGE_ERROR_MAP.get(code, code)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

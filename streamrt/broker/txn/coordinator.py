@@ -33,26 +33,12 @@ from streamrt.logs import fields
 from streamrt.wire.codec import build, codec_for, ms
 from streamrt.wire.context import RequestContext
 
-__all__ = ("TransactionCoordinator", "TxnConfig", "map_append_error")
+__all__ = ("TransactionCoordinator", "TxnConfig")
 
 logger = logging.getLogger(__name__)
 
 ABORT_SCAN_KEY = "txn-abort-timed-out"
 EXPIRE_SCAN_KEY = "txn-expire-ids"
-
-_STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-}
-
-
-def map_append_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's ``TransactionStateManager`` mapping of a failed ``__transaction_state`` append."""
-    return _STORAGE_ERROR_MAP.get(code, ErrorCode.unknown_server_error)
 
 
 class Timer(Protocol):
