@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from streamrt.broker.log.assign import AppendPlan, plan_append
-from streamrt.broker.log.batch import BatchHeader, iter_headers, parse_header
-from streamrt.broker.log.codec import iter_records
-from streamrt.broker.log.control import build_marker_batch, parse_marker
+from streamrt.broker.log.batch import iter_headers, parse_header
+from streamrt.broker.log.control import build_marker_batch
+from streamrt.broker.log.loading import (
+    PRODUCER_SNAPSHOT,
+    TXN_INDEX,
+    expired_segments,
+    load_producer_state,
+)
 from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
 from streamrt.broker.log.recompress import CODECS, recompress
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
+from streamrt.broker.log.time_lookup import max_timestamp_offset, offset_for_timestamp
 from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
 from streamrt.broker.log.validator import validate
 from streamrt.errors import ErrorCode, KafkaError
@@ -33,10 +39,8 @@ __all__ = ("AppendInfo", "FetchSlice", "PartitionLog")
 
 logger = logging.getLogger(__name__)
 
-PRODUCER_SNAPSHOT = "producer-state.json"
 #: The log start offset moved by DeleteRecords (Kafka keeps it in ``log-start-offset-checkpoint``).
 LOG_START_OFFSET_FILE = "log-start-offset"
-TXN_INDEX = "aborted-txns.json"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -114,24 +118,7 @@ class PartitionLog:
         if not segments:
             segments.append(LogSegment.create(directory, 0))
             fsync_dir(directory)
-        log_end = segments[-1].next_offset
-        state = ProducerStateManager()
-        start = segments[0].base_offset
-        snapshot = ProducerStateManager.read_snapshot(directory / PRODUCER_SNAPSHOT)
-        txn_index = TxnIndex()
-        if snapshot is not None and (snapshot[0] == log_end or snapshot[0] in bases):
-            saved = TxnIndex.read(directory / TXN_INDEX, snapshot[0])
-            if saved is not None:
-                start, state = snapshot
-                txn_index = saved
-        for seg in segments:
-            if seg.base_offset >= start:
-                for h in seg.headers_from(0):
-                    if h.is_control:
-                        _replay_marker(state, txn_index, seg, h)
-                    else:
-                        state.load_batch(h)
-        txn_index.drop_before(segments[0].base_offset)
+        state, txn_index = load_producer_state(directory, segments)
         return cls(directory, topic, partition, config, fsync_policy, segments, state, txn_index)
 
     def update_config(self, config: Mapping[str, Any]) -> None:
@@ -394,42 +381,14 @@ class PartitionLog:
         log start; ``None`` for an empty log."""
         with self.lock:
             self._check_open()
-            start = self.log_start_offset
-            best: tuple[LogSegment, BatchHeader] | None = None
-            for seg in self.segments:
-                for h in seg.headers_from(0):
-                    if h.base_offset + h.last_offset_delta < start:
-                        continue
-                    if best is None or h.max_timestamp > best[1].max_timestamp:
-                        best = (seg, h)
-            if best is None:
-                return None
-            seg, h = best
-            try:
-                for r in iter_records(seg.pread(h.position, h.size)):
-                    if r.offset >= start and r.timestamp == h.max_timestamp:
-                        return r.offset, r.timestamp
-            except Exception:  # undecodable records: answer at batch granularity
-                logger.warning("cannot decode batch for max timestamp lookup", exc_info=True)
-            return h.base_offset + h.last_offset_delta, h.max_timestamp
+            return max_timestamp_offset(self.segments, self.log_start_offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``, found via
-        the first batch whose max timestamp is >= it (Kafka's ListOffsets); ``None`` if none."""
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms`` (Kafka's
+        ListOffsets); ``None`` if none."""
         with self.lock:
             self._check_open()
-            for seg in self.segments:
-                h = seg.find_timestamp(timestamp_ms)
-                if h is None:
-                    continue
-                try:
-                    for r in iter_records(seg.pread(h.position, h.size)):
-                        if r.timestamp >= timestamp_ms and r.offset >= self.log_start_offset:
-                            return r.offset, r.timestamp
-                except Exception:  # undecodable records: answer at batch granularity
-                    logger.warning("cannot decode batch for timestamp lookup", exc_info=True)
-                return h.base_offset, h.max_timestamp
-            return None
+            return offset_for_timestamp(self.segments, timestamp_ms, self.log_start_offset)
 
     # ------------------------------------------------------------------------------- durability
     def flush(self) -> None:
@@ -473,23 +432,7 @@ class PartitionLog:
             below_start = self._delete_segments_below_start()
             if "delete" not in self._config["cleanup.policy"]:
                 return below_start
-            candidates = self.segments[:-1]
-            by_time = 0
-            retention_ms = self._config["retention.ms"]
-            if retention_ms >= 0:
-                while (
-                    by_time < len(candidates)
-                    and now_ms - candidates[by_time].max_timestamp > retention_ms
-                ):
-                    by_time += 1
-            by_size = 0
-            retention_bytes = self._config["retention.bytes"]
-            if retention_bytes >= 0:
-                excess = sum(s.size for s in self.segments) - retention_bytes
-                while by_size < len(candidates) and excess - candidates[by_size].size >= 0:
-                    excess -= candidates[by_size].size
-                    by_size += 1
-            doomed = candidates[: max(by_time, by_size)]
+            doomed = self.segments[: expired_segments(self.segments, self._config, now_ms)]
             if doomed:
                 del self.segments[: len(doomed)]
                 for seg in doomed:
@@ -530,20 +473,6 @@ def _read_start_offset(path: Path) -> int:
     except ValueError:
         logger.warning("ignoring an unreadable log start offset file", extra=fields(path=str(path)))
         return 0
-
-
-def _replay_marker(
-    state: ProducerStateManager, txn_index: TxnIndex, seg: LogSegment, h: BatchHeader
-) -> None:
-    """Load-time twin of :meth:`PartitionLog.append_marker` (the ``.txnindex`` rebuild)."""
-    marker = parse_marker(seg.pread(h.position, h.size))
-    if marker is None or h.producer_id < 0:
-        return
-    aborted = state.complete_txn(
-        h.producer_id, h.producer_epoch, h.base_offset, marker.commit, h.max_timestamp
-    )
-    if aborted is not None:
-        txn_index.append(aborted)
 
 
 def _last_offset(records: bytes) -> int | None:
