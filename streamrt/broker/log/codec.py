@@ -89,8 +89,6 @@ def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
         yield from DefaultRecordBatch(bytes(batch))
     except UnsupportedCodecError as exc:
         raise KafkaError(ErrorCode.unsupported_compression_type, str(exc)) from None
-    except KafkaError:
-        raise
     except Exception as exc:  # aiokafka's CorruptRecordException and the codecs' errors
         raise KafkaError(ErrorCode.invalid_record, f"cannot read records: {exc}") from None
 
