@@ -18,6 +18,7 @@ from streamrt.broker.config import BrokerConfig
 from streamrt.broker.coordination.partitioning import partition_for
 from streamrt.broker.embedded import BrokerThread
 from streamrt.broker.log import LogManager
+from streamrt.broker.log.codec import NewRecord, build_batch
 from streamrt.wire.api_keys import ApiKey
 from tests.broker.transactions_support import (
     TXN_OVERRIDES,
@@ -48,8 +49,6 @@ def _txn_key(txn_id: str) -> bytes:
 
 def _records(pairs: list[tuple[bytes, bytes]]) -> bytes:
     """One batch holding ``pairs`` (key, value) as the coordinator's own records."""
-    from streamrt.broker.log.codec import NewRecord, build_batch
-
     now = int(time.time() * 1000)
     return bytes(build_batch(NewRecord(i, now, k, v) for i, (k, v) in enumerate(pairs)))
 
