@@ -1,4 +1,4 @@
-"""What the group coordinator service needs from the broker's logs (Kafka's ``PartitionWriter``).
+"""What a coordinator service needs from the broker's logs (Kafka's ``PartitionWriter``).
 
 The service reads ``__consumer_offsets`` at load and appends record batches to it; these
 protocols name exactly that, so the service depends on an interface, not on ``LogManager``.
