@@ -25,12 +25,11 @@ from typing import Any, Protocol
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, KafkaError, StreamrtError
 from streamrt.logs import fields, log_format
-from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.client_settings import admin_kwargs
 from streamrt.runtime.config import StreamsConfig, read_env
-from streamrt.runtime.dsl import KStream, KTable
+from streamrt.runtime.dsl import GlobalKTable, KStream, KTable, StreamsBuilder
 from streamrt.runtime.exception_handlers import ErrorStats, RecordFailedError
-from streamrt.runtime.global_table import GlobalKTable, GlobalStreamThread
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.internal_topics import ensure_internal_topics
 from streamrt.runtime.metadata import (
     APP_ALLOWED_NEXT,
@@ -48,6 +47,7 @@ from streamrt.runtime.process_thread import (
     find_app_spec,
     picklable_settings,
 )
+from streamrt.runtime.processors.global_thread import GlobalStreamThread
 from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.thread import (
     FatalThreadError,
@@ -56,7 +56,6 @@ from streamrt.runtime.thread import (
     ThreadNotRunningError,
 )
 from streamrt.runtime.timestamps import TimestampExtractor
-from streamrt.runtime.topology import Topology
 from streamrt.serde import SerdeLike
 
 __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")

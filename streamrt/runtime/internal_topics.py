@@ -19,9 +19,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
 from streamrt.replication import resolve_replication_factor
-from streamrt.runtime.copartition import repartition_counts, validate_copartitioning
+from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
+from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.source_topics import wait_for_source_topics
-from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 
 __all__ = ("changelog_config", "ensure_internal_topics")
 

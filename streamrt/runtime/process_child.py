@@ -24,8 +24,8 @@ from streamrt.clock import SystemClock
 from streamrt.errors import ConfigError
 from streamrt.logs import configure_logging, fields
 from streamrt.runtime.exception_handlers import RecordFailedError
-from streamrt.runtime.global_table import GlobalStreamThread
 from streamrt.runtime.process_thread import STATUS_INTERVAL_S, load_app_object
+from streamrt.runtime.processors.global_thread import GlobalStreamThread
 from streamrt.runtime.store_reads import StoreRead, read_on_thread
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
 

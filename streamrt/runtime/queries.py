@@ -16,12 +16,12 @@ from aiokafka.partitioner import murmur2
 
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.graph.topology import SubTopology, Topology
 from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
 from streamrt.runtime.process_thread import ProcessStreamThread
 from streamrt.runtime.processor import Windowed
 from streamrt.runtime.store_reads import StoreNotReadyError, StoreRead, read_on_thread
 from streamrt.runtime.thread import StreamThread
-from streamrt.runtime.topology import SubTopology, Topology
 
 __all__ = ("StoreNotReadyError", "StreamsQueries", "expand_instance_ids")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streamrt.runtime.topology import StoreSpec
+from streamrt.runtime.graph.topology import StoreSpec
 from streamrt.state import KeyValueStore, TopicPartition
 
 __all__ = (

@@ -44,13 +44,13 @@ from streamrt.runtime.eos import (
     commit_transaction,
 )
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
+from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.purge import RepartitionPurger
 from streamrt.runtime.restore import ChangelogRestorer
 from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
-from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import StateLockedError, read_checkpoint_hint
 
 __all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")

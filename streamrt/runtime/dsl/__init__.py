@@ -1,0 +1,35 @@
+"""The DSL users call, as Kafka Streams' ``kstream``: :class:`StreamsBuilder`, :class:`KStream`,
+:class:`KTable`, grouped and windowed streams, :class:`GlobalKTable`, and their arguments.
+
+Layout: the API classes (``builder``, ``stream``, ``grouped``, ``table``, ``global_table``) wrap
+graph handles; the ``*_nodes`` modules add the operators' processors (from
+``runtime.processors``) to the graph (``runtime.graph``). ``builder`` is imported first: it
+loads ``stream`` before ``table``, which refers back to ``stream`` for ``KTable.to_stream``.
+"""
+
+from streamrt.runtime.dsl.builder import StreamsBuilder
+from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
+from streamrt.runtime.dsl.stream import KStream
+from streamrt.runtime.dsl.table import KGroupedTable, KTable
+from streamrt.runtime.graph.materialized import Materialized
+from streamrt.runtime.graph.serdes import WindowedSerde
+from streamrt.runtime.processors.join_windows import JoinWindows
+from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
+
+__all__ = (
+    "BufferConfig",
+    "BufferFullError",
+    "GlobalKTable",
+    "JoinWindows",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
+    "Materialized",
+    "SessionWindowedKStream",
+    "StreamsBuilder",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "WindowedSerde",
+)
