@@ -1,17 +1,21 @@
 """The DSL users call, as Kafka Streams' ``kstream``: :class:`StreamsBuilder`, :class:`KStream`,
 :class:`KTable`, grouped and windowed streams, :class:`GlobalKTable`, and their arguments.
 
-Layout: the API classes (``builder``, ``stream``, ``grouped``, ``table``, ``global_table``) wrap
-graph handles; the ``*_nodes`` modules add the operators' processors (from
-``runtime.processors``) to the graph (``runtime.graph``). ``builder`` is imported first: it
-loads ``stream`` before ``table``, which refers back to ``stream`` for ``KTable.to_stream``.
+Layout: the API classes (``builder``, ``streams`` with the operators they inherit from
+``stream_ops`` and ``table_ops``, ``global_table``) wrap graph handles; the ``*_nodes`` modules
+add the operators' processors (from ``runtime.processors``) to the graph (``runtime.graph``).
 """
 
 from streamrt.runtime.dsl.builder import StreamsBuilder
 from streamrt.runtime.dsl.global_table import GlobalKTable
-from streamrt.runtime.dsl.grouped import KGroupedStream, SessionWindowedKStream, TimeWindowedKStream
-from streamrt.runtime.dsl.stream import KStream
-from streamrt.runtime.dsl.table import KGroupedTable, KTable
+from streamrt.runtime.dsl.streams import (
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
 from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processors.join_windows import JoinWindows

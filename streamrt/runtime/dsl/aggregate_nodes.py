@@ -29,11 +29,24 @@ from streamrt.runtime.processors.window_aggregate import (
     SlidingWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
 )
-from streamrt.runtime.windows import SessionWindows, SlidingWindows, Windows, check_retention
+from streamrt.runtime.windows import (
+    DEFAULT_LEGACY_GRACE_MS,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    Windows,
+    check_retention,
+)
 from streamrt.serde import BytesSerde, SerdeLike, serde_for
 from streamrt.state.window_store import SegmentSpec
 
-__all__ = ("EmitStrategy", "aggregate_stream", "suppress_table", "windowed_aggregate")
+__all__ = (
+    "EmitStrategy",
+    "aggregate_stream",
+    "suppress_table",
+    "windowed_aggregate",
+    "windows_argument",
+)
 
 EmitStrategy = Literal["on_window_update", "on_window_close"]
 
@@ -167,3 +180,25 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
         table.getter,
         table.window_close_delay_ms,
     )
+
+
+def windows_argument(
+    windows: Windows | int | None, advance_ms: int | None, size_ms: int | None
+) -> Windows:
+    """The windows ``windowed_by`` was given, or the legacy size/advance as TimeWindows."""
+    if windows is None:
+        if size_ms is None:
+            raise ConfigError("windowed_by needs windows (TimeWindows, ...) or size_ms")
+        windows = size_ms
+    if isinstance(windows, bool):
+        raise ConfigError(f"windowed_by needs windows, got {windows!r}")
+    if isinstance(windows, int):
+        size = windows
+        if size <= 0:
+            raise ConfigError(f"window size must be positive, got {size} ms")
+        grace = max(DEFAULT_LEGACY_GRACE_MS - size, 0)
+        advance = size if advance_ms is None else advance_ms
+        return TimeWindows.of_size_and_grace(size, grace).advance_by(advance)
+    if advance_ms is not None:
+        raise ConfigError("advance_ms goes with a size in ms; use TimeWindows.advance_by")
+    return windows

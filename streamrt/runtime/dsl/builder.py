@@ -4,8 +4,7 @@ Streams' ``StreamsBuilder``. ``App.stream``/``App.table`` delegate here."""
 from __future__ import annotations
 
 from streamrt.runtime.dsl.global_table import GlobalKTable
-from streamrt.runtime.dsl.stream import KStream
-from streamrt.runtime.dsl.table import KTable
+from streamrt.runtime.dsl.streams import KStream, KTable
 from streamrt.runtime.dsl.table_nodes import table_source
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.graph.nodes import StreamNode

@@ -1,42 +1,47 @@
-"""The DSL's streams: :class:`KStream`.
+"""The operations every KStream has that stay streams: stateless operators, branching,
+merging, repartitioning and sinks (:class:`StreamOperations`).
 
-A KStream wraps a :class:`StreamNode` (the graph handle); stateless operators add their
-processor from :mod:`streamrt.runtime.processors.stateless`, joins go through
-:mod:`.join_nodes`, grouping returns a :class:`KGroupedStream` (:mod:`.grouped`).
+The class is generic in the stream type it returns: :class:`~.streams.KStream` subclasses it
+and says how to wrap a graph handle (``_wrap``), so these operators build the graph through
+:class:`StreamNode` without naming the API classes that refer back to one another (grouping
+and joins are in :mod:`.streams`).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from streamrt.errors import ConfigError
-from streamrt.runtime.dsl import join_nodes
-from streamrt.runtime.dsl.global_table import GlobalKTable
-from streamrt.runtime.dsl.grouped import KGroupedStream
-from streamrt.runtime.dsl.table import KTable
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors import stateless as ops
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
 from streamrt.serde import Serde, SerdeLike, serde_for
 
-__all__ = ("KStream",)
+__all__ = ("KeyValueMapper", "Predicate", "StreamOperations", "opt_serde")
+
+S = TypeVar("S", bound="StreamOperations[Any]")
 
 Predicate = Callable[[Any, Any], bool]
 KeyValueMapper = Callable[[Any, Any], Any]
 
 
-def _opt(spec: SerdeLike) -> Serde[Any] | None:
+def opt_serde(spec: SerdeLike) -> Serde[Any] | None:
+    """An optional serde argument: None keeps the stream's."""
     return None if spec is None else serde_for(spec)
 
 
-class KStream:
-    """A record stream. Operators return new streams; nothing runs until the app starts."""
+class StreamOperations(ABC, Generic[S]):
+    """A record stream's operators that return a stream; nothing runs until the app starts."""
 
     def __init__(self, node: StreamNode) -> None:
         self.node = node
+
+    @abstractmethod
+    def _wrap(self, node: StreamNode) -> S:
+        """The API stream over ``node``."""
 
     @property
     def topology(self) -> Topology:
@@ -50,15 +55,15 @@ class KStream:
         key_changed: bool | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
-    ) -> KStream:
+    ) -> S:
         name = self.topology.new_name(prefix)
-        return KStream(
+        return self._wrap(
             self.node.then(
                 name,
                 processor,
                 key_changed=key_changed,
-                key_serde=_opt(key_serde),
-                value_serde=_opt(value_serde),
+                key_serde=opt_serde(key_serde),
+                value_serde=opt_serde(value_serde),
             )
         )
 
@@ -68,7 +73,7 @@ class KStream:
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
-    ) -> KStream:
+    ) -> S:
         return self._then(
             "KSTREAM-MAP",
             lambda: ops.MapProcessor(fn),
@@ -77,12 +82,12 @@ class KStream:
             value_serde=value_serde,
         )
 
-    def map_values(self, fn: Callable[[Any], Any], *, value_serde: SerdeLike = None) -> KStream:
+    def map_values(self, fn: Callable[[Any], Any], *, value_serde: SerdeLike = None) -> S:
         return self._then(
             "KSTREAM-MAPVALUES", lambda: ops.MapValuesProcessor(fn), value_serde=value_serde
         )
 
-    def filter(self, predicate: Predicate) -> KStream:
+    def filter(self, predicate: Predicate) -> S:
         return self._then("KSTREAM-FILTER", lambda: ops.FilterProcessor(predicate))
 
     def flat_map(
@@ -91,7 +96,7 @@ class KStream:
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
-    ) -> KStream:
+    ) -> S:
         return self._then(
             "KSTREAM-FLATMAP",
             lambda: ops.FlatMapProcessor(fn),
@@ -102,13 +107,13 @@ class KStream:
 
     def flat_map_values(
         self, fn: Callable[[Any], Iterable[Any]], *, value_serde: SerdeLike = None
-    ) -> KStream:
+    ) -> S:
         """Zero or more values per record, each with the record's key (no repartition)."""
         return self._then(
             "KSTREAM-FLATMAPVALUES", lambda: ops.FlatMapValuesProcessor(fn), value_serde=value_serde
         )
 
-    def select_key(self, fn: KeyValueMapper, *, key_serde: SerdeLike = None) -> KStream:
+    def select_key(self, fn: KeyValueMapper, *, key_serde: SerdeLike = None) -> S:
         """New key ``fn(key, value)``; a later join or grouping repartitions first."""
         return self._then(
             "KSTREAM-KEY-SELECT",
@@ -117,7 +122,7 @@ class KStream:
             key_serde=key_serde,
         )
 
-    def peek(self, action: Callable[[Any, Any], None]) -> KStream:
+    def peek(self, action: Callable[[Any, Any], None]) -> S:
         return self._then("KSTREAM-PEEK", lambda: ops.PeekProcessor(action))
 
     def foreach(self, action: Callable[[Any, Any], None]) -> None:
@@ -131,21 +136,21 @@ class KStream:
         stores: tuple[str, ...] = (),
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
-    ) -> KStream:
+    ) -> S:
         """Attach a processor-API processor (a fresh one per task from ``supplier``)."""
         name = self.topology.new_name("KSTREAM-PROCESSOR")
-        return KStream(
+        return self._wrap(
             self.node.then(
                 name,
                 supplier,
                 key_changed=True,
-                key_serde=_opt(key_serde),
-                value_serde=_opt(value_serde),
+                key_serde=opt_serde(key_serde),
+                value_serde=opt_serde(value_serde),
                 stores=stores,
             )
         )
 
-    def split(self, *predicates: Predicate, default: bool = False) -> list[KStream]:
+    def split(self, *predicates: Predicate, default: bool = False) -> list[S]:
         """One stream per predicate; a record goes to the first that matches (``branch``).
 
         ``default=True`` adds a last stream with the records no predicate matched (Kafka's
@@ -159,11 +164,11 @@ class KStream:
             branch = self.node.then(name, lambda: ops.BranchWithDefaultProcessor(pairs, fallback))
         else:
             branch = self.node.then(name, lambda: ops.BranchProcessor(pairs))
-        return [KStream(branch.then(child, ops.PassThroughProcessor)) for child in children]
+        return [self._wrap(branch.then(child, ops.PassThroughProcessor)) for child in children]
 
     branch = split
 
-    def merge(self, other: KStream) -> KStream:
+    def merge(self, other: S) -> S:
         topology = self.topology
         name = topology.add_processor(
             topology.new_name("KSTREAM-MERGE"),
@@ -172,7 +177,7 @@ class KStream:
             other.node.name,
         )
         key_changed = self.node.key_changed or other.node.key_changed
-        return KStream(
+        return self._wrap(
             StreamNode(topology, name, self.node.key_serde, self.node.value_serde, key_changed)
         )
 
@@ -183,17 +188,17 @@ class KStream:
         name: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
-    ) -> KStream:
+    ) -> S:
         """Write to ``<application.id>-<name>-repartition`` (``partitions`` partitions, else
         as many as the input) and read it back: downstream tasks follow the new key."""
         if partitions is not None and partitions < 1:
             raise ConfigError(f"repartition: partitions must be >= 1, got {partitions}")
-        stream = self.node.with_serdes(_opt(key_serde), _opt(value_serde))
+        stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
         name = name or self.topology.new_name("KSTREAM-REPARTITION")
-        return KStream(stream.repartition(name, partitions=partitions))
+        return self._wrap(stream.repartition(name, partitions=partitions))
 
     def to(self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> None:
-        stream = self.node.with_serdes(_opt(key_serde), _opt(value_serde))
+        stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
         self.topology.add_sink(
             self.topology.new_name("KSTREAM-SINK"),
             topic,
@@ -201,94 +206,3 @@ class KStream:
             stream.value_serde,
             stream.name,
         )
-
-    def join(
-        self,
-        other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
-        *,
-        windows: JoinWindows | None = None,
-        key_mapper: KeyValueMapper | None = None,
-        name: str | None = None,
-        in_memory: bool | None = None,
-    ) -> KStream:
-        """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
-        (``key_mapper(key, value)`` gives the table key). See docs/dsl.md."""
-        return self._join(other, joiner, "inner", windows, key_mapper, name, in_memory)
-
-    def left_join(
-        self,
-        other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
-        *,
-        windows: JoinWindows | None = None,
-        key_mapper: KeyValueMapper | None = None,
-        name: str | None = None,
-        in_memory: bool | None = None,
-    ) -> KStream:
-        """Like :meth:`join`, but a record without partner gives ``joiner(value, None)``."""
-        return self._join(other, joiner, "left", windows, key_mapper, name, in_memory)
-
-    def outer_join(
-        self,
-        other: KStream,
-        joiner: Joiner,
-        *,
-        windows: JoinWindows,
-        name: str | None = None,
-        in_memory: bool | None = None,
-    ) -> KStream:
-        """Windowed outer join of two streams: unmatched records of either side are emitted
-        (``joiner(v, None)`` / ``joiner(None, v)``) once their window closes."""
-        return self._join(other, joiner, "outer", windows, None, name, in_memory)
-
-    def _join(
-        self,
-        other: object,
-        joiner: Joiner,
-        kind: JoinKind,
-        windows: JoinWindows | None,
-        key_mapper: KeyValueMapper | None,
-        name: str | None,
-        in_memory: bool | None,
-    ) -> KStream:
-        if isinstance(other, KStream):
-            if windows is None:
-                raise ConfigError("a KStream-KStream join needs windows=JoinWindows...")
-            return KStream(
-                join_nodes.stream_stream_join(
-                    self.node, other.node, joiner, windows, kind, name, in_memory
-                )
-            )
-        if kind == "outer":
-            raise ConfigError("outer_join is only defined between two streams")
-        left = kind == "left"
-        if isinstance(other, KTable):
-            node = join_nodes.stream_table_join(self.node, other.node, joiner, left, name)
-            return KStream(node)
-        if isinstance(other, GlobalKTable):
-            if key_mapper is None:
-                raise ConfigError("a KStream-GlobalKTable join needs key_mapper=fn(key, value)")
-            spec = other.spec
-            return KStream(join_nodes.stream_global_join(self.node, spec, key_mapper, joiner, left))
-        raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
-
-    def group_by_key(
-        self, *, name: str | None = None, key_serde: SerdeLike = None, value_serde: SerdeLike = None
-    ) -> KGroupedStream:
-        stream = self.node.with_serdes(_opt(key_serde), _opt(value_serde))
-        return KGroupedStream(stream.repartitioned_if_needed(name))
-
-    def group_by(
-        self,
-        selector: KeyValueMapper,
-        *,
-        name: str | None = None,
-        key_serde: SerdeLike = None,
-        value_serde: SerdeLike = None,
-    ) -> KGroupedStream:
-        """Re-key by ``selector`` through ``<application.id>-<name>-repartition``."""
-        mapped = self.map(
-            lambda k, v: (selector(k, v), v), key_serde=key_serde, value_serde=value_serde
-        )
-        return KGroupedStream(mapped.node.repartition(name))
