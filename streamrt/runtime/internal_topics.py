@@ -1,7 +1,7 @@
 """Create the application's internal topics before its threads join the group.
 
 Repartition topics get their reading sub-topology's user-topic partition count (or an explicit
-``repartition(n)``; see runtime.copartition, which also checks join inputs); each changelog
+``repartition(n)``; see runtime.graph.copartition, which also checks join inputs); each changelog
 gets its sub-topology's task count (the largest partition count of its sources), so that
 changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted; window and
 session store changelogs are ``compact,delete`` with their retention (as Kafka Streams).
