@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from streamrt.runtime.graph.topology import StoreSpec
 from streamrt.runtime.processor import Windowed
-from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
+from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext, StoreSpec
 from streamrt.state import KeyValueStore, SegmentedStore, TopicPartition, WindowEntry
 from streamrt.state.window_store import window_key
 

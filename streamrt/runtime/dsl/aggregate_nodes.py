@@ -15,7 +15,6 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.graph.materialized import store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.graph.serdes import WindowedSerde
-from streamrt.runtime.graph.topology import StoreSpec
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregation
 from streamrt.runtime.processors.suppress import (
@@ -29,6 +28,7 @@ from streamrt.runtime.processors.window_aggregate import (
     SlidingWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
 )
+from streamrt.runtime.stores import StoreSpec
 from streamrt.runtime.windows import (
     DEFAULT_LEGACY_GRACE_MS,
     SessionWindows,

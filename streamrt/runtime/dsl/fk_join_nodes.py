@@ -11,7 +11,7 @@ from typing import Any
 from streamrt.runtime.dsl.join_nodes import join_result
 from streamrt.runtime.graph.materialized import MaterializedLike, materialize
 from streamrt.runtime.graph.nodes import TableNode, no_getter
-from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, StoreSpec
+from streamrt.runtime.graph.topology import REPARTITION_SUFFIX
 from streamrt.runtime.processors.fk_join import (
     ForeignTableUpdateProcessor,
     ResponseJoinProcessor,
@@ -19,6 +19,7 @@ from streamrt.runtime.processors.fk_join import (
     SubscriptionSendProcessor,
 )
 from streamrt.runtime.processors.join_windows import Joiner
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import BytesSerde, Serde
 
 __all__ = ("foreign_key_join",)

@@ -14,7 +14,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.graph.materialized import MaterializedLike, materialize, store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode, ValueGetter
-from streamrt.runtime.graph.topology import StoreSpec, Topology
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.processors.stream_stream_join import (
@@ -30,6 +30,7 @@ from streamrt.runtime.processors.stream_table_join import (
 )
 from streamrt.runtime.processors.table_join import TableJoinSide, joined_getter
 from streamrt.runtime.processors.tables import TableMaterializeProcessor
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import BytesSerde, Serde
 
 __all__ = (

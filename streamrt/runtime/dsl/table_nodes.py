@@ -15,7 +15,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.graph.materialized import MaterializedLike, materialize, store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode, ValueGetter, store_getter
 from streamrt.runtime.graph.serdes import ChangeSerde
-from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, StoreSpec, Topology
+from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, Topology
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import Aggregation, TableAggregateProcessor
 from streamrt.runtime.processors.tables import (
@@ -26,6 +26,7 @@ from streamrt.runtime.processors.tables import (
     filter_getter,
     map_values_getter,
 )
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde, SerdeLike, serde_for
 
 __all__ = (

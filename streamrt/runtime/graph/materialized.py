@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamrt.runtime.graph.topology import StoreSpec, Topology
+from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 

@@ -14,16 +14,14 @@ from typing import Any
 from streamrt.errors import ConfigError
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.processor import Processor
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde
-from streamrt.state.store import StoreKind
-from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
     "REPARTITION_SUFFIX",
     "ProcessorNode",
     "SinkNode",
     "SourceNode",
-    "StoreSpec",
     "SubTopology",
     "Topology",
     "changelog_topic",
@@ -40,23 +38,6 @@ def internal_topic(application_id: str, name: str) -> str:
 
 def changelog_topic(application_id: str, store: str) -> str:
     return f"{application_id}-{store}-changelog"
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSpec:
-    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config.
-    ``caching``: a record cache in front of it (``statestore.cache.max.bytes`` > 0).
-
-    ``segments`` makes it a window (segments by start) or session (by end) store: its key
-    serde is then the *record* key's serde (routing and queries hash that alone) and its
-    changelog is ``compact,delete`` with the retention."""
-
-    name: str
-    key_serde: Serde[Any]
-    value_serde: Serde[Any]
-    kind: StoreKind | None = None
-    caching: bool = True
-    segments: SegmentSpec | None = None
 
 
 @dataclass(slots=True)

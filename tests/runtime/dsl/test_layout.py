@@ -1,6 +1,7 @@
 """The DSL's three packages keep their layers (issue 25): ``dsl`` (the API) above
-``processors`` (the operators) above ``graph`` (what the DSL builds), and none of them reaches
-up into the engine or the instance. An AST scan, so imports inside functions count too."""
+``processors`` (the operators) above ``graph`` (what the DSL builds) above the shared base
+modules, and none of them reaches up into the engine or the instance. An AST scan, so
+imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -62,6 +63,17 @@ def test_package_imports_only_below_it(package: str) -> None:
         if any(module == f or module.startswith(f + ".") for f in FORBIDDEN[package])
     ]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["processor", "windows", "stores", "window_stores", "timestamps", "exception_handlers"],
+)
+def test_shared_base_modules_import_none_of_the_dsl_packages(module: str) -> None:
+    """The shared base (the Processor API, windows, typed stores, ...) sits below ``graph``."""
+    above = ("streamrt.runtime.graph", "streamrt.runtime.processors", *UP)
+    found = _imported(RUNTIME / f"{module}.py")
+    assert not [m for m in found if any(m == a or m.startswith(a + ".") for a in above)]
 
 
 def test_no_flat_dsl_module_is_left_behind() -> None:
