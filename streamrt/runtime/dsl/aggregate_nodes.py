@@ -8,6 +8,7 @@ Every ``count``/``reduce``/``aggregate`` of the API arrives here as an :class:`A
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
@@ -42,6 +43,7 @@ from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
     "EmitStrategy",
+    "WindowStoreOptions",
     "aggregate_stream",
     "suppress_table",
     "windowed_aggregate",
@@ -49,6 +51,17 @@ __all__ = (
 )
 
 EmitStrategy = Literal["on_window_update", "on_window_close"]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStoreOptions:
+    """How a windowed aggregation stores and emits: the store kind (None: the
+    ``default.dsl.store`` config), its retention (None: the windows' minimum) and when
+    results go downstream (``on_window_close`` adds an emit-final suppress)."""
+
+    in_memory: bool | None = None
+    retention: int | timedelta | None = None
+    emit_strategy: EmitStrategy = "on_window_update"
 
 
 def aggregate_stream(
@@ -108,23 +121,21 @@ def windowed_aggregate(
     aggregation: Aggregation,
     store: str,
     value_serde: SerdeLike,
-    options: tuple[bool | None, int | timedelta | None, str],
+    options: WindowStoreOptions,
 ) -> TableNode:
     """Aggregate per key and window into a segmented window/session store ``store``
-    (retention: the windows' minimum by default); the table's keys are Windowed.
-    ``options``: (in_memory, retention, emit_strategy); ``on_window_close`` adds an
-    emit-final suppress named ``<store>-suppress``."""
-    in_memory, retention, emit_strategy = options
+    (retention: the windows' minimum by default); the table's keys are Windowed. Emitting
+    on window close is an emit-final suppress named ``<store>-suppress``."""
     prefix, supplier = _window_supplier(windows, store, aggregation)
     vser = serde_for(value_serde)
-    on_close = _on_window_close(emit_strategy)
-    ms = check_retention(windows, retention)
+    on_close = _on_window_close(options.emit_strategy)
+    ms = check_retention(windows, options.retention)
     segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
     spec = StoreSpec(
         store,
         stream.key_serde,
         vser,
-        store_kind(in_memory),
+        store_kind(options.in_memory),
         segments=SegmentSpec(ms, segment_by),
     )
     topology = stream.topology

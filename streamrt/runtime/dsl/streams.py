@@ -20,6 +20,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.dsl import join_nodes
 from streamrt.runtime.dsl.aggregate_nodes import (
     EmitStrategy,
+    WindowStoreOptions,
     aggregate_stream,
     windowed_aggregate,
     windows_argument,
@@ -294,7 +295,7 @@ class _WindowedKStream:
         retention: Retention = None,
         emit_strategy: EmitStrategy = "on_window_update",
     ) -> KTable:
-        options = (in_memory, retention, emit_strategy)
+        options = WindowStoreOptions(in_memory, retention, emit_strategy)
         return self._aggregate(counting(), store, IntSerde(), options)
 
     def reduce(
@@ -306,7 +307,7 @@ class _WindowedKStream:
         retention: Retention = None,
         emit_strategy: EmitStrategy = "on_window_update",
     ) -> KTable:
-        options = (in_memory, retention, emit_strategy)
+        options = WindowStoreOptions(in_memory, retention, emit_strategy)
         return self._aggregate(reducing(reducer), store, self.stream.value_serde, options)
 
     def _aggregate(
@@ -314,9 +315,8 @@ class _WindowedKStream:
         aggregation: Aggregation,
         store: str,
         value_serde: SerdeLike,
-        options: tuple[bool | None, Retention, EmitStrategy],
+        options: WindowStoreOptions,
     ) -> KTable:
-        """``options``: (in_memory, retention, emit_strategy)."""
         return KTable(
             windowed_aggregate(self.stream, self.windows, aggregation, store, value_serde, options)
         )
@@ -344,7 +344,7 @@ class TimeWindowedKStream(_WindowedKStream):
 
         ``retention`` (default: size + grace; sliding: 2·difference + grace) must not be
         shorter than that minimum."""
-        options = (in_memory, retention, emit_strategy)
+        options = WindowStoreOptions(in_memory, retention, emit_strategy)
         return self._aggregate(Aggregation(initializer, aggregator), store, value_serde, options)
 
     @property
@@ -380,5 +380,5 @@ class SessionWindowedKStream(_WindowedKStream):
         """Aggregate per key and session into the session store ``store`` (queryable);
         ``merger(key, agg1, agg2)`` combines two sessions a record bridges."""
         aggregation = Aggregation(initializer, aggregator, merger=merger)
-        options = (in_memory, retention, emit_strategy)
+        options = WindowStoreOptions(in_memory, retention, emit_strategy)
         return self._aggregate(aggregation, store, value_serde, options)
