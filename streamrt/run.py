@@ -4,10 +4,10 @@ This command sits above the runtime: it loads the App, merges settings, and wire
 runtime does not know — the REST endpoint (``streamrt.rest``, only when
 ``application.server`` is set, so a plain run does not import it) and the events publisher.
 
-It also serves the instance's hand-off socket (:mod:`streamrt.runtime.handoff`, static members
-only): ``--handoff`` starts a successor that does its slow start-up, then takes over from the
-running process of the same instance; ``SIGHUP`` makes the running process start such a
-successor from the current code with its own command line, as gunicorn reloads.
+It also serves the instance's hand-off socket (:mod:`streamrt.runtime.instance.handoff`, static
+members only): ``--handoff`` starts a successor that does its slow start-up, then takes over
+from the running process of the same instance; ``SIGHUP`` makes the running process start such
+a successor from the current code with its own command line, as gunicorn reloads.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
-from streamrt.runtime.app import App, AppError
 from streamrt.runtime.config import StreamsConfig, load_config_file, read_env
-from streamrt.runtime.handoff import (
+from streamrt.runtime.instance.app import App, AppError
+from streamrt.runtime.instance.handoff import (
     HandoffBusyError,
     HandoffError,
     HandoffInterruptedError,
@@ -40,8 +42,9 @@ from streamrt.runtime.handoff import (
     socket_path,
     topology_fingerprint,
 )
-from streamrt.runtime.metadata import AppState
-from streamrt.runtime.process_thread import PROCESS_MODE
+from streamrt.runtime.instance.metadata import AppState
+from streamrt.runtime.instance.process_thread import PROCESS_MODE
+from streamrt.runtime.instance.signals import on_stop_signals
 
 __all__ = ("EXIT_APP_ERROR", "register")
 
@@ -182,6 +185,21 @@ def _take_over(
     # All the slow part while the old one still processes: connect, validate, create internal
     # topics, start the stream threads' clients and find the group coordinator.
     app.prestart()
+    code = _ask_running(app, config, path, args.handoff_timeout, began, lock)
+    return lock if code is None else code
+
+
+def _ask_running(
+    app: App,
+    config: StreamsConfig,
+    path: Path,
+    timeout: float,
+    began: float,
+    lock: SuccessorLock,
+) -> int | None:
+    """Ask the running process to hand over; None when we go on (took over, or fall back to
+    an ordinary start), an exit code when we must not start."""
+    assert config.group_instance_id is not None  # checked by _take_over
     ready = time.monotonic()
     app.mark("handoff_requested")
     try:
@@ -189,7 +207,7 @@ def _take_over(
             path,
             instance_id=config.group_instance_id,
             fingerprint=topology_fingerprint(app.topology, config.application_id),
-            release_timeout=args.handoff_timeout,
+            release_timeout=timeout,
         )
     except NoRunningInstanceError as exc:
         logger.info(
@@ -223,7 +241,7 @@ def _take_over(
                 **answer.get("summary", {}),
             ),
         )
-    return lock
+    return None
 
 
 def _wait_gone(pid: int | None, timeout: float) -> None:
@@ -243,53 +261,56 @@ def _serve(app: App, config: StreamsConfig, successor_lock: SuccessorLock | None
     """Start, serve the hand-off socket, block until a signal, a hand-off or a fatal error."""
     done = threading.Event()
     handed_off: list[bool] = []
-    reloader = _Reloader()
-    previous: dict[signal.Signals, Any] = {}
-    main = threading.current_thread() is threading.main_thread()
-    if main:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, lambda *_: done.set())
     server: HandoffServer | None = None
-    try:
-        app.start()
-        if config.group_instance_id is not None and config.stream_thread_mode != PROCESS_MODE:
-            server = HandoffServer(
-                socket_path(config.app_state_dir),
-                instance_id=config.group_instance_id,
-                fingerprint=topology_fingerprint(app.topology, config.application_id),
-                release=app.stop_for_handoff,
-                prepare=app.prepare_for_handoff,
-                on_done=lambda ok: _finish(handed_off, ok, done),
-                state=lambda: app.state.name,
-            )
-            try:
-                server.start()
-            except (HandoffError, OSError) as exc:
-                logger.warning("hand-off socket not served", extra=fields(error=str(exc)))
-                server = None
-            if main and server is not None:
-                signal.signal(signal.SIGHUP, lambda *_: reloader.reload())
-        if successor_lock is not None:
-            successor_lock.release()
-        while not done.wait(0.2):
-            if app.state in _STOPPED:
-                break
-        if handed_off:
-            # The successor has the stores; let our threads finish closing their clients.
+    with on_stop_signals(done.set) as main:
+        try:
+            app.start()
+            server = _serve_handoff(app, config, lambda ok: _finish(handed_off, ok, done), main)
+            if successor_lock is not None:
+                successor_lock.release()
+            while not done.wait(0.2):
+                if app.state in _STOPPED:
+                    break
+            if handed_off:
+                # The successor has the stores; let our threads finish closing their clients.
+                app.stop()
+                logger.info("handed off: exiting without leaving the group")
+                return 0 if handed_off[0] else 1
+            if server is not None:
+                server.close()
             app.stop()
-            logger.info("handed off: exiting without leaving the group")
-            return 0 if handed_off[0] else 1
-        if server is not None:
-            server.close()
-        app.stop()
-    finally:
-        if server is not None:
-            server.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        finally:
+            if server is not None:
+                server.close()
     if app.fatal_error is not None:
         raise AppError(str(app.fatal_error))
     return 0
+
+
+def _serve_handoff(
+    app: App, config: StreamsConfig, on_done: Callable[[bool], None], main: bool
+) -> HandoffServer | None:
+    """Serve the hand-off socket (static members, thread mode); then SIGHUP reloads."""
+    if config.group_instance_id is None or config.stream_thread_mode == PROCESS_MODE:
+        return None
+    server = HandoffServer(
+        socket_path(config.app_state_dir),
+        instance_id=config.group_instance_id,
+        fingerprint=topology_fingerprint(app.topology, config.application_id),
+        release=app.stop_for_handoff,
+        prepare=app.prepare_for_handoff,
+        on_done=on_done,
+        state=lambda: app.state.name,
+    )
+    try:
+        server.start()
+    except (HandoffError, OSError) as exc:
+        logger.warning("hand-off socket not served", extra=fields(error=str(exc)))
+        return None
+    if main:
+        reloader = _Reloader()
+        signal.signal(signal.SIGHUP, lambda *_: reloader.reload())
+    return server
 
 
 def _finish(handed_off: list[bool], ok: bool, done: threading.Event) -> None:

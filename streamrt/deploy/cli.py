@@ -22,7 +22,7 @@ from streamrt.client_config import ClientConfig
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
 from streamrt.deploy.report import count_rebalances, count_restores
-from streamrt.deploy.rolling import MODES, rolling_restart, wait_all_running
+from streamrt.deploy.rolling import MODES, Timeline, rolling_restart, wait_all_running
 
 __all__ = ("register",)
 
@@ -70,14 +70,52 @@ def _rolling(args: argparse.Namespace) -> int:
     if args.mode == "handoff" and args.dynamic:
         print("error: --mode handoff needs static membership (drop --dynamic)")
         return 2
-    settings = dict(item.split("=", 1) for item in args.config)
-    settings["application.id"] = args.application_id
     client = client_file = None
     if args.command_config:
         client = ClientConfig.from_file(args.command_config)
         client.validate()  # a bad setting fails here, naming it, not in every instance
         client_file = write_client_properties(args.state_dir / "client-config.json", client)
-    specs = [
+    instances = [LocalInstance(s) for s in _specs(args, client_file)]
+    stop_signal = signal.SIGKILL if args.signal == "KILL" else signal.SIGTERM
+    try:
+        with EventTail(args.bootstrap_server, args.application_id, client) as tail:
+            for instance in instances:
+                instance.start()
+            _say(f"started {len(instances)} instances; logs in {args.state_dir / 'logs'}")
+            wait_all_running(tail, instances, args.threads, args.timeout)
+            _say("all instances RUNNING; rolling restart begins")
+            timeline = rolling_restart(
+                tail,
+                instances,
+                threads=args.threads,
+                restart_delay=args.restart_delay,
+                stop_signal=stop_signal,
+                ready_timeout=args.timeout,
+                on_step=_say,
+                mode=args.mode,
+            )
+            time.sleep(1.0)  # late events (the last restore, a trailing rebalance)
+            events = tail.events()
+        _summarise(args, timeline, events)
+        if args.keep_running:
+            _say("instances keep running; Ctrl-C stops them")
+            while all(i.running for i in instances):
+                time.sleep(1)
+        return 0
+    finally:
+        for instance in instances:
+            instance.stop()
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _specs(args: argparse.Namespace, client_file: Path | None) -> list[InstanceSpec]:
+    """One spec per instance: ``instance-<n>``, its own state dir and log."""
+    settings = dict(item.split("=", 1) for item in args.config)
+    settings["application.id"] = args.application_id
+    return [
         InstanceSpec(
             name=f"instance-{n}",
             target=args.target,
@@ -91,41 +129,15 @@ def _rolling(args: argparse.Namespace) -> int:
         )
         for n in range(1, args.instances + 1)
     ]
-    instances = [LocalInstance(s) for s in specs]
-    say = lambda msg: print(msg, flush=True)  # noqa: E731
-    stop_signal = signal.SIGKILL if args.signal == "KILL" else signal.SIGTERM
-    try:
-        with EventTail(args.bootstrap_server, args.application_id, client) as tail:
-            for instance in instances:
-                instance.start()
-            say(f"started {len(instances)} instances; logs in {args.state_dir / 'logs'}")
-            wait_all_running(tail, instances, args.threads, args.timeout)
-            say("all instances RUNNING; rolling restart begins")
-            timeline = rolling_restart(
-                tail,
-                instances,
-                threads=args.threads,
-                restart_delay=args.restart_delay,
-                stop_signal=stop_signal,
-                ready_timeout=args.timeout,
-                on_step=say,
-                mode=args.mode,
-            )
-            time.sleep(1.0)  # late events (the last restore, a trailing rebalance)
-            events = tail.events()
-        rebalances, generations = count_rebalances(events, timeline.start)
-        records, size = count_restores(events, timeline.start)
-        say(f"rebalances during deploy: {rebalances} (generations {generations})")
-        say(f"restored: {records} records, {size:,} bytes")
-        if args.timeline_json:
-            summary = {"rebalances": rebalances, "restored_records": records}
-            payload = {**timeline.to_json(), **summary, "restored_bytes": size}
-            args.timeline_json.write_text(json.dumps(payload, indent=2))
-        if args.keep_running:
-            say("instances keep running; Ctrl-C stops them")
-            while all(i.running for i in instances):
-                time.sleep(1)
-        return 0
-    finally:
-        for instance in instances:
-            instance.stop()
+
+
+def _summarise(args: argparse.Namespace, timeline: Timeline, events: list[Any]) -> None:
+    """Print the rebalances and restores since the deploy began; write ``--timeline-json``."""
+    rebalances, generations = count_rebalances(events, timeline.start)
+    records, size = count_restores(events, timeline.start)
+    _say(f"rebalances during deploy: {rebalances} (generations {generations})")
+    _say(f"restored: {records} records, {size:,} bytes")
+    if args.timeline_json:
+        summary = {"rebalances": rebalances, "restored_records": records}
+        payload = {**timeline.to_json(), **summary, "restored_bytes": size}
+        args.timeline_json.write_text(json.dumps(payload, indent=2))

@@ -6,7 +6,7 @@ RUNNING in the events topic, then until the whole application is RUNNING again b
 moving on. Every step is stamped in a :class:`Timeline`.
 
 ``mode="handoff"`` instead starts the new process with ``--handoff`` while the old one runs;
-the old one stops only when the new one has started up (``streamrt.runtime.handoff``). Its
+the old one stops only when the new one has started up (``streamrt.runtime.instance.handoff``). Its
 step's ``stop_sent`` is when the successor was started, ``exited`` when the old one exited.
 """
 

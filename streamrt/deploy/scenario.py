@@ -179,13 +179,7 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
     if client is not None:
         client.validate()  # a bad setting fails here, naming it, not in every instance
     try:
-        metrics_url = None
-        if broker is not None:
-            bootstrap = broker.bootstrap
-            assert broker.broker is not None
-            metrics_url = f"http://127.0.0.1:{broker.broker.metrics_bound_port}/metrics"
-        else:
-            bootstrap = cfg.bootstrap
+        bootstrap, metrics_url = _addresses(cfg, broker)
         say(f"[{cfg.contender}] broker at {bootstrap}; topics {cfg.partitions} partitions")
         create_topics(
             bootstrap,
@@ -207,71 +201,129 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
                 f"{changelog_topic(cfg.application_id, cfg.store)}"
             )
         with EventTail(bootstrap, cfg.application_id, client) as tail:
-            instances = [LocalInstance(s) for s in _specs(cfg, bootstrap)]
-            for instance in instances:
-                instance.start()
-            mode = "static" if cfg.static else "dynamic"
-            say(f"  started {cfg.instances} instances x {cfg.threads} threads ({mode})")
-            t0 = time.monotonic()
-            wait_all_running(tail, instances, cfg.threads, cfg.timeout)
-            _wait_caught_up(cfg, bootstrap, say, "building state")
-            say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
-            if cfg.preload == "changelog":
-                records, size = count_restores(tail.events(), 0.0)
-                notes.append(
-                    f"first start restored {records:,} records, {size:,} bytes of preloaded "
-                    f"changelog in {time.monotonic() - t0:.1f}s (start to RUNNING)"
-                )
-            load = LoadGenerator(
-                bootstrap, cfg.input_topic, cfg.users, cfg.rate, client=client
-            ).start()
-            time.sleep(cfg.baseline_seconds)
-            say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
-            rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
-            timeline = rolling_restart(
-                tail,
-                instances,
-                threads=cfg.threads,
-                restart_delay=cfg.restart_delay,
-                stop_signal=cfg.stop_signal,
-                ready_timeout=cfg.timeout,
-                on_step=say,
-                mode=cfg.mode,
-            )
-            time.sleep(cfg.after_seconds)
-            rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
-            load.stop()
-            say(f"  deploy done in {timeline.duration:.1f}s; draining")
-            _wait_caught_up(cfg, bootstrap, say, "draining")
-            events = tail.events()
+            instances.extend(LocalInstance(s) for s in _specs(cfg, bootstrap))
+            _build_state(cfg, bootstrap, tail, instances, say, notes)
+            deployed = _deploy(cfg, bootstrap, tail, instances, say, metrics_url)
         for instance in instances:
             instance.stop()
         output = read_topic(bootstrap, cfg.output_topic, cfg.partitions, client)
-        if cfg.preload == "changelog":
-            # Only the users the load touched have an output record; the others' profiles
-            # live in the state alone (checked by the restore counts, not the output).
-            expected = Counter({user: sent[user] + n for user, n in load.sent.items()})
-            notes.append(
-                f"correctness over the {len(expected):,} users the load touched "
-                f"(of {cfg.users:,} preloaded through the changelog)"
-            )
-        else:
-            expected = sent + load.sent
-        report = _report(cfg, timeline, events, output, expected)
-        report.notes.extend(notes)
-        if load.failed:
-            report.notes.append(f"{load.failed} clicks the load generator could not deliver")
-        if cfg.preload == "changelog":
-            report.records_in = load.total
-            report.state_bytes = preloaded_bytes
-        if rebalances_after is not None and rebalances_before is not None:
-            report.coordinator_rebalances = rebalances_after - rebalances_before
-        return report
+        return _final_report(cfg, deployed, output, sent, notes, preloaded_bytes)
     finally:
         for instance in instances:
             instance.stop(signal.SIGKILL)
         if broker is not None:
             broker.stop()
+
+
+def _addresses(cfg: ScenarioConfig, broker: BrokerThread | None) -> tuple[str, str | None]:
+    """The bootstrap address, and the embedded broker's metrics URL (None on another)."""
+    if broker is None:
+        return cfg.bootstrap, None
+    assert broker.broker is not None
+    return broker.bootstrap, f"http://127.0.0.1:{broker.broker.metrics_bound_port}/metrics"
+
+
+def _build_state(
+    cfg: ScenarioConfig,
+    bootstrap: str,
+    tail: EventTail,
+    instances: list[LocalInstance],
+    say: Progress,
+    notes: list[str],
+) -> None:
+    """Start the instances and wait until they are RUNNING and caught up with the preload."""
+    for instance in instances:
+        instance.start()
+    mode = "static" if cfg.static else "dynamic"
+    say(f"  started {cfg.instances} instances x {cfg.threads} threads ({mode})")
+    t0 = time.monotonic()
+    wait_all_running(tail, instances, cfg.threads, cfg.timeout)
+    _wait_caught_up(cfg, bootstrap, say, "building state")
+    say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
+    if cfg.preload == "changelog":
+        records, size = count_restores(tail.events(), 0.0)
+        notes.append(
+            f"first start restored {records:,} records, {size:,} bytes of preloaded "
+            f"changelog in {time.monotonic() - t0:.1f}s (start to RUNNING)"
+        )
+
+
+@dataclass(slots=True)
+class _Deployed:
+    """What the deploy under load left: its timeline, the load, the events, the rebalances
+    the broker counted (None on a broker without the metric)."""
+
+    timeline: Any
+    load: LoadGenerator
+    events: list[dict[str, Any]]
+    coordinator_rebalances: int | None
+
+
+def _deploy(
+    cfg: ScenarioConfig,
+    bootstrap: str,
+    tail: EventTail,
+    instances: list[LocalInstance],
+    say: Progress,
+    metrics_url: str | None,
+) -> _Deployed:
+    """Start the load, roll every instance, stop the load and drain."""
+    load = LoadGenerator(
+        bootstrap, cfg.input_topic, cfg.users, cfg.rate, client=cfg.client_config()
+    ).start()
+    time.sleep(cfg.baseline_seconds)
+    say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
+    rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
+    timeline = rolling_restart(
+        tail,
+        instances,
+        threads=cfg.threads,
+        restart_delay=cfg.restart_delay,
+        stop_signal=cfg.stop_signal,
+        ready_timeout=cfg.timeout,
+        on_step=say,
+        mode=cfg.mode,
+    )
+    time.sleep(cfg.after_seconds)
+    rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
+    load.stop()
+    say(f"  deploy done in {timeline.duration:.1f}s; draining")
+    _wait_caught_up(cfg, bootstrap, say, "draining")
+    rebalances = None
+    if rebalances_after is not None and rebalances_before is not None:
+        rebalances = rebalances_after - rebalances_before
+    return _Deployed(timeline, load, tail.events(), rebalances)
+
+
+def _final_report(
+    cfg: ScenarioConfig,
+    deployed: _Deployed,
+    output: list[Any],
+    sent: Counter[str],
+    notes: list[str],
+    preloaded_bytes: int,
+) -> DeployReport:
+    load = deployed.load
+    if cfg.preload == "changelog":
+        # Only the users the load touched have an output record; the others' profiles
+        # live in the state alone (checked by the restore counts, not the output).
+        expected = Counter({user: sent[user] + n for user, n in load.sent.items()})
+        notes.append(
+            f"correctness over the {len(expected):,} users the load touched "
+            f"(of {cfg.users:,} preloaded through the changelog)"
+        )
+    else:
+        expected = sent + load.sent
+    report = _report(cfg, deployed.timeline, deployed.events, output, expected)
+    report.notes.extend(notes)
+    if load.failed:
+        report.notes.append(f"{load.failed} clicks the load generator could not deliver")
+    if cfg.preload == "changelog":
+        report.records_in = load.total
+        report.state_bytes = preloaded_bytes
+    if deployed.coordinator_rebalances is not None:
+        report.coordinator_rebalances = deployed.coordinator_rebalances
+    return report
 
 
 def _preload(

@@ -13,10 +13,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streamrt.runtime.metadata import AppState, ThreadState
+from streamrt.runtime.instance.metadata import AppState
+from streamrt.runtime.metadata import ThreadState
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("AppCollector", "render_metrics")
 

@@ -19,7 +19,7 @@ from streamrt.rest.host_directory import HostDirectory
 from streamrt.rest.settings import RestSettings
 
 if TYPE_CHECKING:
-    from streamrt.runtime.app import App
+    from streamrt.runtime.instance.app import App
 
 __all__ = ("RestServer",)
 
@@ -41,11 +41,12 @@ class RestServer:
             lifespan="off",
         )
         self._server = uvicorn.Server(config)
-        self._directory = HostDirectory(
-            app.config.bootstrap_servers,
+        self.directory = HostDirectory(
+            app.config.client_config(),
             app.config.application_id,
             app.instance_id,
             app.config.application_server,
+            settings.host_directory_key,
             self._on_hosts,
         )
         self._thread = threading.Thread(
@@ -91,7 +92,7 @@ class RestServer:
         """Keep following peers' hosts; a broker hiccup is retried, never fatal."""
         while not stopping.is_set():
             try:
-                await self._directory.run(stopping)
+                await self.directory.run(stopping)
             except Exception as exc:
                 logger.warning("host directory failed, retrying", extra=fields(error=repr(exc)))
                 with contextlib.suppress(TimeoutError):

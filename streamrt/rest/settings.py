@@ -3,7 +3,10 @@
 ``rest.auth.token`` (or env ``STREAMRT_REST_TOKEN``) is the bearer token mutating calls need;
 without one, mutating calls are refused rather than left open. ``rest.bind.address`` is the
 interface to listen on (default 127.0.0.1: advertise ``application.server`` but expose nothing
-beyond the host unless asked).
+beyond the host unless asked). ``rest.max.request.bytes`` caps a request body (413 above it;
+default 1 MiB, as the largest legal body, 100 member ids, is about 25 KiB).
+``rest.directory.secret`` signs and checks the host directory's records (default: the token;
+see :mod:`streamrt.rest.host_records`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,27 @@ __all__ = ("REST_PREFIX", "TOKEN_ENV", "RestSettings")
 
 REST_PREFIX = "rest."
 TOKEN_ENV = "STREAMRT_REST_TOKEN"
-_KNOWN = ("rest.auth.token", "rest.bind.address", "rest.forward.timeout.ms")
+_KNOWN = (
+    "rest.auth.token",
+    "rest.bind.address",
+    "rest.forward.timeout.ms",
+    "rest.max.request.bytes",
+    "rest.directory.secret",
+)
 # What ``streamrt run`` makes of STREAMRT_REST_TOKEN / STREAMRT_REST_URL (the CLI's default
 # --url): the first is the token under another name, the second is not for the instance.
 _ENV_SPELLINGS = ("rest.token", "rest.url")
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+
+def _positive_int(rest: Mapping[str, Any], key: str, default: int) -> int:
+    try:
+        value = int(rest.get(key, default))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be an integer") from None
+    if value < 1:
+        raise ConfigError(f"{key} must be positive")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +50,13 @@ class RestSettings:
     auth_token: str | None = None
     bind_address: str = "127.0.0.1"
     forward_timeout_ms: int = 10_000
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    directory_secret: str | None = None
+
+    @property
+    def host_directory_key(self) -> str | None:
+        """The secret host-directory records are signed with: its own, else the token."""
+        return self.directory_secret or self.auth_token
 
     @classmethod
     def from_mapping(
@@ -42,14 +69,13 @@ class RestSettings:
         if unknown:
             raise ConfigError(f"unknown config key(s) {', '.join(unknown)}")
         token = rest.get("rest.auth.token") or rest.get("rest.token") or env.get(TOKEN_ENV)
-        try:
-            timeout = int(rest.get("rest.forward.timeout.ms", 10_000))
-        except (TypeError, ValueError):
-            raise ConfigError("rest.forward.timeout.ms must be an integer") from None
-        if timeout < 1:
-            raise ConfigError("rest.forward.timeout.ms must be positive")
+        secret = rest.get("rest.directory.secret")
         return cls(
             auth_token=str(token) if token else None,
             bind_address=str(rest.get("rest.bind.address", "127.0.0.1")),
-            forward_timeout_ms=timeout,
+            forward_timeout_ms=_positive_int(rest, "rest.forward.timeout.ms", 10_000),
+            max_request_bytes=_positive_int(
+                rest, "rest.max.request.bytes", DEFAULT_MAX_REQUEST_BYTES
+            ),
+            directory_secret=str(secret) if secret else None,
         )

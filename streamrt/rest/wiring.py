@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from streamrt.rest.server import RestServer
 from streamrt.rest.settings import RestSettings
-from streamrt.runtime.app import App
+from streamrt.runtime.instance.app import App
 
 __all__ = ("RestService", "attach_rest")
 
 
 class RestService:
-    """The app's REST endpoint and host directory, as an :class:`~streamrt.runtime.app.Service`."""
+    """The app's REST endpoint and host directory, as an
+    :class:`~streamrt.runtime.instance.app.Service`."""
 
     def __init__(self, app: App) -> None:
         self.app = app

@@ -1,7 +1,6 @@
 """The stream runtime: App, StreamsBuilder and DSL, processor API, stream threads, tasks,
 the commit, restoration and the assignor. Talks to Kafka through aiokafka only."""
 
-from streamrt.runtime.app import App, AppError, Health
 from streamrt.runtime.dsl import (
     BufferConfig,
     BufferFullError,
@@ -14,9 +13,11 @@ from streamrt.runtime.dsl import (
     TimeWindowedKStream,
 )
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
-from streamrt.runtime.metadata import AppState, StreamsMetadata, ThreadMetadata, ThreadState
+from streamrt.runtime.instance.app import App, AppError, Health
+from streamrt.runtime.instance.metadata import AppState, StreamsMetadata
+from streamrt.runtime.instance.queries import StoreNotReadyError, StreamsQueries
+from streamrt.runtime.metadata import ThreadMetadata, ThreadState
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
-from streamrt.runtime.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = (

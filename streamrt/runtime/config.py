@@ -150,70 +150,99 @@ class StreamsConfig:
         return config
 
     def validate(self) -> None:
-        if not _APP_ID.match(self.application_id):
-            raise ConfigError(f"application.id {self.application_id!r} must match [A-Za-z0-9._-]+")
-        for server in self.bootstrap_servers.split(","):
-            if not _HOST_PORT.match(server.strip()):
-                raise ConfigError(f"bootstrap.servers entry {server!r} is not host:port")
-        if self.group_instance_id is not None and not _APP_ID.match(self.group_instance_id):
-            raise ConfigError(
-                f"group.instance.id {self.group_instance_id!r} must match [A-Za-z0-9._-]+"
-            )
-        if self.statestore_cache_max_bytes < 0:
-            raise ConfigError("statestore.cache.max.bytes must be at least 0")
+        """Refuse settings Kafka Streams would refuse (ConfigError naming the first one)."""
+        _raise_first(self._identity_rules())
         try:
             client_settings.validate(self.client_config())
         except ConfigError as exc:
             raise ConfigError(f"client settings: {exc}") from None
-        if self.windowstore_changelog_additional_retention_ms < 0:
-            raise ConfigError("windowstore.changelog.additional.retention.ms must not be negative")
-        if self.repartition_purge_interval_ms < 0:
-            raise ConfigError("repartition.purge.interval.ms must be at least 0")
-        if self.replication_factor == 0 or self.replication_factor < -1:
-            raise ConfigError("replication.factor must be -1 (the brokers' default) or positive")
-        if self.num_standby_replicas < 0:
-            raise ConfigError("num.standby.replicas must be at least 0")
-        if self.acceptable_recovery_lag < 0:
-            raise ConfigError("acceptable.recovery.lag must be at least 0")
-        if self.max_warmup_replicas < 1:
-            raise ConfigError("max.warmup.replicas must be at least 1")
-        if self.probing_rebalance_interval_ms < MIN_PROBING_REBALANCE_INTERVAL_MS:
-            raise ConfigError(
-                "probing.rebalance.interval.ms must be at least "
-                f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)"
-            )
-        if self.num_stream_threads < 1:
-            raise ConfigError("num.stream.threads must be at least 1")
-        if self.stream_thread_mode not in ("thread", "process"):
-            raise ConfigError(
-                f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'"
-            )
-        if self.commit_interval_ms < 1:
-            raise ConfigError("commit.interval.ms must be positive")
-        if self.session_timeout_ms < 1:
-            raise ConfigError("session.timeout.ms must be positive")
-        if not 0 < self.heartbeat_interval_ms < self.session_timeout_ms:
-            raise ConfigError("heartbeat.interval.ms must be positive and below session.timeout.ms")
-        if self.application_server is not None and not _HOST_PORT.match(self.application_server):
-            raise ConfigError(f"application.server {self.application_server!r} is not host:port")
-        if self.processing_guarantee == "exactly_once":
-            raise ConfigError(
-                "processing.guarantee 'exactly_once' (EOS v1, one producer per task) was removed "
-                f"in Kafka 4.0; use {EXACTLY_ONCE_V2!r}"
-            )
-        if self.processing_guarantee not in _GUARANTEES:
-            raise ConfigError(
-                f"processing.guarantee {self.processing_guarantee!r} is not supported; "
-                f"only {', '.join(_GUARANTEES)}"
-            )
-        if self.errors_retry_max_attempts < 0:
-            raise ConfigError("errors.retry.max.attempts must be at least 0")
-        if not 0 < self.errors_retry_backoff_ms <= self.errors_retry_backoff_max_ms:
-            raise ConfigError(
-                "errors.retry.backoff.ms must be positive and at most errors.retry.backoff.max.ms"
-            )
+        _raise_first(self._limit_rules())
         self.error_handlers()  # dlq without a topic name is refused here
         self.timestamp_extractor()
+
+    def _identity_rules(self) -> list[tuple[bool, str]]:
+        """(broken, message) for the names and addresses, in the order they are checked."""
+        rules = [
+            (
+                not _APP_ID.match(self.application_id),
+                f"application.id {self.application_id!r} must match [A-Za-z0-9._-]+",
+            )
+        ]
+        rules += [
+            (
+                not _HOST_PORT.match(server.strip()),
+                f"bootstrap.servers entry {server!r} is not host:port",
+            )
+            for server in self.bootstrap_servers.split(",")
+        ]
+        instance_id = self.group_instance_id
+        rules.append(
+            (
+                instance_id is not None and not _APP_ID.match(instance_id),
+                f"group.instance.id {instance_id!r} must match [A-Za-z0-9._-]+",
+            )
+        )
+        rules.append(
+            (self.statestore_cache_max_bytes < 0, "statestore.cache.max.bytes must be at least 0")
+        )
+        return rules
+
+    def _limit_rules(self) -> list[tuple[bool, str]]:
+        """(broken, message) for the numbers, modes and guarantees, in checking order."""
+        server, guarantee = self.application_server, self.processing_guarantee
+        backoff, backoff_max = self.errors_retry_backoff_ms, self.errors_retry_backoff_max_ms
+        return [
+            (
+                self.windowstore_changelog_additional_retention_ms < 0,
+                "windowstore.changelog.additional.retention.ms must not be negative",
+            ),
+            (
+                self.repartition_purge_interval_ms < 0,
+                "repartition.purge.interval.ms must be at least 0",
+            ),
+            (
+                self.replication_factor == 0 or self.replication_factor < -1,
+                "replication.factor must be -1 (the brokers' default) or positive",
+            ),
+            (self.num_standby_replicas < 0, "num.standby.replicas must be at least 0"),
+            (self.acceptable_recovery_lag < 0, "acceptable.recovery.lag must be at least 0"),
+            (self.max_warmup_replicas < 1, "max.warmup.replicas must be at least 1"),
+            (
+                self.probing_rebalance_interval_ms < MIN_PROBING_REBALANCE_INTERVAL_MS,
+                "probing.rebalance.interval.ms must be at least "
+                f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)",
+            ),
+            (self.num_stream_threads < 1, "num.stream.threads must be at least 1"),
+            (
+                self.stream_thread_mode not in ("thread", "process"),
+                f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'",
+            ),
+            (self.commit_interval_ms < 1, "commit.interval.ms must be positive"),
+            (self.session_timeout_ms < 1, "session.timeout.ms must be positive"),
+            (
+                not 0 < self.heartbeat_interval_ms < self.session_timeout_ms,
+                "heartbeat.interval.ms must be positive and below session.timeout.ms",
+            ),
+            (
+                server is not None and not _HOST_PORT.match(server),
+                f"application.server {server!r} is not host:port",
+            ),
+            (
+                guarantee == "exactly_once",
+                "processing.guarantee 'exactly_once' (EOS v1, one producer per task) was removed "
+                f"in Kafka 4.0; use {EXACTLY_ONCE_V2!r}",
+            ),
+            (
+                guarantee not in _GUARANTEES,
+                f"processing.guarantee {guarantee!r} is not supported; "
+                f"only {', '.join(_GUARANTEES)}",
+            ),
+            (self.errors_retry_max_attempts < 0, "errors.retry.max.attempts must be at least 0"),
+            (
+                not 0 < backoff <= backoff_max,
+                "errors.retry.backoff.ms must be positive and at most errors.retry.backoff.max.ms",
+            ),
+        ]
 
     def timestamp_extractor(self) -> TimestampExtractor:
         """``default.timestamp.extractor`` resolved (ConfigError if it names nothing usable)."""
@@ -249,6 +278,12 @@ class StreamsConfig:
     def app_state_dir(self) -> Path:
         """``<state.dir>/<application.id>``: where this application's task directories live."""
         return Path(self.state_dir) / self.application_id
+
+
+def _raise_first(rules: list[tuple[bool, str]]) -> None:
+    for broken, message in rules:
+        if broken:
+            raise ConfigError(message)
 
 
 def _coerce(key: str, name: str, raw: Any) -> Any:

@@ -1,8 +1,8 @@
-"""Metadata the runtime publishes: per local thread, and per instance of the whole cluster.
+"""A stream thread's state and metadata: what each thread publishes about itself.
 
-The REST layer reads these from ``App.metadata_for_all_clients()`` and
-``App.metadata_for_local_threads()`` (see :mod:`streamrt.runtime.queries`); the cluster view
-comes from the assignment user data. ``AppState`` is the instance's overall state.
+Shared by the engine (the stream thread moves through these states) and the instance (which
+aggregates them; ``App.metadata_for_local_threads()``). The instance's own state and the
+cluster view live in :mod:`streamrt.runtime.instance.metadata`.
 """
 
 from __future__ import annotations
@@ -11,43 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ("APP_ALLOWED_NEXT", "AppState", "StreamsMetadata", "ThreadMetadata", "ThreadState")
-
-
-class AppState(enum.Enum):
-    """An instance's life, as Kafka Streams' ``KafkaStreams.State``.
-
-    CREATED → REBALANCING ⇄ RUNNING → PENDING_SHUTDOWN → NOT_RUNNING; on a fatal error
-    REBALANCING/RUNNING → PENDING_ERROR → ERROR. RUNNING means every stream thread runs.
-    """
-
-    CREATED = "CREATED"
-    REBALANCING = "REBALANCING"
-    RUNNING = "RUNNING"
-    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
-    NOT_RUNNING = "NOT_RUNNING"
-    PENDING_ERROR = "PENDING_ERROR"
-    ERROR = "ERROR"
-
-    @property
-    def is_running_or_rebalancing(self) -> bool:
-        return self in (AppState.RUNNING, AppState.REBALANCING)
-
-
-APP_ALLOWED_NEXT: dict[AppState, frozenset[AppState]] = {
-    AppState.CREATED: frozenset({AppState.REBALANCING, AppState.PENDING_SHUTDOWN}),
-    AppState.REBALANCING: frozenset(
-        {AppState.RUNNING, AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR}
-    ),
-    AppState.RUNNING: frozenset(
-        {AppState.REBALANCING, AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR}
-    ),
-    # ERROR: a thread's fatal error found while shutting down
-    AppState.PENDING_SHUTDOWN: frozenset({AppState.NOT_RUNNING, AppState.ERROR}),
-    AppState.NOT_RUNNING: frozenset(),
-    AppState.PENDING_ERROR: frozenset({AppState.ERROR}),
-    AppState.ERROR: frozenset(),
-}
+__all__ = ("ALLOWED_PREVIOUS", "ThreadMetadata", "ThreadState")
 
 
 class ThreadState(enum.Enum):
@@ -104,16 +68,3 @@ class ThreadMetadata:
     standby_tasks: tuple[str, ...] = ()  # warm-ups included
     standby_lags: Mapping[str, int] = field(default_factory=dict)  # task → records behind
     standby_records_applied: int = 0  # changelog records applied to standbys
-
-
-@dataclass(frozen=True, slots=True)
-class StreamsMetadata:
-    """One instance of the application, as every instance sees it (Kafka's StreamsMetadata)."""
-
-    instance_id: str
-    host: str | None
-    port: int | None
-    thread_instance_ids: tuple[str, ...]
-    tasks: tuple[str, ...]
-    topic_partitions: tuple[tuple[str, int], ...]
-    state_store_names: tuple[str, ...]

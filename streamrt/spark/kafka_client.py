@@ -19,6 +19,7 @@ from streamrt.spark.offsets import TopicPartition, Watermarks
 from streamrt.spark.options import Subscription
 
 __all__ = (
+    "PARTITION_EOF",
     "KafkaReadError",
     "consume_range",
     "list_partitions",
@@ -31,6 +32,10 @@ logger = logging.getLogger(__name__)
 
 # A range read asks for this many messages per consume() call; librdkafka prefetches anyway.
 _CONSUME_CHUNK = 10_000
+# librdkafka's RD_KAFKA_RESP_ERR__PARTITION_EOF (rdkafka.h, a stable public error code): the
+# event ``enable.partition.eof`` delivers at a partition's end. confluent-kafka names it only
+# ``KafkaError._PARTITION_EOF``, an underscore attribute, so the value is named here.
+PARTITION_EOF = -191
 
 
 class KafkaReadError(StreamrtError):
@@ -193,7 +198,7 @@ def consume_range(
             for message in messages:
                 error = message.error()
                 if error is not None:
-                    if error.code() == ck.KafkaError._PARTITION_EOF:
+                    if error.code() == PARTITION_EOF:
                         done = True
                         break
                     raise KafkaReadError(f"error reading {tp}: {error.str()}")

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from streamrt.runtime import App
 from streamrt.runtime.graph.topology import changelog_topic
-from streamrt.runtime.internal_topics import ensure_internal_topics
+from streamrt.runtime.instance.internal_topics import ensure_internal_topics
 from tests.apache_kafka.support import create_topic
 
 pytestmark = [pytest.mark.kafka]

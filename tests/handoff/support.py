@@ -17,7 +17,7 @@ from pathlib import Path
 from streamrt.broker.embedded import BrokerThread
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import coordinator_rebalances
-from streamrt.runtime.handoff import HandoffError, ping, socket_path
+from streamrt.runtime.instance.handoff import HandoffError, ping, socket_path
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 APP_ID = "handoff-counting"

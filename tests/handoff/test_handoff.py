@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from streamrt.deploy.report import count_rebalances, count_restores
-from streamrt.runtime.handoff import ping, socket_path
+from streamrt.runtime.instance.handoff import ping, socket_path
 from tests.handoff.support import (
     APP_ID,
     broker_rebalances,

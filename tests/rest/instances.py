@@ -32,6 +32,7 @@ def start_instance(
     session_timeout_ms: int = 8000,
     port: int | None = None,
     token: str | None = TOKEN,
+    extra: dict[str, str] | None = None,
 ) -> App:
     settings = {
         "bootstrap.servers": bootstrap,
@@ -45,6 +46,7 @@ def start_instance(
     }
     if token:
         settings["rest.auth.token"] = token
+    settings.update(extra or {})
     app = make_app(settings)
     attach_rest(app)
     app.start()

@@ -10,7 +10,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.graph.topology import Topology
-from streamrt.runtime.internal_topics import ensure_internal_topics
+from streamrt.runtime.instance.internal_topics import ensure_internal_topics
 from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic
 

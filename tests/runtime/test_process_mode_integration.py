@@ -24,7 +24,7 @@ import pytest
 from streamrt.admin.client import AdminClient
 from streamrt.errors import ConfigError
 from streamrt.runtime import App
-from streamrt.runtime.metadata import AppState
+from streamrt.runtime.instance.metadata import AppState
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 from tests.rest.instances import free_port
 from tests.runtime.counting_app import make_app

@@ -16,7 +16,7 @@ import pytest
 
 from streamrt.cli import main as cli_main
 from streamrt.errors import ConfigError
-from streamrt.runtime.source_topics import (
+from streamrt.runtime.instance.source_topics import (
     MissingSourceTopicsError,
     missing_source_topics,
     wait_for_source_topics,
@@ -63,7 +63,7 @@ def test_waiting_says_at_once_what_for_and_ends_when_the_topic_appears(
                 warned.set()
 
     spy = Spy()
-    logger = logging.getLogger("streamrt.runtime.source_topics")
+    logger = logging.getLogger("streamrt.runtime.instance.source_topics")
     logger.addHandler(spy)
 
     def create_once_warned() -> None:

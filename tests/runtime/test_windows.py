@@ -29,7 +29,7 @@ from streamrt.runtime import (
 )
 from streamrt.runtime.dsl import WindowedSerde
 from streamrt.runtime.exception_handlers import RecordFailedError
-from streamrt.runtime.internal_topics import changelog_config
+from streamrt.runtime.instance.internal_topics import changelog_config
 from streamrt.runtime.task import StreamTask, TopicPartition
 from streamrt.serde import StrSerde
 from streamrt.state import IN_MEMORY

@@ -2,17 +2,19 @@
 
 Why: a stream thread is Python code under one GIL, so two threads of one process do about the
 work of one (docs/benchmarks.md). In process mode thread ``n`` of instance ``web-1`` runs in its
-own child process (:mod:`streamrt.runtime.process_child`) and joins the group as the same static
-member ``web-1-thread-n`` it would be as a thread, with the same state directory (task
+own child process (:mod:`streamrt.runtime.instance.process_child`) and joins the group as the
+same static member ``web-1-thread-n`` it would be as a thread, with the same state directory (task
 directories are ``flock``-ed, so two processes never own one). The parent keeps the App: it
 supervises the children through these handles exactly as it supervises threads (same backoff,
 same ERROR rules), serves the one REST endpoint and aggregates state and metrics.
 
-The handle has the attributes and methods of :class:`~streamrt.runtime.thread.StreamThread`
-the App and the query facade use. Its state, metadata and assignment are the child's, pushed
-over a socket pair (pickled messages, :class:`multiprocessing.connection.Connection`) with
-every event and twice a second; interactive queries are sent to the child as
-:class:`~streamrt.runtime.store_reads.StoreRead` and answered there on the owning thread.
+The handle satisfies :class:`~streamrt.runtime.instance.thread_handle.ThreadHandle`, as
+:class:`~streamrt.runtime.thread.StreamThread` does. Its state, metadata and assignment are
+the child's, pushed over a socket pair (pickled messages,
+:class:`multiprocessing.connection.Connection`) with every event and twice a second;
+interactive queries are sent to the child as
+:class:`~streamrt.runtime.instance.store_reads.StoreRead` and answered there on the owning
+thread.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from streamrt.errors import StreamrtError
+from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime.assignor import AssignmentInfo
 from streamrt.runtime.exception_handlers import ErrorStats
+from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
-from streamrt.runtime.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.thread import FatalThreadError
 
 __all__ = (
@@ -52,6 +54,7 @@ __all__ = (
     "ChildrenErrorStats",
     "ProcessStreamThread",
     "find_app_spec",
+    "require_app_spec",
 )
 
 logger = logging.getLogger(__name__)
@@ -113,6 +116,19 @@ def find_app_spec(app: object) -> str | None:
     return None
 
 
+def require_app_spec(app: object, given: str | None) -> str:
+    """MODULE:ATTR a stream thread process imports to get ``app``'s topology: ``given``
+    (``app.app_spec``, which ``streamrt run`` sets), else found among the loaded modules."""
+    spec = given or find_app_spec(app)
+    if spec is None:
+        raise ConfigError(
+            "stream.thread.mode=process: each stream thread process imports the app, but "
+            "this App is not a module-level variable of an importable module; run it with "
+            "`streamrt run MODULE:ATTR` or set app.app_spec = 'MODULE:ATTR'"
+        )
+    return spec
+
+
 def picklable_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a child can receive; others (e.g. a handler object given in code) come
     from the app's own module when the child imports it."""
@@ -150,6 +166,8 @@ class ProcessStreamThread:
         self.tasks: tuple[str, ...] = ()
         self.pid: int | None = None
         self.error_counts: tuple[dict[tuple[str, str], int], dict[str, int]] = ({}, {})
+        self.committed = threading.Event()  # the child's final commit is done, or it ended
+        self.stopped_cleanly = False  # the child's final commit succeeded
         self._member_id: str | None = None
         self._metadata: ThreadMetadata | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -179,7 +197,7 @@ class ProcessStreamThread:
                 [
                     sys.executable,
                     "-m",
-                    "streamrt.runtime.process_child",
+                    "streamrt.runtime.instance.process_child",
                     str(child_sock.fileno()),
                 ],
                 pass_fds=(child_sock.fileno(),),
@@ -276,6 +294,10 @@ class ProcessStreamThread:
             restore_time_ms=0.0,
         )
 
+    def persist_stores(self, timeout: float = 5.0) -> int:
+        """Nothing to ask: a hand-off is refused in process mode (no tasks asked)."""
+        return 0
+
     def read_store(self, task_id: str, read: StoreRead, timeout: float) -> Any:
         """Run ``read`` in the child on the thread that owns ``task_id``."""
         request_id = next(self._ids)
@@ -303,41 +325,51 @@ class ProcessStreamThread:
             conn.send(message)
 
     def _read(self) -> None:
+        """The reader thread: apply the child's messages until it goes away, then end."""
         assert self._conn is not None and self._proc is not None
-        reported: BaseException | None = None
-        exited = False
+        outcome = _Exit()
         try:
             while True:
-                message = self._conn.recv()
-                kind = message[0]
-                if kind == "event":
-                    _, type_, index, kv, status = message
-                    self._apply(status)
-                    self.launch.emit(type_, index, **kv)
-                elif kind == "ready":
-                    self._ready.set()
-                    if not self._hold:
-                        self._go()
-                elif kind == "status":
-                    self._apply(message[1])
-                elif kind == "reply":
-                    _, request_id, ok, payload = message
-                    future = self._replies.get(request_id)
-                    if future is not None and not future.done():
-                        if ok:
-                            future.set_result(payload)
-                        else:
-                            future.set_exception(payload)
-                elif kind == "exit":
-                    exited = True
-                    reported = _child_error(message[1])
+                self._on_message(self._conn.recv(), outcome)
         except (EOFError, OSError):
             pass
         except Exception:
             logger.exception("bad message from a stream thread process", extra=fields(pid=self.pid))
         code = self._proc.wait()
         self._conn.close()
-        if reported is None and not (exited and code == 0):
+        self._ended(code, outcome)
+
+    def _on_message(self, message: Any, outcome: _Exit) -> None:
+        kind = message[0]
+        if kind == "event":
+            _, type_, index, kv, status = message
+            self._apply(status)
+            self.launch.emit(type_, index, **kv)
+        elif kind == "ready":
+            self._ready.set()
+            if not self._hold:
+                self._go()
+        elif kind == "status":
+            self._apply(message[1])
+        elif kind == "reply":
+            self._on_reply(*message[1:])
+        elif kind == "exit":
+            outcome.exited = True
+            outcome.reported = _child_error(message[1])
+
+    def _on_reply(self, request_id: int, ok: bool, payload: Any) -> None:
+        future = self._replies.get(request_id)
+        if future is None or future.done():
+            return
+        if ok:
+            future.set_result(payload)
+        else:
+            future.set_exception(payload)
+
+    def _ended(self, code: int, outcome: _Exit) -> None:
+        """The child is gone: its error (or why it exited), pending reads fail, DEAD."""
+        reported = outcome.reported
+        if reported is None and not (outcome.exited and code == 0):
             reported = ChildExitedError(
                 f"stream thread process {self.name} (pid {self.pid}) exited with code {code}",
                 key=f"process exit {code}",
@@ -356,6 +388,7 @@ class ProcessStreamThread:
             "stream thread process exited",
             extra=fields(thread=self.name, pid=self.pid, code=code, error=str(reported or "")),
         )
+        self.committed.set()
         self._done.set()
 
     def _apply(self, status: Mapping[str, Any]) -> None:
@@ -365,6 +398,17 @@ class ProcessStreamThread:
         self.tasks = tuple(status["tasks"])
         self.error_counts = status["errors"]
         self.state = status["metadata"].state
+        self.stopped_cleanly = bool(status.get("stopped_cleanly", False))
+        if status.get("committed"):
+            self.committed.set()
+
+
+@dataclass(slots=True)
+class _Exit:
+    """What the child said about its end: that it exited, and with which error."""
+
+    exited: bool = False
+    reported: BaseException | None = None
 
 
 def _child_error(info: Mapping[str, Any] | None) -> BaseException | None:
@@ -379,7 +423,7 @@ def _child_error(info: Mapping[str, Any] | None) -> BaseException | None:
 class ChildrenErrorStats(ErrorStats):
     """The record-handler counters of every child process, summed (for ``/metrics``)."""
 
-    def __init__(self, threads: Callable[[], list[Any]]) -> None:
+    def __init__(self, threads: Callable[[], list[ProcessStreamThread]]) -> None:
         super().__init__()
         self._threads = threads
 
@@ -387,12 +431,11 @@ class ChildrenErrorStats(ErrorStats):
         skipped: dict[tuple[str, str], int] = {}
         dead: dict[str, int] = {}
         for thread in self._threads():
-            if isinstance(thread, ProcessStreamThread):
-                by_handler, by_stage = thread.error_counts
-                for k, n in by_handler.items():
-                    skipped[k] = skipped.get(k, 0) + n
-                for stage, n in by_stage.items():
-                    dead[stage] = dead.get(stage, 0) + n
+            by_handler, by_stage = thread.error_counts
+            for k, n in by_handler.items():
+                skipped[k] = skipped.get(k, 0) + n
+            for stage, n in by_stage.items():
+                dead[stage] = dead.get(stage, 0) + n
         return skipped, dead
 
 

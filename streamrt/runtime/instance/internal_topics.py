@@ -19,11 +19,13 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
 from streamrt.replication import resolve_replication_factor
+from streamrt.runtime import client_settings
+from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
-from streamrt.runtime.source_topics import wait_for_source_topics
+from streamrt.runtime.instance.source_topics import wait_for_source_topics
 
-__all__ = ("changelog_config", "ensure_internal_topics")
+__all__ = ("changelog_config", "ensure_internal_topics", "ensure_internal_topics_for")
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,24 @@ def changelog_config(topology: Topology, store: str, additional_ms: int) -> dict
     return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
 
 
+_Wanted = dict[str, tuple[int, dict[str, str]]]  # topic → (partitions, topic configs)
+
+
+async def ensure_internal_topics_for(config: StreamsConfig, topology: Topology) -> None:
+    """:func:`ensure_internal_topics` with an application's settings (``App.prepare``)."""
+    await ensure_internal_topics(
+        config.bootstrap_servers,
+        config.application_id,
+        topology,
+        topology.subtopologies(config.application_id),
+        admin_kwargs=client_settings.admin_kwargs(
+            config.client_config(), f"{config.application_id}-admin"
+        ),
+        window_additional_retention_ms=config.windowstore_changelog_additional_retention_ms,
+        replication_factor=config.replication_factor,
+    )
+
+
 async def ensure_internal_topics(
     bootstrap_servers: str,
     application_id: str,
@@ -120,35 +140,12 @@ async def ensure_internal_topics(
             admin_kwargs=extra,
         )
         counts = await _partition_counts(admin, external)
-        wanted: dict[str, tuple[int, dict[str, str]]] = {}
-        planned = repartition_counts(topology, application_id, subtopologies, counts)
-        validate_copartitioning(topology, application_id, {**counts, **planned})
-        for topic in sorted(repartition):
-            wanted[topic] = (planned[topic], {})
-        for sub in subtopologies:
-            tasks = max(
-                (counts.get(t, wanted.get(t, (0, {}))[0]) for t in sub.source_topics), default=1
-            )
-            for store in sub.stores:
-                wanted[changelog_topic(application_id, store)] = (
-                    tasks,
-                    changelog_config(topology, store, window_additional_retention_ms),
-                )
+        wanted = _wanted_topics(
+            topology, application_id, subtopologies, counts, window_additional_retention_ms
+        )
         existing = await _partition_counts(admin, list(wanted))
-        missing = [name for name in wanted if name not in existing]
-        replicas = await resolve_replication_factor(admin, replication_factor) if missing else 1
-        new = [
-            NewTopic(name, wanted[name][0], replicas, topic_configs=wanted[name][1])
-            for name in missing
-        ]
-        if new:
-            response = await admin.create_topics(new)
-            _raise_create_errors(response)
-            logger.info(
-                "created internal topics",
-                extra=fields(topics=[t.name for t in new], application_id=application_id),
-            )
-            await _wait_until_led(admin, {t.name: t.num_partitions for t in new}, wait_s)
+        missing = {name: wanted[name] for name in wanted if name not in existing}
+        await _create(admin, missing, replication_factor, wait_s, application_id)
         for name, (n, _cfg) in wanted.items():
             if name in existing and existing[name] != n:
                 raise ConfigError(
@@ -158,3 +155,50 @@ async def ensure_internal_topics(
         return counts
     finally:
         await admin.close()
+
+
+def _wanted_topics(
+    topology: Topology,
+    application_id: str,
+    subtopologies: list[SubTopology],
+    counts: Mapping[str, int],
+    window_additional_retention_ms: int,
+) -> _Wanted:
+    """Every internal topic with its partition count and configs: repartition topics as
+    planned (the co-partitioning of join inputs checked), each changelog with its
+    sub-topology's task count."""
+    repartition = topology.repartition_topics(application_id)
+    planned = repartition_counts(topology, application_id, subtopologies, counts)
+    validate_copartitioning(topology, application_id, {**counts, **planned})
+    wanted: _Wanted = {topic: (planned[topic], {}) for topic in sorted(set(repartition))}
+    for sub in subtopologies:
+        tasks = max(
+            (counts.get(t, wanted.get(t, (0, {}))[0]) for t in sub.source_topics), default=1
+        )
+        for store in sub.stores:
+            wanted[changelog_topic(application_id, store)] = (
+                tasks,
+                changelog_config(topology, store, window_additional_retention_ms),
+            )
+    return wanted
+
+
+async def _create(
+    admin: AIOKafkaAdminClient,
+    missing: _Wanted,
+    replication_factor: int,
+    wait_s: float,
+    application_id: str,
+) -> None:
+    """Create the ``missing`` topics and wait until each partition has a leader."""
+    if not missing:
+        return
+    replicas = await resolve_replication_factor(admin, replication_factor)
+    new = [NewTopic(name, n, replicas, topic_configs=cfg) for name, (n, cfg) in missing.items()]
+    response = await admin.create_topics(new)
+    _raise_create_errors(response)
+    logger.info(
+        "created internal topics",
+        extra=fields(topics=[t.name for t in new], application_id=application_id),
+    )
+    await _wait_until_led(admin, {t.name: t.num_partitions for t in new}, wait_s)

@@ -17,11 +17,11 @@ from aiokafka.partitioner import murmur2
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.graph.topology import SubTopology, Topology
-from streamrt.runtime.metadata import StreamsMetadata, ThreadMetadata
-from streamrt.runtime.process_thread import ProcessStreamThread
+from streamrt.runtime.instance.metadata import StreamsMetadata
+from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
+from streamrt.runtime.instance.thread_handle import ThreadHandle
+from streamrt.runtime.metadata import ThreadMetadata
 from streamrt.runtime.processor import Windowed
-from streamrt.runtime.store_reads import StoreNotReadyError, StoreRead, read_on_thread
-from streamrt.runtime.thread import StreamThread
 
 __all__ = ("StoreNotReadyError", "StreamsQueries", "expand_instance_ids")
 
@@ -39,10 +39,12 @@ class StreamsQueries:
     def __init__(
         self,
         topology: Topology,
-        threads: Callable[[], Sequence[StreamThread | ProcessStreamThread]],
+        threads: Callable[[], Sequence[ThreadHandle]],
+        read: Callable[[str, StoreRead, float], Any],
     ) -> None:
         self._topology = topology
         self._threads = threads  # the app's current threads, by index
+        self._read = read  # run a read on the local thread owning the task (or raise)
         self._started: _Started | None = None
         # instance id → application.server, newest first-hand value (REST host directory)
         self._peer_hosts: dict[str, str] = {}
@@ -181,13 +183,7 @@ class StreamsQueries:
     def _on_owner(self, read: StoreRead, timeout: float) -> Any:
         """Run ``read`` where the key's task runs: on a local thread's loop, or in the stream
         thread process that owns it (stream.thread.mode=process)."""
-        task_id = self.task_for_key(read.store, read.key)
-        owner = next((t for t in self._threads() if t.owns(task_id)), None)
-        if owner is None:
-            raise StoreNotReadyError(f"task {task_id} of store {read.store} is not active here")
-        if isinstance(owner, ProcessStreamThread):
-            return owner.read_store(task_id, read, timeout)
-        return read_on_thread(owner, task_id, read, timeout)
+        return self._read(self.task_for_key(read.store, read.key), read, timeout)
 
     # -- membership --------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """The child side of ``stream.thread.mode=process``: one stream thread in its own process.
 
-Started by :class:`~streamrt.runtime.process_thread.ProcessStreamThread` as
-``python -m streamrt.runtime.process_child FD`` with one end of a socket pair. It imports the
-App (``MODULE:ATTR``), applies the parent's settings, and runs exactly one
+Started by :class:`~streamrt.runtime.instance.process_thread.ProcessStreamThread` as
+``python -m streamrt.runtime.instance.process_child FD`` with one end of a socket pair. It
+imports the App (``MODULE:ATTR``), applies the parent's settings, and runs exactly one
 :class:`~streamrt.runtime.thread.StreamThread` with the parent's instance id and the thread
 index it was given, so it joins as ``<instance id>-thread-<n>``. It forwards every event with
 a status snapshot, answers store reads, and stops (commits, no LeaveGroup) on ``stop``, on
@@ -23,10 +23,10 @@ from typing import Any
 from streamrt.clock import SystemClock
 from streamrt.errors import ConfigError
 from streamrt.logs import configure_logging, fields
-from streamrt.runtime.exception_handlers import RecordFailedError
-from streamrt.runtime.process_thread import STATUS_INTERVAL_S, load_app_object
+from streamrt.runtime.instance.process_thread import STATUS_INTERVAL_S, load_app_object
+from streamrt.runtime.instance.store_reads import StoreRead, read_on_thread
+from streamrt.runtime.instance.supervisor import failure_key
 from streamrt.runtime.processors.global_thread import GlobalStreamThread
-from streamrt.runtime.store_reads import StoreRead, read_on_thread
 from streamrt.runtime.thread import FatalThreadError, StreamThread, ThreadEnv
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ class _Child:
     """Responsibilities: run the thread, relay its events and status, serve requests."""
 
     def __init__(self, conn: Connection, init: Mapping[str, Any]) -> None:
-        from streamrt.runtime.app import App  # the module imports this one's parent module
+        from streamrt.runtime.instance.app import App  # only in a child: the App's module
 
         self.conn = conn
         self._send_lock = threading.Lock()
@@ -83,6 +83,8 @@ class _Child:
             "assignment_info": thread.assignment_info,
             "tasks": list(thread.tasks),
             "errors": self.errors.stats.snapshot(),
+            "committed": thread.committed.is_set(),
+            "stopped_cleanly": thread.stopped_cleanly,
         }
 
     def _emit(self, type_: str, thread_index: int | None, **kv: Any) -> None:
@@ -151,11 +153,11 @@ def _picklable(value: Any) -> bool:
 def _error_info(error: BaseException | None) -> dict[str, Any] | None:
     if error is None:
         return None
-    if isinstance(error, RecordFailedError):
-        key = f"record {error.context.record_id}"
-    else:
-        key = f"error {type(error).__name__}: {error}"
-    return {"fatal": isinstance(error, FatalThreadError), "key": key, "message": str(error)}
+    return {
+        "fatal": isinstance(error, FatalThreadError),
+        "key": failure_key(error),  # the supervisor's backoff key, computed here once
+        "message": str(error),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,116 @@
+"""Apache Kafka's jars from Maven Central, resolved once into a cache outside the repository.
+
+There is no Kafka tarball on Maven Central, so ``tools/apache-kafka/pom.xml`` names the broker
+and Maven's dependency plugin copies its runtime classpath to
+``~/.cache/streamrt/apache-kafka-<v>/libs``. :mod:`streamrt.dev.apache_kafka` runs it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ("KAFKA_VERSION", "KafkaUnavailable", "cache_root", "ensure_libs", "libs_dir")
+
+logger = logging.getLogger(__name__)
+
+# Keep in sync with tools/apache-kafka/pom.xml (passed to Maven as -Dkafka.version too).
+KAFKA_VERSION = "4.3.1"
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+_POM = Path(__file__).resolve().parents[2] / "tools" / "apache-kafka" / "pom.xml"
+_COMPLETE = ".complete"
+
+
+class KafkaUnavailable(RuntimeError):
+    """Apache Kafka cannot be assembled here: no java/mvn, or Maven Central unreachable."""
+
+
+def cache_root() -> Path:
+    """``$STREAMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/streamrt``, else ``~/.cache/streamrt``."""
+    if os.environ.get("STREAMRT_CACHE_DIR"):
+        return Path(os.environ["STREAMRT_CACHE_DIR"])
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "streamrt"
+
+
+def libs_dir(version: str = KAFKA_VERSION) -> Path:
+    return cache_root() / f"apache-kafka-{version}" / "libs"
+
+
+def ensure_libs(
+    version: str = KAFKA_VERSION,
+    *,
+    timeout: float = 900.0,
+    maven_args: Sequence[str] = (),
+    say: Callable[[str], None] = lambda s: logger.info(s),
+) -> Path:
+    """The broker's jars, downloaded once with Maven; :class:`KafkaUnavailable` if impossible.
+
+    Jars land in a scratch directory that is renamed only after Maven succeeded, so an
+    interrupted download is never mistaken for a complete one. A file lock serialises two
+    processes (e.g. two test sessions) asking at once.
+    """
+    target = libs_dir(version)
+    if (target / _COMPLETE).exists():
+        return target
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        raise KafkaUnavailable(
+            f"Apache Kafka {version} needs {' and '.join(missing)} on PATH (Java 17+, Maven 3)"
+        )
+    if not _POM.exists():
+        raise KafkaUnavailable(f"{_POM} is missing (run from a streamrt source checkout)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _COMPLETE).exists():
+            return target
+        scratch = target.parent / f"libs.partial-{os.getpid()}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
+        say(f"assembling Apache Kafka {version} from Maven Central into {target} (once)")
+        jars = _copy_dependencies(version, scratch, timeout, maven_args)
+        (scratch / _COMPLETE).write_text("\n".join(jars) + "\n")
+        scratch.rename(target)
+    return target
+
+
+def _copy_dependencies(
+    version: str, scratch: Path, timeout: float, maven_args: Sequence[str]
+) -> list[str]:
+    """Run Maven into ``scratch``; the jar names, or KafkaUnavailable (scratch removed)."""
+    command = [
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(_POM),
+        f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-Dkafka.version={version}",
+        f"-DoutputDirectory={scratch}",
+        *maven_args,
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise KafkaUnavailable(
+            f"Apache Kafka {version}: Maven did not finish within {timeout:g} s "
+            "(Maven Central slow or unreachable); nothing was cached"
+        ) from exc
+    jars = sorted(p.name for p in scratch.glob("*.jar")) if scratch.exists() else []
+    if done.returncode != 0 or not any(j.startswith("kafka_2.13-") for j in jars):
+        shutil.rmtree(scratch, ignore_errors=True)
+        output = "\n".join((done.stdout + done.stderr).rstrip().splitlines()[-12:])
+        raise KafkaUnavailable(
+            f"could not assemble Apache Kafka {version} from Maven Central "
+            f"(mvn exit {done.returncode}; unreachable, interrupted or version missing):\n"
+            f"{output}"
+        )
+    return jars

@@ -1,0 +1,88 @@
+"""RequestGuard: the token before the body, and a cap on the body (issue 29).
+
+FastAPI reads a request's whole body before it runs the route's dependencies, so a client
+without the token could make an instance buffer 47 MiB before it answered 401. This ASGI
+middleware runs first: a mutating call (a (method, path) the API protects) is answered
+401/403 from its headers alone, before a byte of the body is read (uvicorn does not even send
+``100 Continue``); any body over ``rest.max.request.bytes`` is answered 413, from
+``Content-Length`` when the client sent one, else as soon as the bytes read pass the cap. A body
+within the cap is read here and handed to the app as it arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from streamrt.rest.auth import bearer_token, token_error
+from streamrt.rest.errors import ApiError, error_response
+from streamrt.rest.settings import RestSettings
+
+__all__ = ("RequestGuard",)
+
+
+class RequestGuard:
+    """``protected``: the (METHOD, path) pairs that need the bearer token."""
+
+    def __init__(
+        self, app: ASGIApp, *, settings: RestSettings, protected: Collection[tuple[str, str]]
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.protected = frozenset(protected)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        error = self._refusal(scope, Headers(scope=scope))
+        if error is None:
+            messages, error = await self._read_body(receive)
+            if error is None:
+                await self.app(scope, _replay(messages, receive), send)
+                return
+        await error_response(error)(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> ApiError | None:
+        """Refuse from the headers alone: no token for a protected call, a declared size."""
+        if (scope["method"], scope["path"]) in self.protected:
+            error = token_error(self.settings, bearer_token(headers.get("authorization")))
+            if error is not None:
+                return error
+        length = headers.get("content-length", "")
+        if length.isascii() and length.isdigit() and int(length) > self.settings.max_request_bytes:
+            return self._too_large()
+        return None
+
+    def _too_large(self) -> ApiError:
+        limit = self.settings.max_request_bytes
+        return ApiError(413, "BODY_TOO_LARGE", f"request bodies are limited to {limit} bytes")
+
+    async def _read_body(self, receive: Receive) -> tuple[list[Message], ApiError | None]:
+        """The body's messages, read up to the cap (a disconnect ends it early)."""
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                return messages, None
+            size += len(message.get("body", b""))
+            if size > self.settings.max_request_bytes:
+                return messages, self._too_large()
+            if not message.get("more_body", False):
+                return messages, None
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A ``receive`` that hands out the messages already read, then the connection's own."""
+    pending = list(messages)
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
