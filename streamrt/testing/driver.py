@@ -23,10 +23,10 @@ from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
+from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
 from streamrt.runtime.graph.topology import SourceNode, Topology, internal_topic
 from streamrt.runtime.instance.app import App
-from streamrt.runtime.task import StreamTask, TaskId
 from streamrt.serde import Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
 

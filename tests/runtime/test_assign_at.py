@@ -16,7 +16,7 @@ import asyncio
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streamrt.runtime.kafka_adapter import assign_at
+from streamrt.runtime.engine.kafka_adapter import assign_at
 from tests.kafka_helpers import create_topic, produce
 
 PARTITIONS = 8

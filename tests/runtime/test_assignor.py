@@ -7,8 +7,8 @@ from pathlib import Path
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-import streamrt.runtime.assignor as assignor_module
-from streamrt.runtime.assignor import (
+import streamrt.runtime.engine.assignor as assignor_module
+from streamrt.runtime.engine.assignor import (
     AssignmentInfo,
     StreamsPartitionAssignor,
     SubscriptionInfo,

@@ -11,9 +11,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamrt.errors import ConfigError
-from streamrt.runtime import App, thread
+from streamrt.runtime import App
 from streamrt.runtime.client_settings import PRODUCER_DEFAULTS
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import clients
 from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 
@@ -45,8 +46,8 @@ def test_producer_and_consumer_settings_reach_the_clients(
     broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rec = _Recorded()
-    monkeypatch.setattr(thread, "AIOKafkaProducer", rec.Producer)
-    monkeypatch.setattr(thread, "AIOKafkaConsumer", rec.Consumer)
+    monkeypatch.setattr(clients, "AIOKafkaProducer", rec.Producer)
+    monkeypatch.setattr(clients, "AIOKafkaConsumer", rec.Consumer)
     create_topic(broker.bootstrap, "cs-in", 1)
     create_topic(broker.bootstrap, "cs-out", 1)
     produce(broker.bootstrap, "cs-in", [(b"k", b"v")])

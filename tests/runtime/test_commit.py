@@ -10,8 +10,8 @@ import pytest
 
 from streamrt.clock import ManualClock
 from streamrt.runtime import App
-from streamrt.runtime.commit import CommitSchedule, commit
-from streamrt.runtime.task import StreamTask, TaskId
+from streamrt.runtime.engine.commit import CommitSchedule, commit
+from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.state import TopicPartition
 
 CHANGELOG = TopicPartition("app-counts-changelog", 0)

@@ -10,7 +10,11 @@ import pytest
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.eos import TransactionalCollector, abort_transaction, commit_transaction
+from streamrt.runtime.engine.eos import (
+    TransactionalCollector,
+    abort_transaction,
+    commit_transaction,
+)
 from streamrt.state import TopicPartition
 
 CHANGELOG = TopicPartition("app-counts-changelog", 0)

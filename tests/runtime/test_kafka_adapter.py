@@ -5,13 +5,13 @@ from __future__ import annotations
 import aiokafka
 import pytest
 
-from streamrt.runtime import kafka_adapter
+from streamrt.runtime.engine import kafka_adapter
 
 
 def test_pinned_aiokafka_internals_are_unchanged() -> None:
     problems = kafka_adapter.check_pinned_internals()
     assert not problems, (
-        "aiokafka internals used by streamrt/runtime/kafka_adapter.py changed:\n  "
+        "aiokafka internals used by streamrt/runtime/engine/kafka_adapter.py changed:\n  "
         + "\n  ".join(problems)
     )
 

@@ -11,7 +11,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
-from streamrt.runtime import kafka_adapter
+from streamrt.runtime.engine import kafka_adapter
 from tests.kafka_helpers import create_topic
 
 GROUP = "txn-group"

@@ -28,9 +28,9 @@ from streamrt.runtime import (
     Windowed,
 )
 from streamrt.runtime.dsl import WindowedSerde
+from streamrt.runtime.engine.task import StreamTask, TopicPartition
 from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime.instance.internal_topics import changelog_config
-from streamrt.runtime.task import StreamTask, TopicPartition
 from streamrt.serde import StrSerde
 from streamrt.state import IN_MEMORY
 from tests.runtime.test_task import ListCollector, make_task

@@ -25,6 +25,7 @@ from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
 from streamrt.runtime.config import StreamsConfig, read_env
 from streamrt.runtime.dsl import StreamsBuilder
+from streamrt.runtime.engine.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance import handover
@@ -48,7 +49,6 @@ from streamrt.runtime.instance.supervisor import RestartBackoff, Supervisor, Sup
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 from streamrt.runtime.instance.threads import ChildThreads, LocalThreads, Threads
 from streamrt.runtime.processors.global_thread import GlobalStreamThread
-from streamrt.runtime.thread import FatalThreadError, ThreadEnv
 
 __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")
 

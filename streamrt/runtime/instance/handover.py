@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from streamrt.errors import StreamrtError
+from streamrt.runtime.engine.thread import ThreadNotRunningError
 from streamrt.runtime.instance.thread_handle import ThreadHandle
-from streamrt.runtime.thread import ThreadNotRunningError
 
 __all__ = ("persist_stores", "wait_final_commits")
 

@@ -9,7 +9,7 @@ supervises the children through these handles exactly as it supervises threads (
 same ERROR rules), serves the one REST endpoint and aggregates state and metrics.
 
 The handle satisfies :class:`~streamrt.runtime.instance.thread_handle.ThreadHandle`, as
-:class:`~streamrt.runtime.thread.StreamThread` does. Its state, metadata and assignment are
+:class:`~streamrt.runtime.engine.thread.StreamThread` does. Its state, metadata and assignment are
 the child's, pushed over a socket pair (pickled messages,
 :class:`multiprocessing.connection.Connection`) with every event and twice a second;
 interactive queries are sent to the child as
@@ -38,11 +38,11 @@ from typing import Any
 
 from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields
-from streamrt.runtime.assignor import AssignmentInfo
+from streamrt.runtime.engine.assignor import AssignmentInfo
+from streamrt.runtime.engine.thread import FatalThreadError
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
-from streamrt.runtime.thread import FatalThreadError
 
 __all__ = (
     "PROCESS_MODE",

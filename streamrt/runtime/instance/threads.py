@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
+from streamrt.runtime.engine.thread import StreamThread, ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.instance.process_thread import (
     ChildLaunch,
@@ -22,7 +23,6 @@ from streamrt.runtime.instance.process_thread import (
 )
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead, read_on_thread
 from streamrt.runtime.instance.thread_handle import ThreadHandle
-from streamrt.runtime.thread import StreamThread, ThreadEnv
 
 __all__ = ("ChildThreads", "LocalThreads", "Threads")
 

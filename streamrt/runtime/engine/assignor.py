@@ -21,7 +21,12 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from streamrt.runtime.placement import PlacementConfig, TaskPlacement, assign_tasks, place_tasks
+from streamrt.runtime.engine.placement import (
+    PlacementConfig,
+    TaskPlacement,
+    assign_tasks,
+    place_tasks,
+)
 
 __all__ = (
     "ASSIGNOR_NAME",
@@ -147,7 +152,7 @@ class AssignmentInfo:
 
 
 class StreamsPartitionAssignor(AbstractPartitionAssignor):
-    """The aiokafka face of :func:`~streamrt.runtime.placement.place_tasks`; one instance per
+    """The aiokafka face of :func:`~streamrt.runtime.engine.placement.place_tasks`; one instance per
     stream thread.
 
     :param subtopologies: sub-topology id → its source topics (co-partitioned).
@@ -161,7 +166,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     :param on_placement: called with the leader's :class:`TaskPlacement` (the thread schedules
         a probing rebalance when it has warm-ups).
     :param task_ends: stateful task ids → each one's changelog end-offset sum (the lag
-        reference, :class:`~streamrt.runtime.changelog_ends.ChangelogEnds`).
+        reference, :class:`~streamrt.runtime.engine.changelog_ends.ChangelogEnds`).
     """
 
     def __init__(

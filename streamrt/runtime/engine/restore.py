@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.kafka_adapter import assign_at
+from streamrt.runtime.engine.kafka_adapter import assign_at
 from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
@@ -127,66 +127,73 @@ class ChangelogRestorer:
         began = time.monotonic()
         batches = await self.consumer.getmany(timeout_ms=timeout_ms)
         for ktp, records in batches.items():
-            tp = TopicPartition(ktp.topic, ktp.partition)
-            state = self._state_of.get(tp)
-            if state is None or not records:
-                continue
-            store_name = state.store_for(tp)
-            next_offset = records[-1].offset + 1
-            pairs = [(r.key, r.value) for r in records]
-            state.restore_batch(tp, pairs, next_offset)
-            size = sum(len(k or b"") + len(v or b"") for k, v in pairs)
-            self.stats.records += len(records)
-            self.stats.bytes += size
-            pending = self._pending[state.task_id]
-            pending.records += len(records)
-            pending.bytes += size
-            self.emit(
-                "restore_progress",
-                task=state.task_id,
-                store=store_name,
-                records=pending.records,
-                bytes=pending.bytes,
-                offset=next_offset,
-                end=pending.ends.get(tp),
-            )
-            logger.info(
-                "restoring",
-                extra=fields(
-                    thread=self.thread_name,
-                    task=state.task_id,
-                    store=store_name,
-                    offset=next_offset,
-                    end=pending.ends.get(tp),
-                ),
-            )
-        done = []
-        for task_id, pending in list(self._pending.items()):
-            for tp in list(pending.ends):
-                if await self.consumer.position(KafkaTP(*tp)) >= pending.ends[tp]:
-                    # the position can pass compacted-away or marker offsets: record the end
-                    self._state_of.pop(tp).mark_restored(tp, pending.ends.pop(tp))
-            if not pending.ends:
-                del self._pending[task_id]
-                elapsed = time.monotonic() - pending.started
-                logger.info(
-                    "restoration complete",
-                    extra=fields(
-                        thread=self.thread_name,
-                        task=task_id,
-                        records=pending.records,
-                        seconds=round(elapsed, 3),
-                    ),
-                )
-                self.emit(
-                    "restore_complete",
-                    task=task_id,
-                    records=pending.records,
-                    bytes=pending.bytes,
-                    seconds=round(elapsed, 3),
-                )
-                done.append(task_id)
+            self._apply(TopicPartition(ktp.topic, ktp.partition), records)
+        done = [task_id for task_id in list(self._pending) if await self._finished(task_id)]
         self.stats.seconds += time.monotonic() - began
         if done:
             await self._reassign()
         return done
+
+    def _apply(self, tp: TopicPartition, records: list[Any]) -> None:
+        """Write one fetched batch into its store, with the offset after it, and report."""
+        state = self._state_of.get(tp)
+        if state is None or not records:
+            return
+        store_name = state.store_for(tp)
+        next_offset = records[-1].offset + 1
+        pairs = [(r.key, r.value) for r in records]
+        state.restore_batch(tp, pairs, next_offset)
+        size = sum(len(k or b"") + len(v or b"") for k, v in pairs)
+        self.stats.records += len(records)
+        self.stats.bytes += size
+        pending = self._pending[state.task_id]
+        pending.records += len(records)
+        pending.bytes += size
+        self.emit(
+            "restore_progress",
+            task=state.task_id,
+            store=store_name,
+            records=pending.records,
+            bytes=pending.bytes,
+            offset=next_offset,
+            end=pending.ends.get(tp),
+        )
+        logger.info(
+            "restoring",
+            extra=fields(
+                thread=self.thread_name,
+                task=state.task_id,
+                store=store_name,
+                offset=next_offset,
+                end=pending.ends.get(tp),
+            ),
+        )
+
+    async def _finished(self, task_id: str) -> bool:
+        """Mark the task's changelogs the consumer reached; True (and reported) if it is done."""
+        pending = self._pending[task_id]
+        for tp in list(pending.ends):
+            if await self.consumer.position(KafkaTP(*tp)) >= pending.ends[tp]:
+                # the position can pass compacted-away or marker offsets: record the end
+                self._state_of.pop(tp).mark_restored(tp, pending.ends.pop(tp))
+        if pending.ends:
+            return False
+        del self._pending[task_id]
+        elapsed = time.monotonic() - pending.started
+        logger.info(
+            "restoration complete",
+            extra=fields(
+                thread=self.thread_name,
+                task=task_id,
+                records=pending.records,
+                seconds=round(elapsed, 3),
+            ),
+        )
+        self.emit(
+            "restore_complete",
+            task=task_id,
+            records=pending.records,
+            bytes=pending.bytes,
+            seconds=round(elapsed, 3),
+        )
+        return True

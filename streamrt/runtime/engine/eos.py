@@ -36,8 +36,8 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.runtime.collector import ProducerCollector
-from streamrt.runtime.commit import Committable
+from streamrt.runtime.engine.collector import ProducerCollector
+from streamrt.runtime.engine.commit import Committable
 from streamrt.state import TopicPartition
 
 __all__ = (

@@ -249,10 +249,7 @@ class StreamTask:
         self.accepts_changes = frozenset(
             n for n in subtopology.nodes if getattr(topology.nodes[n], "accepts_changes", False)
         )
-        for name in subtopology.stores:
-            kind = topology.stores[name].kind or default_store
-            changelog = TopicPartition(changelog_topic(application_id, name), task_id.partition)
-            self.state.register(name, changelog, kind, segments=topology.stores[name].segments)
+        self._register_stores(default_store)
         self.stores: dict[str, StoreView | CachingStore] = {}
         # the thread's record cache (None or 0 bytes: every update goes through at once)
         self.cache = cache if cache is not None and cache.max_bytes > 0 else None
@@ -268,6 +265,15 @@ class StreamTask:
             for n in (topology.nodes[m] for m in subtopology.nodes)
             if isinstance(n, SourceNode)
         }
+
+    def _register_stores(self, default_store: StoreKind) -> None:
+        """Each store of the sub-topology, with its changelog partition (this task's)."""
+        for name in self.subtopology.stores:
+            spec = self.topology.stores[name]
+            changelog = TopicPartition(
+                changelog_topic(self.application_id, name), self.task_id.partition
+            )
+            self.state.register(name, changelog, spec.kind or default_store, segments=spec.segments)
 
     @property
     def directory(self) -> Path:

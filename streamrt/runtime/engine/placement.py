@@ -6,7 +6,7 @@ Kafka Streams' HighAvailabilityTaskAssignor (KIP-441), adapted to what a member 
    then to the least loaded member, so they stay balanced over threads.
 2. Every instance gets a lag per stateful task, as Kafka Streams computes it: the task's
    changelog end offsets (summed over its stores, listed before the join:
-   :mod:`~streamrt.runtime.changelog_ends`) minus the offsets the instance checkpointed; no
+   :mod:`~streamrt.runtime.engine.changelog_ends`) minus the offsets the instance checkpointed; no
    state at all lags by the whole changelog, the previous active owner counts as lag 0. When
    a task's ends are unknown (ListOffsets failed), the most advanced copy reported in the group
    stands in for them. An instance is *caught up* on a task when that lag is at most

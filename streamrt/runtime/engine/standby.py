@@ -23,8 +23,8 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
+from streamrt.runtime.engine.kafka_adapter import assign_at
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
-from streamrt.runtime.kafka_adapter import assign_at
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
 
 __all__ = ("StandbyTask", "StandbyUpdater")

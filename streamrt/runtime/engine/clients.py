@@ -1,0 +1,145 @@
+"""A stream thread's Kafka clients: how each is built, warmed up and closed.
+
+Every thread has a producer (transactional under exactly_once_v2: one per thread, with a
+transactional id stable under static membership), a group consumer, a restore consumer (shared
+by restoration and standbys) and, with repartition topics, an admin client for purging them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.logs import fields
+from streamrt.runtime import client_settings
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
+from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.graph.topology import changelog_topic
+
+__all__ = ("ClientFactory", "ThreadClients")
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadClients:
+    """One thread's clients, as built (the exactly-once committer may renew the producer)."""
+
+    producer: AIOKafkaProducer
+    consumer: AIOKafkaConsumer
+    restore_consumer: AIOKafkaConsumer
+    purger: RepartitionPurger | None
+
+    async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
+        """A static member sends no LeaveGroup on stop: aiokafka skips it when
+        group_instance_id is set, so the coordinator keeps our partitions for us. After a
+        hand-off the successor may already have fenced our member: with ``fenced_ok`` (the
+        thread was asked to stop) that is not an error."""
+        try:
+            await self.consumer.stop()
+        except Exception as exc:
+            if not (fenced_ok and kafka_adapter.is_fenced(exc)):
+                raise
+            logger.info(
+                "consumer fenced by the successor while closing", extra=fields(thread=thread_name)
+            )
+        await self.restore_consumer.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFactory:
+    """Builds one thread's clients from the config's client settings."""
+
+    env: ThreadEnv
+    client_id: str
+    group_instance_id: str | None  # static membership
+    transactional_id: str | None  # exactly_once_v2
+    group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the consumer's, for the txn
+
+    def build(self, assignor: StreamsPartitionAssignor) -> ThreadClients:
+        return ThreadClients(
+            self.producer(), self.consumer(assignor), self.restore_consumer(), self.purger()
+        )
+
+    def producer(self) -> AIOKafkaProducer:
+        """The thread's producer; transactional (one per thread) under exactly_once_v2."""
+        txn: dict[str, Any] = {}
+        if self.transactional_id is not None:
+            txn = {
+                "transactional_id": self.transactional_id,
+                "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
+            }
+        clients = self.env.config.client_config()
+        producer = AIOKafkaProducer(
+            **client_settings.producer_kwargs(clients, f"{self.client_id}-producer"), **txn
+        )
+        if self.transactional_id is not None:
+            kafka_adapter.install_group_metadata_offsets(producer, self.group_metadata)
+        return producer
+
+    def consumer(self, assignor: StreamsPartitionAssignor) -> AIOKafkaConsumer:
+        """The group member: ``application.id`` is the group, the assignor places tasks."""
+        cfg = self.env.config
+        kwargs = client_settings.consumer_kwargs(
+            cfg.client_config(), "main.consumer", self.client_id
+        )
+        return AIOKafkaConsumer(
+            **self._isolation(kwargs),
+            group_id=cfg.application_id,
+            group_instance_id=self.group_instance_id,
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            max_poll_interval_ms=cfg.max_poll_interval_ms,
+            rebalance_timeout_ms=max(cfg.session_timeout_ms, 10_000),
+            partition_assignment_strategy=(assignor,),
+        )
+
+    def restore_consumer(self) -> AIOKafkaConsumer:
+        """No group: restoration and standbys assign changelog partitions themselves."""
+        kwargs = client_settings.consumer_kwargs(
+            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-restore"
+        )
+        return AIOKafkaConsumer(**self._isolation(kwargs))
+
+    def _isolation(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Under exactly_once_v2 every consumer reads committed data only (Kafka Streams too)."""
+        if self.transactional_id is not None:
+            kwargs["isolation_level"] = "read_committed"
+        return kwargs
+
+    def purger(self) -> RepartitionPurger | None:
+        """Deletes consumed repartition records after commits (None: no repartition topic)."""
+        cfg = self.env.config
+        topics = self.env.topology.repartition_topics(cfg.application_id)
+        if not topics:
+            return None
+        kwargs = client_settings.admin_kwargs(cfg.client_config(), f"{self.client_id}-purge")
+        return RepartitionPurger(
+            topics,
+            lambda: AIOKafkaAdminClient(**kwargs),
+            self.env.clock,
+            cfg.repartition_purge_interval_ms,
+        )
+
+    async def warm_restore_consumer(self, restore_consumer: AIOKafkaConsumer) -> None:
+        """Held: ask the changelogs' end offsets once, so the metadata and the connections
+        the restore check needs after the join are there already (best effort)."""
+        app_id = self.env.config.application_id
+        stores = {name for sub in self.env.subtopologies for name in sub.stores}
+        tps = [KafkaTP(changelog_topic(app_id, name), 0) for name in sorted(stores)]
+        if not tps:
+            return
+        try:
+            await asyncio.wait_for(restore_consumer.end_offsets(tps), 5.0)
+        except Exception as exc:  # e.g. a store whose changelog is its source topic
+            logger.debug("restore consumer warm-up", extra=fields(error=repr(exc)))

@@ -1,0 +1,207 @@
+"""One committer per processing guarantee, behind one interface (:class:`Committer`).
+
+``at_least_once``: :func:`~streamrt.runtime.engine.commit.commit` (flush, stores, offsets by
+the group consumer). ``exactly_once_v2``: one transaction per commit
+(:mod:`~streamrt.runtime.engine.eos`), an abort when it fails, and the recovery of a lost
+transaction (Kafka Streams' TaskMigrated/TaskCorrupted handling). What follows every commit,
+whatever the guarantee (repartition purge, the ``commit`` event), is written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.logs import fields
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.clients import ThreadClients
+from streamrt.runtime.engine.collector import ProducerCollector
+from streamrt.runtime.engine.commit import commit
+from streamrt.runtime.engine.env import Emit
+from streamrt.runtime.engine.eos import (
+    TransactionalCollector,
+    abort_transaction,
+    commit_transaction,
+)
+from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.engine.task import TopicPartition
+from streamrt.runtime.engine.task_manager import TaskManager
+
+__all__ = ("AtLeastOnceCommitter", "Committer", "ExactlyOnceCommitter", "committer_for")
+
+logger = logging.getLogger(__name__)
+
+
+class Committer:
+    """Commits a thread's open tasks; subclasses do it under one processing guarantee."""
+
+    def __init__(
+        self,
+        collector: ProducerCollector,
+        consumer: AIOKafkaConsumer,
+        purger: RepartitionPurger | None,
+        emit: Emit,
+    ) -> None:
+        self.collector = collector  # the tasks send through it
+        self.consumer = consumer
+        self.purger = purger
+        self.emit = emit
+
+    async def commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
+        """Commit the open tasks; then purge consumed repartition records and report the
+        offsets (empty: nothing to commit). Call under the thread's commit lock."""
+        offsets = await self._commit(tasks)
+        if self.purger is not None:
+            self.purger.after_commit(offsets.items())
+        if offsets:
+            self.emit(
+                "commit",
+                offsets={f"{tp.topic}-{tp.partition}": off for tp, off in offsets.items()},
+            )
+        return offsets
+
+    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
+        raise NotImplementedError
+
+    async def close(self, producer_started: bool) -> None:
+        """Stop the producer (if it was started) and the purger's admin client."""
+        if producer_started:
+            await self.collector.producer.stop()
+        if self.purger is not None:
+            await self.purger.close()
+
+    def recovers(self, exc: BaseException) -> bool:
+        """True if the thread goes on after ``exc`` once :meth:`recover` ran."""
+        return False
+
+    async def recover(self, exc: BaseException, tasks: TaskManager) -> None:
+        """Repair what ``exc`` broke (call under the thread's commit lock)."""
+        raise exc
+
+
+class _ConsumerOffsets:
+    """Step 3 of an at-least-once commit: the group consumer commits the input offsets."""
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
+
+
+class AtLeastOnceCommitter(Committer):
+    """The numbered commit of :mod:`~streamrt.runtime.engine.commit`; then the standbys
+    refresh their checkpoint hints (the subscription reads them)."""
+
+    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
+        offsets = await commit(self.collector, tasks.open_tasks(), _ConsumerOffsets(self.consumer))
+        tasks.standbys.checkpoint()
+        return offsets
+
+
+class ExactlyOnceCommitter(Committer):
+    """exactly_once_v2: one transaction per commit; a lost one closes the tasks dirty."""
+
+    collector: TransactionalCollector
+
+    def __init__(
+        self,
+        collector: TransactionalCollector,
+        consumer: AIOKafkaConsumer,
+        purger: RepartitionPurger | None,
+        emit: Emit,
+        group_id: str,
+        new_producer: Callable[[], AIOKafkaProducer],
+        thread_name: str,
+    ) -> None:
+        super().__init__(collector, consumer, purger, emit)
+        self._group_id = group_id
+        self._new_producer = new_producer
+        self._thread_name = thread_name
+
+    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
+        """Commit the transaction; on failure abort it and discard the staged writes."""
+        open_tasks = tasks.open_tasks()
+        try:
+            return await commit_transaction(self.collector, open_tasks, self._group_id)
+        except BaseException as exc:
+            await abort_transaction(self.collector, open_tasks)
+            self.emit("transaction_aborted", error=repr(exc))
+            raise
+
+    def recovers(self, exc: BaseException) -> bool:
+        """A lost transaction is recovered; a fenced static member (another process took its
+        ``group.instance.id``) is not: that stops the instance."""
+        return not kafka_adapter.is_fenced(exc)
+
+    async def recover(self, exc: BaseException, tasks: TaskManager) -> None:
+        """The transaction is lost: close every task dirty (staged writes discarded), re-create
+        a fenced producer, reopen the tasks and rewind the input to the committed offsets.
+
+        A static member first checks it is still the current incarnation: if another process
+        took its instance id, re-creating the producer would fence that process, so this one
+        stops instead (FENCED_INSTANCE_ID, fatal as for a heartbeat).
+        """
+        logger.warning(
+            "transaction lost, closing tasks dirty",
+            extra=fields(thread=self._thread_name, error=repr(exc)),
+        )
+        task_ids = sorted(tasks.tasks)
+        aborted = await abort_transaction(self.collector, list(tasks.tasks.values()))
+        await tasks.close(task_ids)
+        if not aborted or kafka_adapter.is_producer_fenced(exc):
+            await kafka_adapter.check_static_membership(self.consumer)
+            await self._renew_producer()
+        await tasks.reopen(task_ids)
+        await self._rewind()
+        self.emit("tasks_lost", tasks=task_ids, error=repr(exc))
+
+    async def _renew_producer(self) -> None:
+        """A fenced producer is unusable: a new one's InitProducerId aborts the open
+        transaction on the broker."""
+        try:
+            await self.collector.producer.stop()
+        except Exception as stop_exc:
+            logger.warning(
+                "fenced producer did not stop cleanly",
+                extra=fields(thread=self._thread_name, error=repr(stop_exc)),
+            )
+        producer = self._new_producer()
+        await producer.start()
+        self.collector.reset(producer)
+
+    async def _rewind(self) -> None:
+        """Read the input again from the committed offsets (the lost transaction's are gone)."""
+        consumer = self.consumer
+        for ktp in consumer.assignment():
+            committed = await consumer.committed(ktp)
+            if committed is None:
+                await consumer.seek_to_beginning(ktp)
+            else:
+                consumer.seek(ktp, committed)
+
+
+def committer_for(
+    config: StreamsConfig,
+    clients: ThreadClients,
+    emit: Emit,
+    new_producer: Callable[[], AIOKafkaProducer],
+    thread_name: str,
+) -> Committer:
+    """The committer of ``processing.guarantee``."""
+    if config.exactly_once:
+        return ExactlyOnceCommitter(
+            TransactionalCollector(clients.producer),
+            clients.consumer,
+            clients.purger,
+            emit,
+            config.application_id,
+            new_producer,
+            thread_name,
+        )
+    collector = ProducerCollector(clients.producer)
+    return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit)

@@ -1,0 +1,50 @@
+"""TaskFactory: builds a thread's active and standby tasks from the topology and the config,
+so the TaskManager decides *when* a task exists and never *how* it is put together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.standby import StandbyTask
+from streamrt.runtime.engine.task import StreamTask, TaskId
+from streamrt.runtime.stores import RecordCache, RecordCollector
+
+__all__ = ("TaskFactory",)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFactory:
+    """One per thread: its tasks share the thread's collector (producer) and record cache."""
+
+    env: ThreadEnv
+    collector: RecordCollector
+    cache: RecordCache
+
+    def active(self, task_id: TaskId) -> StreamTask:
+        cfg = self.env.config
+        return StreamTask(
+            task_id,
+            self.env.subtopologies[task_id.subtopology],
+            self.env.topology,
+            cfg.application_id,
+            Path(cfg.state_dir),
+            self.collector,
+            default_store=cfg.default_dsl_store,
+            errors=self.env.errors,
+            cache=self.cache,
+            timestamp_extractor=cfg.timestamp_extractor(),
+            clock=self.env.clock,
+        )
+
+    def standby(self, task_id: str) -> StandbyTask:
+        cfg = self.env.config
+        return StandbyTask(
+            task_id,
+            self.env.subtopologies[TaskId.parse(task_id).subtopology],
+            self.env.topology,
+            cfg.application_id,
+            Path(cfg.state_dir),
+            default_store=cfg.default_dsl_store,
+        )

@@ -1,0 +1,387 @@
+"""StreamThread: one OS thread, its own event loop, consumer (one group member) and producer.
+
+Thread ``n`` of instance ``web-1`` joins as static member ``web-1-thread-n``; restarted within
+the session timeout it gets the same partitions back without a rebalance, finds its stores'
+checkpoints equal to the changelog ends, and restores nothing.
+
+The thread keeps the loop, its state transitions and the run-once loop; its tasks belong to
+its :class:`TaskManager`, commits to its :class:`Committer` (one per processing guarantee),
+the group protocol to its :class:`GroupMember`, its clients to a :class:`ClientFactory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiokafka.errors as kafka_errors
+from aiokafka import AIOKafkaConsumer
+
+from streamrt.logs import fields
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.assignor import AssignmentInfo
+from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
+from streamrt.runtime.engine.commit import CommitSchedule
+from streamrt.runtime.engine.committers import Committer, committer_for
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.group_member import GroupMember
+from streamrt.runtime.engine.rebalance_listener import RebalanceListener
+from streamrt.runtime.engine.task import StreamTask
+from streamrt.runtime.engine.task_factory import TaskFactory
+from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.wakeup import Wakeup
+from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.stores import RecordCache
+
+__all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+
+class FatalThreadError(Exception):
+    """An error that must stop the whole instance (fencing, log_and_fail), not one thread."""
+
+
+class ThreadNotRunningError(Exception):
+    """The thread has no event loop (not started yet, or stopped), or did not answer in time."""
+
+
+class StreamThread:
+    """Responsibilities: the OS thread and its loop, state transitions, the run-once loop."""
+
+    def __init__(self, env: ThreadEnv, index: int, *, held: bool = False) -> None:
+        self.env = env
+        self.index = index
+        app_id, instance = env.config.application_id, env.instance_id
+        self.name = f"{instance}-thread-{index}"
+        self.thread_instance_id = self.name if env.static else None
+        self.client_id = f"{app_id}-{instance}-thread-{index}"
+        self.state = ThreadState.CREATED
+        self.rebalances = 0
+        self.error: BaseException | None = None
+        # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
+        # membership, so a restarted incarnation's InitProducerId fences the crashed one.
+        self.transactional_id = f"{app_id}-{self.name}" if env.config.exactly_once else None
+        self.member = GroupMember(
+            env,
+            self.thread_instance_id or self.client_id,
+            self.name,
+            self.emit,
+            lambda: self.generation,
+            lambda: self._tasks,
+        )
+        # Kafka Streams splits statestore.cache.max.bytes evenly over the stream threads
+        self._cache = RecordCache(
+            env.config.statestore_cache_max_bytes // env.config.num_stream_threads
+        )
+        self._tasks: TaskManager | None = None  # from the start of the loop on
+        self._clients: ThreadClients | None = None
+        self._stop_requested = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._state_lock = threading.Lock()
+        self._commit_lock = asyncio.Lock()  # binds to the thread's loop on first use
+        self._wakeup = Wakeup()
+        self._marked: set[str] = set()
+        # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
+        # group coordinator, then waits for release() before it joins. A stopping thread sets
+        # ``committed`` once its final commit is done, before it closes its stores: from then
+        # on a successor may join (it fences our member, which commits nothing more) and
+        # opens each task as soon as we release its directory lock.
+        self._hold = threading.Event()
+        if not held:
+            self._hold.set()
+        self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
+        self.committed = threading.Event()  # stopping: the final commit is done; or it ended
+        self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
+
+    # -- control from other threads ----------------------------------------------------------
+
+    def start(self) -> None:
+        self.transition(ThreadState.STARTING)
+        self._os_thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to commit and stop; a waiting poll is woken at once."""
+        if not self._stop_requested.is_set():
+            self.mark("stop_requested")
+        self._stop_requested.set()
+        self._wakeup.wake()
+
+    def release(self) -> None:
+        """Let a held thread join its group (the previous process released the state)."""
+        self._hold.set()
+        self._wakeup.wake()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until a held thread's clients are up and it waits to join (or it ended)."""
+        return self.prepared.wait(timeout)
+
+    def mark(self, name: str) -> None:
+        """A hand-off timeline mark (``timeline`` event), once per name and thread."""
+        if name in self._marked:
+            return
+        self._marked.add(name)
+        logger.info("timeline", extra=fields(thread=self.name, mark=name, t=round(time.time(), 4)))
+        self.emit("timeline", mark=name)
+
+    def emit(self, type_: str, **kv: Any) -> None:
+        """A lifecycle event of this thread."""
+        self.env.emit(type_, self.index, **kv)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._os_thread.is_alive():
+            self._os_thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._os_thread.is_alive()
+
+    @property
+    def _consumer(self) -> AIOKafkaConsumer | None:
+        return self._clients.consumer if self._clients is not None else None
+
+    @property
+    def member_id(self) -> str | None:
+        """The consumer's member id in the group (assigned by the coordinator), once joined."""
+        return kafka_adapter.member_id(self._consumer)
+
+    @property
+    def generation(self) -> int | None:
+        """The group generation this thread's consumer last joined."""
+        return kafka_adapter.generation(self._consumer)
+
+    @property
+    def assignment_info(self) -> AssignmentInfo | None:
+        """What the leader's assignment said to this thread (tasks, standbys, everyone's)."""
+        return self.member.assignment_info
+
+    @property
+    def tasks(self) -> dict[str, StreamTask]:
+        """The assigned tasks (open, restoring or waiting for a lock), by task id."""
+        return self._tasks.tasks if self._tasks is not None else {}
+
+    def owns(self, task_id: str) -> bool:
+        """True if the task is assigned to this thread (open, restoring or waiting for a lock)."""
+        return task_id in self.tasks
+
+    def running_task(self, task_id: str) -> StreamTask | None:
+        """The task if it is open and processing here; call on this thread's loop."""
+        return self._tasks.running_task(task_id) if self._tasks is not None else None
+
+    def run_on_loop(self, fn: Callable[[], Awaitable[T]], timeout: float) -> T:
+        """Run ``fn()`` on this thread's event loop under its commit lock, from another thread.
+
+        Under the lock no task is being processed, committed, closed or opened, so ``fn`` sees
+        a consistent state. Raises ThreadNotRunningError if the loop is gone or too slow.
+        """
+        loop, lock = self._loop, self._commit_lock
+        if loop is None or loop.is_closed():
+            raise ThreadNotRunningError(f"thread {self.name} is not running")
+
+        async def locked() -> T:
+            async with lock:
+                return await fn()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(locked(), loop).result(timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            raise ThreadNotRunningError(f"thread {self.name} did not answer: {exc!r}") from exc
+
+    def persist_stores(self, timeout: float = 5.0) -> int:
+        """Ahead of a hand-off: have every open task's stores write their memory to disk in the
+        background, so the stop's store close is quick. Returns how many tasks were asked."""
+
+        async def persist() -> int:
+            return self._tasks.persist() if self._tasks is not None else 0
+
+        return self.run_on_loop(persist, timeout)
+
+    def metadata(self) -> ThreadMetadata:
+        return ThreadMetadata(
+            thread_name=self.name,
+            thread_index=self.index,
+            thread_instance_id=self.thread_instance_id,
+            client_id=self.client_id,
+            state=self.state,
+            rebalances=self.rebalances,
+            **(self._tasks.metadata() if self._tasks is not None else NO_TASKS),
+        )
+
+    # -- state transitions ---------------------------------------------------------------------
+
+    def transition(self, new: ThreadState) -> None:
+        with self._state_lock:
+            old = self.state
+            if old is new:
+                return
+            assert old in ALLOWED_PREVIOUS[new], f"thread {self.name}: {old.name} → {new.name}"
+            self.state = new
+        logger.info("thread state", extra=fields(thread=self.name, old=old.name, new=new.name))
+        self.emit("thread_state", old=old.name, new=new.name)
+
+    def tasks_running(self) -> None:
+        """Every assigned task is open and restored: after an assignment, the thread runs."""
+        if self.state is ThreadState.PARTITIONS_ASSIGNED:
+            self.mark("ready")
+            self.transition(ThreadState.RUNNING)
+
+    @property
+    def commit_lock(self) -> asyncio.Lock:
+        """Held while tasks process, commit, close or open (on this thread's loop)."""
+        return self._commit_lock
+
+    async def before_join(self) -> None:
+        """After a revocation: list the changelog ends, in case this thread leads the
+        assignment that follows."""
+        if self._clients is not None:
+            clients = self._clients
+            await self.member.refresh_changelog_ends(clients.restore_consumer, clients.consumer)
+
+    # -- the thread's own loop -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self.error = exc
+            if kafka_adapter.is_fenced(exc):
+                self.emit("fenced", thread_instance_id=self.thread_instance_id)
+                self.error = FatalThreadError(
+                    f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
+                    "another process of this application; stopping this instance"
+                )
+            logger.error(
+                "stream thread died",
+                exc_info=not isinstance(self.error, FatalThreadError),
+                extra=fields(thread=self.name, error=str(self.error)),
+            )
+        finally:
+            if self.state not in (ThreadState.DEAD, ThreadState.PENDING_SHUTDOWN):
+                self.transition(ThreadState.PENDING_SHUTDOWN)
+            self.transition(ThreadState.DEAD)
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wakeup.bind()
+        if self._stop_requested.is_set():
+            return
+        factory = ClientFactory(
+            self.env,
+            self.client_id,
+            self.thread_instance_id,
+            self.transactional_id,
+            lambda: kafka_adapter.group_metadata(self._consumer),
+        )
+        clients = self._clients = factory.build(self.member.assignor())
+        committer = committer_for(self.env.config, clients, self.emit, factory.producer, self.name)
+        tasks = self._tasks = TaskManager.build(
+            TaskFactory(self.env, committer.collector, self._cache),
+            clients.consumer,
+            clients.restore_consumer,
+            TaskEvents(self.emit, self.mark, self.tasks_running),
+            self.name,
+        )
+        # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
+        # and aborts its open transaction, which releases the changelogs' last stable offset
+        # before the restore consumer asks for their ends. A held thread (hand-off successor)
+        # under EOS starts it only once released: the running process still uses that
+        # transactional id, and our InitProducerId would fence it.
+        eos = self.env.config.exactly_once
+        if not eos:
+            await clients.producer.start()
+        await clients.restore_consumer.start()
+        try:
+            if await self._join(factory, clients, RebalanceListener(self, tasks, committer)):
+                await self._run_loop(clients.consumer, tasks, committer)
+                await self._final_commit(tasks, committer)
+        finally:
+            self.prepared.set()
+            self.committed.set()
+            await tasks.close_all()
+            self.mark("stores_closed")
+            await clients.close_consumers(self._stop_requested.is_set(), self.name)
+            await committer.close(producer_started=not eos or self._hold.is_set())
+            self.mark("clients_closed")
+
+    async def _join(
+        self, factory: ClientFactory, clients: ThreadClients, listener: RebalanceListener
+    ) -> bool:
+        """Connect, load metadata and find the group coordinator; a held thread then waits for
+        release(). Subscribes, unless asked to stop first (returns False then)."""
+        consumer = clients.consumer
+        await consumer.start()
+        kafka_adapter.install_static_heartbeat(consumer)
+        await kafka_adapter.find_coordinator(consumer)
+        if not self._hold.is_set():
+            await factory.warm_restore_consumer(clients.restore_consumer)
+        self.mark("prepared")
+        self.prepared.set()
+        await self._wakeup.wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
+        if self._stop_requested.is_set():
+            return False
+        self.mark("released")
+        if self.env.config.exactly_once:
+            await clients.producer.start()
+        topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
+        consumer.subscribe(topics, listener=listener)
+        self.mark("join_requested")
+        return True
+
+    async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
+        self.mark("stop_noticed")
+        self.transition(ThreadState.PENDING_SHUTDOWN)
+        async with self.commit_lock:
+            await committer.commit(tasks)
+        self.mark("committed")
+        self.stopped_cleanly = True
+
+    async def _run_loop(
+        self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
+    ) -> None:
+        """The process loop; under EOS a lost transaction closes the tasks dirty and the loop
+        goes on with a fresh producer (Kafka Streams' TaskMigrated/TaskCorrupted handling)."""
+        while True:
+            try:
+                await self._loop_until_stopped(consumer, tasks, committer)
+                return
+            except (kafka_errors.KafkaError, kafka_errors.IllegalOperation) as exc:
+                # IllegalOperation: a send into a transaction the producer no longer has (a
+                # newer incarnation's InitProducerId fenced it between two sends); aiokafka
+                # raises it instead of ProducerFenced, and it is just as lost.
+                if not committer.recovers(exc):
+                    raise
+                async with self.commit_lock:
+                    await committer.recover(exc, tasks)
+
+    async def _loop_until_stopped(
+        self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
+    ) -> None:
+        schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
+        while not self._stop_requested.is_set():
+            # While stores restore, do not block on the (paused) inputs: restoring is the work.
+            # A task waiting for a lock (a previous owner still closing it) retries every 10 ms.
+            timeout_ms = 0 if tasks.restoring else 10 if tasks.locked else 100
+            batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
+            if batches:
+                self.mark("first_fetch")
+            # getmany returns already fetched records without yielding to the event loop; yield
+            # once per poll so the producer's sender (linger) and the fetcher run in between.
+            await asyncio.sleep(0)
+            async with self.commit_lock:
+                await tasks.step()
+                if tasks.process(batches):
+                    self.mark("first_record")
+                tasks.punctuate(self.env.clock.now_ms())
+                await committer.collector.drain()
+                if schedule.due():
+                    await committer.commit(tasks)
+                    schedule.committed()
+                self.member.maybe_probe(consumer)

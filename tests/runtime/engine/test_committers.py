@@ -1,0 +1,102 @@
+"""The exactly-once committer without a broker: a failed commit aborts and discards the staged
+writes; a lost transaction closes the tasks dirty, renews a fenced producer, reopens the tasks
+and rewinds the input (see :mod:`.rig`; only the Kafka clients are fakes)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka.errors import KafkaConnectionError, ProducerFenced
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.runtime.engine.task import StreamTask
+from tests.runtime.engine.rig import CHANGELOG, INPUT, FakeTxnProducer, Rig, count, rig
+
+
+def running_task(r: Rig) -> StreamTask:
+    task = r.tasks.task_for(INPUT)
+    assert task is not None
+    return task
+
+
+async def started(r: Rig) -> None:
+    r.assign(["0_0"])
+    await r.listener.on_partitions_assigned([INPUT])
+    assert r.tasks.all_running
+
+
+def test_a_committed_transaction_carries_output_and_offsets(tmp_path: Path) -> None:
+    logs: dict[KafkaTP, list[Any]] = {}
+    producers: list[FakeTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+
+    async def scenario() -> None:
+        await started(r)
+        running_task(r).process("in", 41, 1000, b"k", b"v")
+        async with r.thread.commit_lock:
+            await r.committer.commit(r.tasks)
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())
+    assert logs[CHANGELOG] == [(b"k", count(1))]
+    assert producers[0].offsets_sent == [{INPUT: 42}] and r.consumer.commits == []
+    assert ("commit", {"offsets": {"in-0": 42}}) in r.events
+
+
+def test_a_failed_commit_aborts_and_discards_the_staged_writes(tmp_path: Path) -> None:
+    logs: dict[KafkaTP, list[Any]] = {}
+    producers: list[FakeTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+
+    async def scenario() -> None:
+        await started(r)
+        running_task(r).process("in", 41, 1000, b"k", b"v")
+        producers[0].fail_commit = True
+        with pytest.raises(KafkaConnectionError):
+            async with r.thread.commit_lock:
+                await r.committer.commit(r.tasks)
+        assert producers[0].aborts == 1 and "commit" not in r.types()
+        assert "transaction_aborted" in r.types()
+        running_task(r).process("in", 41, 1000, b"k", b"v")  # the staged count 1 is gone
+        async with r.thread.commit_lock:
+            await r.committer.commit(r.tasks)
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())
+    assert logs[CHANGELOG] == [(b"k", count(1))]
+
+
+def test_a_lost_transaction_reopens_the_tasks_with_a_new_producer_and_rewinds(
+    tmp_path: Path,
+) -> None:
+    logs: dict[KafkaTP, list[Any]] = {}
+    producers: list[FakeTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+    r.consumer.committed_offsets[INPUT] = 40
+
+    async def scenario() -> None:
+        await started(r)
+        running_task(r).process("in", 40, 1000, b"k", b"v")
+        running_task(r).process("in", 41, 1001, b"k", b"v")
+        await r.committer.collector.drain()
+        producers[0].fenced = True  # a newer incarnation bumped the epoch
+        assert r.committer.recovers(ProducerFenced())
+        async with r.thread.commit_lock:
+            await r.committer.recover(ProducerFenced(), r.tasks)
+        assert r.tasks.all_running and set(r.tasks.tasks) == {"0_0"}
+        running_task(r).process("in", 40, 1000, b"k", b"v")  # read again after the rewind
+        async with r.thread.commit_lock:
+            await r.committer.commit(r.tasks)
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())
+    assert len(producers) == 2 and producers[0].stopped and producers[1].started
+    assert r.committer.collector.producer is producers[1]
+    assert r.consumer.seeks == [(INPUT, 40)]
+    # the lost transaction's two updates are gone from store and changelog: the count
+    # starts again from the committed state
+    assert logs[CHANGELOG] == [(b"k", count(1))]
+    assert ("tasks_lost", {"tasks": ["0_0"], "error": repr(ProducerFenced())}) in r.events
