@@ -65,9 +65,10 @@ def _false_only(value: str) -> bool:
 
 @_kind("LIST")
 def _cleanup_policy(value: str) -> str:
+    """Empty is valid, as in Kafka: neither deletion nor compaction (infinite retention)."""
     parts = sorted({p.strip() for p in value.split(",") if p.strip()})
-    if not parts or any(p not in ("compact", "delete") for p in parts):
-        raise ValueError("expected delete, compact or compact,delete")
+    if any(p not in ("compact", "delete") for p in parts):
+        raise ValueError("expected delete, compact, compact,delete or empty")
     return ",".join(parts)
 
 
@@ -390,10 +391,47 @@ _DEFS: tuple[ConfigDef, ...] = (
         "Listener name to security protocol.",
     ),
     ConfigDef(
+        "sasl.server.max.receive.size",
+        _int_range(1, _MAX_INT),
+        "524288",
+        "Largest frame a SASL connection may send before it is authenticated.",
+    ),
+    ConfigDef(
+        "connection.failed.authentication.delay.ms",
+        _int_range(0, _MAX_INT),
+        "100",
+        "Delay before answering a failed SASL authentication (and closing).",
+    ),
+    ConfigDef(
+        "max.connections",
+        _int_range(0, _MAX_INT),
+        str(_MAX_INT),
+        "Most open client connections; a new one beyond it is closed at once.",
+    ),
+    ConfigDef(
+        "max.connections.per.ip",
+        _int_range(0, _MAX_INT),
+        str(_MAX_INT),
+        "Most open connections from one IP address; a new one beyond it is closed at once.",
+    ),
+    ConfigDef(
+        "connections.max.idle.ms",
+        _int_range(-1),
+        "600000",
+        "Close a connection that sent no request for this long (-1: never).",
+    ),
+    ConfigDef(
+        "fetch.max.bytes",
+        _int_range(0, _MAX_INT),
+        "57671680",
+        "Most record bytes in one Fetch response (a request may ask for fewer).",
+    ),
+    ConfigDef(
         "sasl.enabled.mechanisms",
         str,
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "SASL mechanisms of SASL listeners (GSSAPI and OAUTHBEARER are not supported).",
+        "SCRAM-SHA-256,SCRAM-SHA-512",
+        "SASL mechanisms of SASL listeners: PLAIN only when listed, as in Kafka (whose "
+        "default, GSSAPI, is not supported here, nor is OAUTHBEARER).",
     ),
     ConfigDef("ssl.keystore.type", _choice("PEM"), "PEM", "Only PEM keystores are supported."),
     ConfigDef("ssl.keystore.location", str, "", "PEM file: private key and certificate chain."),
