@@ -37,7 +37,7 @@ from streamrt.deploy.report import (
     longest_gaps,
 )
 from streamrt.deploy.rolling import rolling_restart, wait_all_running
-from streamrt.runtime.topology import changelog_topic
+from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ScenarioConfig", "run_scenario")
 

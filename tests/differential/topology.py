@@ -26,7 +26,7 @@ from streamrt.runtime import (
 )
 
 # Not yet exported by streamrt.runtime (issue 23, Deliver 3): the one import of a submodule.
-from streamrt.runtime.joins import JoinWindows
+from streamrt.runtime.dsl import JoinWindows
 from tests.differential import builtins as fn
 
 JSON = "json"

@@ -21,6 +21,14 @@ from streamrt.runtime.exception_handlers import (
     Stage,
     parse_handler,
 )
+from streamrt.runtime.graph.topology import (
+    ProcessorNode,
+    SinkNode,
+    SourceNode,
+    SubTopology,
+    Topology,
+    changelog_topic,
+)
 from streamrt.runtime.processor import (
     Change,
     Headers,
@@ -40,14 +48,6 @@ from streamrt.runtime.timestamps import (
     ConsumedRecord,
     TimestampExtractor,
     fail_on_invalid_timestamp,
-)
-from streamrt.runtime.topology import (
-    ProcessorNode,
-    SinkNode,
-    SourceNode,
-    SubTopology,
-    Topology,
-    changelog_topic,
 )
 from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition

@@ -1,4 +1,4 @@
-"""KTable-KTable foreign-key join (Kafka's KIP-213 design, through two internal topics).
+"""The KTable-KTable foreign-key join's processors (KIP-213, through two internal topics).
 
 The left table is partitioned by its key, the right table by the foreign key, so they cannot be
 co-located. As in Kafka Streams:
@@ -23,22 +23,17 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from streamrt.runtime.joins import _co_partition
+from streamrt.runtime.graph.nodes import ValueGetter
 from streamrt.runtime.processor import Change, Processor, ProcessorContext
-from streamrt.runtime.tables import (
-    MaterializedLike,
-    TableMaterializeProcessor,
-    ValueGetter,
-    as_change,
-    materialize,
-    store_getter,
+from streamrt.runtime.processors.tables import as_change
+from streamrt.serde import Serde
+
+__all__ = (
+    "ForeignTableUpdateProcessor",
+    "ResponseJoinProcessor",
+    "SubscriptionReceiveProcessor",
+    "SubscriptionSendProcessor",
 )
-from streamrt.runtime.topology import REPARTITION_SUFFIX, StoreSpec
-from streamrt.serde import BytesSerde, Serde
-
-__all__ = ("foreign_key_join",)
-
-KTable = Any  # runtime.dsl.KTable: not imported, as runtime.dsl imports this module
 
 DELETE_KEY_AND_PROPAGATE = 0
 DELETE_KEY_NO_PROPAGATE = 1
@@ -140,10 +135,13 @@ class SubscriptionSendProcessor(Processor):
 class SubscriptionReceiveProcessor(Processor):
     """Keeps (FK, PK) → hash next to the right table and answers with the right value."""
 
-    def __init__(self, store: str, right: ValueGetter, fk_serde: Serde[Any]) -> None:
+    def __init__(
+        self, store: str, right: ValueGetter, fk_serde: Serde[Any], right_serde: Serde[Any]
+    ) -> None:
         self.store_name = store
         self.right = right
         self.fk_serde = fk_serde
+        self.right_serde = right_serde
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -168,8 +166,6 @@ class SubscriptionReceiveProcessor(Processor):
 
     def _serialize_right(self, right: Any) -> bytes | None:
         return None if right is None else self.right_serde.serialize(right)
-
-    right_serde: Serde[Any]
 
 
 class ForeignTableUpdateProcessor(Processor):
@@ -233,101 +229,3 @@ class ResponseJoinProcessor(Processor):
         else:
             result = self.joiner(current, right)
         self.context.forward(pk, Change(result, None))
-
-
-def foreign_key_join(
-    left: KTable,
-    right: KTable,
-    fk_of: Callable[[Any], Any],
-    joiner: Callable[[Any, Any], Any],
-    left_join: bool,
-    materialized: MaterializedLike,
-    value_serde: Serde[Any] | None,
-) -> KTable:
-    topology = left.topology
-    base = topology.new_name("KTABLE-FK-JOIN")
-    raw = BytesSerde()
-    registration = f"{base}-subscription-registration{REPARTITION_SUFFIX}"
-    response = f"{base}-subscription-response{REPARTITION_SUFFIX}"
-    sub_store = f"{base}-subscription-store"
-    topology.add_store(StoreSpec(sub_store, raw, raw))
-
-    # 1. left side: subscriptions out (and local answers for a null FK)
-    send_name = f"{base}-subscription-send"
-    sink_name = f"{registration}-sink"
-    local_name = f"{base}-response-join"
-    topology.add_processor(
-        send_name,
-        lambda: SubscriptionSendProcessor(
-            fk_of,
-            right.key_serde,
-            left.key_serde,
-            left.value_serde,
-            left_join,
-            sink_name,
-            local_name,
-        ),
-        left.node,
-        accepts_changes=True,
-    )
-    topology.add_sink(sink_name, registration, raw, raw, send_name, internal=True)
-
-    # 2. right side: subscriptions in, right updates out, both as responses keyed by PK
-    reg_source = topology.add_source(
-        f"{registration}-source", registration, raw, raw, internal=True
-    )
-    rg = right.getter
-    right_serde = right.value_serde
-
-    def receive() -> SubscriptionReceiveProcessor:
-        p = SubscriptionReceiveProcessor(sub_store, rg, right.key_serde)
-        p.right_serde = right_serde
-        return p
-
-    recv = topology.add_processor(
-        f"{base}-subscription-receive", receive, reg_source, stores=(sub_store, *rg.stores)
-    )
-    update = topology.add_processor(
-        f"{base}-foreign-update",
-        lambda: ForeignTableUpdateProcessor(sub_store, right.key_serde, right_serde),
-        right.node,
-        stores=(sub_store,),
-        accepts_changes=True,
-    )
-    topology.add_sink(f"{response}-sink", response, raw, raw, recv, update, internal=True)
-    _co_partition(topology, reg_source, right.node)
-
-    # 3. left side again: responses joined with the current left value
-    resp_source = topology.add_source(f"{response}-source", response, raw, raw, internal=True)
-    lg = left.getter
-    topology.add_processor(
-        local_name,
-        lambda: ResponseJoinProcessor(
-            lg, left.key_serde, left.value_serde, right_serde, joiner, left_join
-        ),
-        resp_source,
-        send_name,
-        stores=lg.stores,
-    )
-    _co_partition(topology, resp_source, left.node)
-    vser = value_serde or left.value_serde
-    store, kser, vser = materialize(topology, materialized, left.key_serde, vser)
-    if store is None:
-        # an unmaterialized FK-join result has no getter of its own: reads recompute nothing,
-        # so later joins need it materialized
-        return type(left)(topology, local_name, None, kser, vser, getter=_no_getter())
-    node = topology.add_processor(
-        f"{base}-materialize",
-        lambda: TableMaterializeProcessor(store),
-        local_name,
-        stores=(store,),
-        accepts_changes=True,
-    )
-    return type(left)(topology, node, store, kser, vser, getter=store_getter(store))
-
-
-def _no_getter() -> ValueGetter:
-    def make(ctx: ProcessorContext) -> Callable[[Any], Any]:
-        raise ValueError("join the result of a foreign-key join only after materializing it")
-
-    return ValueGetter((), make)

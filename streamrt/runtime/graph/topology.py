@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.processor import Processor
+from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde
-from streamrt.state.store import StoreKind
-from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
+    "REPARTITION_SUFFIX",
     "ProcessorNode",
     "SinkNode",
     "SourceNode",
-    "StoreSpec",
     "SubTopology",
     "Topology",
     "changelog_topic",
@@ -38,23 +38,6 @@ def internal_topic(application_id: str, name: str) -> str:
 
 def changelog_topic(application_id: str, store: str) -> str:
     return f"{application_id}-{store}-changelog"
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSpec:
-    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config.
-    ``caching``: a record cache in front of it (``statestore.cache.max.bytes`` > 0).
-
-    ``segments`` makes it a window (segments by start) or session (by end) store: its key
-    serde is then the *record* key's serde (routing and queries hash that alone) and its
-    changelog is ``compact,delete`` with the retention."""
-
-    name: str
-    key_serde: Serde[Any]
-    value_serde: Serde[Any]
-    kind: StoreKind | None = None
-    caching: bool = True
-    segments: SegmentSpec | None = None
 
 
 @dataclass(slots=True)
@@ -111,8 +94,8 @@ class Topology:
         self.stores: dict[str, StoreSpec] = {}
         # joins: sets of source node names whose topics must be co-partitioned (checked at start)
         self.copartition_groups: list[frozenset[str]] = []
-        # global tables by store name (runtime.global_table.GlobalTableSpec): not in any task
-        self.global_tables: dict[str, Any] = {}
+        # global tables by store name: not in any task (see graph.global_tables)
+        self.global_tables: dict[str, GlobalTableSpec] = {}
         self._counter = 0
 
     def new_name(self, prefix: str) -> str:
@@ -190,6 +173,22 @@ class Topology:
             )
         )
         return name
+
+    def add_global_table(self, spec: GlobalTableSpec) -> None:
+        """Register a global table; its store name and topic must be new to the topology."""
+        if spec.name in self.global_tables or spec.name in self.stores:
+            raise ConfigError(f"state store {spec.name!r} is defined twice")
+        for node in self.nodes.values():
+            if isinstance(node, SourceNode) and not node.internal and node.topic == spec.topic:
+                raise ConfigError(f"topic {spec.topic!r} is already a source of this topology")
+        self.global_tables[spec.name] = spec
+
+    def add_copartition_group(self, *nodes: str) -> None:
+        """The sources feeding ``nodes`` must be co-partitioned (a join's inputs; checked at
+        start by :mod:`streamrt.runtime.graph.copartition`)."""
+        group = frozenset().union(*(self.source_ancestors(n) for n in nodes))
+        if len(group) > 1:
+            self.copartition_groups.append(group)
 
     def add_store(self, spec: StoreSpec) -> None:
         if spec.name in self.stores:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streamrt.errors import ConfigError
-from streamrt.runtime.topology import SourceNode, SubTopology, Topology
+from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology
 
 __all__ = ("CopartitionError", "repartition_counts", "validate_copartitioning")
 

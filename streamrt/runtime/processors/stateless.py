@@ -1,14 +1,13 @@
-"""The processors behind the DSL operators (map, filter, aggregate, windows, ...)."""
+"""The stateless stream operators: map, filter, flat_map, peek, foreach, branch, merge."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streamrt.runtime.processor import Processor, ProcessorContext, TupleForwarder
+from streamrt.runtime.processor import Processor
 
 __all__ = (
-    "AggregateProcessor",
     "BranchProcessor",
     "BranchWithDefaultProcessor",
     "FilterProcessor",
@@ -19,7 +18,6 @@ __all__ = (
     "MapValuesProcessor",
     "PassThroughProcessor",
     "PeekProcessor",
-    "TableSourceProcessor",
 )
 
 
@@ -82,55 +80,6 @@ class BranchProcessor(Processor):
             if predicate(key, value):
                 self.context.forward(key, value, to=child)
                 return
-
-
-class AggregateProcessor(Processor):
-    """``aggregate``/``count``/``reduce``: new = aggregator(key, value, old or initializer())."""
-
-    def __init__(
-        self,
-        store: str,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-    ) -> None:
-        self.store_name = store
-        self.initializer = initializer
-        self.aggregator = aggregator
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = context.get_store(self.store_name)
-        self.forwarder = TupleForwarder(context, self.store_name)
-
-    def process(self, key: Any, value: Any) -> None:
-        if key is None:  # as in Kafka Streams: records with a null key are not aggregated
-            return
-        old = self.store.get(key)
-        new = self.aggregator(key, value, self.initializer() if old is None else old)
-        self.store.put(key, new)
-        self.forwarder.maybe_forward(key, new, old)  # children that are not tables get ``new``
-
-
-class TableSourceProcessor(Processor):
-    """Materialises a compacted topic into a store (``app.table``); tombstones delete."""
-
-    def __init__(self, store: str) -> None:
-        self.store_name = store
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.forwarder = TupleForwarder(context, self.store_name)
-
-    def process(self, key: Any, value: Any) -> None:
-        if key is None:  # as Kafka Streams: a table record needs a key
-            return
-        store = self.context.get_store(self.store_name)
-        old = store.get(key)
-        if value is None:
-            store.delete(key)
-        else:
-            store.put(key, value)
-        self.forwarder.maybe_forward(key, value, old)  # non-table children get ``value``
 
 
 class ForeachProcessor(Processor):

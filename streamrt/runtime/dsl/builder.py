@@ -3,11 +3,13 @@ Streams' ``StreamsBuilder``. ``App.stream``/``App.table`` delegate here."""
 
 from __future__ import annotations
 
-from streamrt.runtime import operators as ops
-from streamrt.runtime.dsl import KStream, KTable, store_kind
-from streamrt.runtime.global_table import GlobalKTable, add_global_table
+from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.streams import KStream, KTable
+from streamrt.runtime.dsl.table_nodes import table_source
+from streamrt.runtime.graph.global_tables import GlobalTableSpec
+from streamrt.runtime.graph.nodes import StreamNode
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.timestamps import TimestampExtractor
-from streamrt.runtime.topology import StoreSpec, Topology
 from streamrt.serde import SerdeLike, serde_for
 
 __all__ = ("StreamsBuilder",)
@@ -35,7 +37,7 @@ class StreamsBuilder:
             vser,
             timestamp_extractor=timestamp_extractor,
         )
-        return KStream(self.topology, name, kser, vser)
+        return KStream(StreamNode(self.topology, name, kser, vser))
 
     def global_table(
         self,
@@ -46,13 +48,11 @@ class StreamsBuilder:
         value_serde: SerdeLike = None,
     ) -> GlobalKTable:
         """A table of *all* partitions of ``topic`` on every instance, queryable as ``store``."""
-        return add_global_table(
-            self.topology,
-            topic,
-            store or f"{topic}-global",
-            serde_for(key_serde),
-            serde_for(value_serde),
+        spec = GlobalTableSpec(
+            store or f"{topic}-global", topic, serde_for(key_serde), serde_for(value_serde)
         )
+        self.topology.add_global_table(spec)
+        return GlobalKTable(spec)
 
     def table(
         self,
@@ -71,14 +71,6 @@ class StreamsBuilder:
         """
         kser, vser = serde_for(key_serde), serde_for(value_serde)
         store_name = store or f"{topic}-table"
-        source = self.topology.add_source(
-            self.topology.new_name("KTABLE-SOURCE"), topic, kser, vser
+        return KTable(
+            table_source(self.topology, topic, store_name, (kser, vser), in_memory, caching)
         )
-        self.topology.add_store(StoreSpec(store_name, kser, vser, store_kind(in_memory), caching))
-        node = self.topology.add_processor(
-            self.topology.new_name("KTABLE-MATERIALIZE"),
-            lambda: ops.TableSourceProcessor(store_name),
-            source,
-            stores=(store_name,),
-        )
-        return KTable(self.topology, node, store_name, kser, vser)

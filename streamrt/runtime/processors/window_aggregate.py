@@ -9,10 +9,10 @@ merges first forward a tombstone (value ``None``) for every session they replace
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
 from streamrt.runtime.window_stores import SessionStoreView, TimestampedWindow, WindowStoreView
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, record_dropped
 
@@ -21,10 +21,6 @@ __all__ = (
     "SlidingWindowAggregateProcessor",
     "TimeWindowAggregateProcessor",
 )
-
-Initializer = Callable[[], Any]
-Aggregator = Callable[[Any, Any, Any], Any]
-Merger = Callable[[Any, Any, Any], Any]
 
 _NO_TIME = -(2**63)
 
