@@ -47,7 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
-    # -- security (streamrt.broker.security) --
+    _add_security_arguments(p)
+    p.set_defaults(func=run_broker)
+
+
+def _add_security_arguments(p: argparse.ArgumentParser) -> None:
+    """Listeners and SCRAM credentials (``streamrt.broker.security``)."""
     p.add_argument(
         "--listener",
         action="append",
@@ -74,7 +79,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="like --add-scram, one spec per line, inline password= allowed (keep the file "
         "private: chmod 600)",
     )
-    p.set_defaults(func=run_broker)
 
 
 def parse_config(args: argparse.Namespace) -> BrokerConfig:

@@ -49,7 +49,9 @@ def _partition_error(index: int, code: ErrorCode, message: str | None) -> dict[s
     }
 
 
-async def _append(core: BrokerCore, topic: str, index: int, records: bytes | None) -> dict:
+async def _append(
+    core: BrokerCore, topic: str, index: int, records: bytes | None
+) -> dict[str, Any]:
     try:
         if not records:
             raise KafkaError(ErrorCode.corrupt_message, "empty records")

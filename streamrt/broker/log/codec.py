@@ -122,7 +122,8 @@ def build_batch(
             r.offset_delta, timestamp=r.timestamp, key=r.key, value=r.value, headers=list(r.headers)
         )
     try:
-        return builder.build()
+        built: bytearray = builder.build()
+        return built
     except UnsupportedCodecError as exc:
         raise KafkaError(ErrorCode.unsupported_compression_type, str(exc)) from None
 
