@@ -22,10 +22,10 @@ from streamrt.broker.log.codec import NewRecord, build_batch
 from streamrt.wire.api_keys import ApiKey
 from tests.broker.transactions_support import (
     TXN_OVERRIDES,
-    create_topic,
     raw_request,
     start_txn_broker,
 )
+from tests.kafka_helpers import create_topic
 
 GROUP, TXN_ID, TOPIC = "good-group", "good-txn", "data"
 
