@@ -50,6 +50,7 @@ from streamrt.runtime.restore import ChangelogRestorer
 from streamrt.runtime.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.stores import RecordCache
 from streamrt.runtime.task import StreamTask, TaskId, TopicPartition
+from streamrt.runtime.task_progress import task_progress
 from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import StateLockedError, read_checkpoint_hint
 
@@ -271,6 +272,7 @@ class StreamThread:
             bytes_restored=stats.bytes if stats else 0,
             restore_time_ms=round(stats.seconds * 1000, 3) if stats else 0.0,
             **self._standby_metadata(),
+            **task_progress(tasks, self._consumer, self._restorer),
         )
 
     def _transition(self, new: ThreadState) -> None:
