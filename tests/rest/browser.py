@@ -9,6 +9,7 @@ events at an element's position), take a screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -107,7 +108,9 @@ class Browser:
                         self._replies[message["id"]] = message
                         self._cond.notify_all()
 
-    def send(self, method: str, *, session: bool = False, timeout: float = 30, **params: Any) -> Any:
+    def send(
+        self, method: str, *, session: bool = False, timeout: float = 30, **params: Any
+    ) -> Any:
         with self._cond:
             self._next_id += 1
             call_id = self._next_id
@@ -197,20 +200,16 @@ class Browser:
         path.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(TimeoutError, RuntimeError, OSError):
             self.send("Browser.close", timeout=5)
-        except (TimeoutError, RuntimeError, OSError):
-            pass
         try:
             self._process.wait(10)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(10)
         for fd in (self._to_chrome, self._from_chrome):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self._profile, ignore_errors=True)
 
     def __enter__(self) -> Browser:

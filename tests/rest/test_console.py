@@ -1,0 +1,218 @@
+"""The web console (issue 28) in a real browser against three running instances.
+
+Headless Chromium (Debian's package) opens ``/console`` on one instance's REST endpoint: the
+partition x thread map shows every partition once, a restoring task shows its progress, a
+stopped instance is shown down without holding the page up, and a member removal clicked on
+the page moves its partitions. Screenshots go to ``docs/``. Real broker, real instances.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from streamrt.runtime import App
+from tests.kafka_helpers import create_topic, produce, wait_until
+from tests.rest.browser import Browser, chromium_missing
+from tests.rest.instances import (
+    TOKEN,
+    close_publishers,
+    running,
+    start_instance,
+    url,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(chromium_missing() is not None, reason=str(chromium_missing())),
+]
+
+BROKER = {"group.min.session.timeout.ms": "1000", "group.max.session.timeout.ms": "60000"}
+SESSION_MS = 30_000
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+STANDBYS = {"num.standby.replicas": "1"}
+# a slow restore on purpose, so the page can be seen mid-way: small fetches, few records a step
+SLOW_RESTORE = {
+    "restore.consumer.max.poll.records": "50",
+    "restore.consumer.max.partition.fetch.bytes": "2048",
+}
+PAD_PER_PARTITION = 20_000
+
+# the page's own view, read from its DOM
+ACTIVE_BY_PARTITION = """(() => {
+  const out = {};
+  const chips = '#map [data-role="active"], #map [data-role="restoring"]';
+  for (const c of document.querySelectorAll(chips))
+    (out[c.dataset.partition] = out[c.dataset.partition] || []).push(c.dataset.thread);
+  return out; })()"""
+THREAD_COLUMNS = (
+    "[...document.querySelectorAll('#map thead tr:nth-child(2) th')].map(e => e.textContent)"
+)
+RESTORING = """[...document.querySelectorAll('#map [data-role="restoring"]')].map(c => ({
+  task: c.dataset.task, pct: Number(c.dataset.progress),
+  value: c.querySelector('progress').value, max: c.querySelector('progress').max}))"""
+STATUS_OF = "document.querySelector('#instances tr[data-instance=\"{0}\"]')?.dataset.status"
+
+
+class Load:
+    """Keeps producing to ``events`` so lag and throughput move."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            produce(
+                self.bootstrap, "events", [(f"k{(n + i) % 400}".encode(), b"e") for i in range(100)]
+            )
+            n += 100
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def cluster(broker_factory: object, tmp_path: Path) -> Iterator[tuple[str, list[App], Path]]:
+    broker = broker_factory(BROKER)  # type: ignore[operator]
+    create_topic(broker.bootstrap, "events", 8)
+    create_topic(broker.bootstrap, "event-counts-out", 8)
+    apps = [
+        start_instance(
+            broker.bootstrap,
+            tmp_path,
+            f"web-{i}",
+            session_timeout_ms=SESSION_MS,
+            events=True,
+            extra=STANDBYS,
+        )
+        for i in (1, 2, 3)
+    ]
+    load = Load(broker.bootstrap)
+    load.thread.start()
+    try:
+        yield broker.bootstrap, apps, tmp_path
+    finally:
+        load.stop.set()
+        load.thread.join(30)
+        for app in apps:
+            app.stop()
+        close_publishers()
+
+
+def every_partition_once(browser: Browser, threads: set[str]) -> dict[str, list[str]] | None:
+    owners = browser.js(ACTIVE_BY_PARTITION) or {}
+    if sorted(owners) != [str(p) for p in range(8)]:
+        return None
+    if any(len(t) != 1 for t in owners.values()) or not {t[0] for t in owners.values()} <= threads:
+        return None
+    return owners
+
+
+def test_console_map_restore_down_instance_and_removal(
+    cluster: tuple[str, list[App], Path],
+) -> None:
+    bootstrap, apps, state = cluster
+    wait_until(lambda: running(*apps), 90, "three instances running")
+    all_threads = {f"web-{i}-thread-{n}" for i in (1, 2, 3) for n in (1, 2)}
+    with Browser() as browser:
+        browser.open(url(apps[0]) + "/console")
+        wait_until(lambda: every_partition_once(browser, all_threads), 60, "every partition once")
+        assert set(browser.js(THREAD_COLUMNS)) == all_threads
+        browser.wait_js(
+            "document.querySelectorAll('#map [data-role=\"standby\"]').length >= 8",
+            30,
+            "a standby of every task",
+        )
+        browser.wait_js(
+            "document.querySelectorAll('#timeline li.rebalance').length", 30, "timeline"
+        )
+        assert browser.js(
+            "[...document.querySelectorAll('#instances button')].every(b => b.disabled)"
+        )
+        time.sleep(6)  # a few chart samples
+        browser.screenshot(DOCS / "console.png")
+
+        apps[1] = restart_with_empty_state(bootstrap, apps[1], state)
+        seen = browser.wait_js(
+            f"(() => {{ const r = {RESTORING}; return r.some(x => x.pct < 100) && r; }})()",
+            60,
+            "a restoring task with its progress",
+        )
+        assert all(0 <= x["value"] <= x["max"] for x in seen)
+        browser.screenshot(DOCS / "console-restoring.png")
+        wait_until(
+            lambda: not browser.js(RESTORING) and every_partition_once(browser, all_threads),
+            120,
+            "restoration done",
+        )
+
+        remove_from_page(browser, apps)
+
+
+def restart_with_empty_state(bootstrap: str, app: App, state: Path) -> App:
+    """Stop ``app`` (static: no leave), pad its changelog, wipe its state and start it again
+    on the same port: it rejoins with its old tasks and must restore them."""
+    assert app.config is not None and app.config.application_server is not None
+    port = int(app.config.application_server.rsplit(":", 1)[1])
+    app.stop()
+    shutil.rmtree(state / "web-2")
+    changelog = "counting-event-counts-changelog"
+    for p in range(8):
+        produce(
+            bootstrap,
+            changelog,
+            [(f"pad-{p}-{i}".encode(), b"\x00\x00\x00\x01") for i in range(PAD_PER_PARTITION)],
+            partition=p,
+        )
+    return start_instance(
+        bootstrap,
+        state,
+        "web-2",
+        session_timeout_ms=SESSION_MS,
+        port=port,
+        events=True,
+        extra={**STANDBYS, **SLOW_RESTORE},
+    )
+
+
+def remove_from_page(browser: Browser, apps: list[App]) -> None:
+    """Stop web-3: the page shows it down at once; remove it with the token from the page."""
+    apps[2].stop()
+    browser.wait_js(STATUS_OF.format("web-3") + " === 'down'", 20, "web-3 shown down")
+    began = time.monotonic()
+    assert httpx.get(url(apps[0]) + "/v1/cluster", timeout=10).status_code == 200
+    assert time.monotonic() - began < 5  # one dead instance does not hold the page up
+    browser.screenshot(DOCS / "console-down.png")
+
+    browser.type_text("#token", TOKEN)
+    browser.click("#token-form button")
+    browser.wait_js(
+        "!document.querySelector('#instances tr[data-instance=\"web-3\"] [data-action=remove] button').disabled",
+        10,
+        "removal enabled by the token",
+    )
+    button = '#instances tr[data-instance="web-3"] [data-action=remove] button'
+    browser.click(button)  # arm
+    browser.click(button)  # confirm
+    browser.wait_js(
+        "document.getElementById('message').textContent.includes('web-3-thread-1: removed')",
+        30,
+        "the removal's result on the page",
+    )
+    survivors = {f"web-{i}-thread-{n}" for i in (1, 2) for n in (1, 2)}
+    wait_until(lambda: every_partition_once(browser, survivors), 60, "web-3's partitions moved")
+    browser.wait_js(
+        "[...document.querySelectorAll('#timeline li.rebalance')]"
+        ".some(li => li.textContent.includes('left: web-3-thread-1'))",
+        30,
+        "the rebalance in the timeline",
+    )
+    assert "s3cret" not in browser.js("document.documentElement.outerHTML")
+    browser.screenshot(DOCS / "console-removed.png")
