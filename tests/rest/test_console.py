@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from streamrt.rest.console_proxy import ConsoleThread
 from streamrt.runtime import App
 from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.rest.browser import Browser, chromium_missing
@@ -39,7 +40,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 STANDBYS = {"num.standby.replicas": "1"}
 # a slow restore on purpose, so the page can be seen mid-way: small fetches, few records a step
 SLOW_RESTORE = {
-    "restore.consumer.max.poll.records": "50",
+    "restore.consumer.max.poll.records": "2",
     "restore.consumer.max.partition.fetch.bytes": "2048",
 }
 PAD_PER_PARTITION = 20_000
@@ -154,6 +155,7 @@ def test_console_map_restore_down_instance_and_removal(
         )
 
         remove_from_page(browser, apps)
+        through_console_command(browser, apps)
 
 
 def restart_with_empty_state(bootstrap: str, app: App, state: Path) -> App:
@@ -193,12 +195,8 @@ def remove_from_page(browser: Browser, apps: list[App]) -> None:
 
     browser.type_text("#token", TOKEN)
     browser.click("#token-form button")
-    browser.wait_js(
-        "!document.querySelector('#instances tr[data-instance=\"web-3\"] [data-action=remove] button').disabled",
-        10,
-        "removal enabled by the token",
-    )
     button = '#instances tr[data-instance="web-3"] [data-action=remove] button'
+    browser.wait_js(f"!document.querySelector({button!r}).disabled", 10, "removal enabled")
     browser.click(button)  # arm
     browser.click(button)  # confirm
     browser.wait_js(
@@ -216,3 +214,16 @@ def remove_from_page(browser: Browser, apps: list[App]) -> None:
     )
     assert "s3cret" not in browser.js("document.documentElement.outerHTML")
     browser.screenshot(DOCS / "console-removed.png")
+
+
+def through_console_command(browser: Browser, apps: list[App]) -> None:
+    """``streamrt console`` with a stopped instance's URL first: it fails over to one that
+    answers, and its page shows the same map."""
+    console = ConsoleThread([url(apps[2]), url(apps[0])], TOKEN).start()
+    try:
+        browser.open(console.url)
+        survivors = {f"web-{i}-thread-{n}" for i in (1, 2) for n in (1, 2)}
+        wait_until(lambda: every_partition_once(browser, survivors), 30, "the map via the console")
+        assert browser.js("document.getElementById('mode').textContent") == "read-only"
+    finally:
+        console.stop()
