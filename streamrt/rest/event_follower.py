@@ -1,8 +1,11 @@
 """EventFollower: the newest lifecycle events of the application, for the console's timeline.
 
 Started on the first timeline request (an instance nobody watches runs no extra consumer), on
-the REST server's own loop. It reads ``<application.id>-events`` from at most ``keep`` records
-before its end and keeps following; a broker hiccup is retried, never raised into a request.
+the REST server's own loop. It reads ``<application.id>-events`` from at most ``look_back``
+records before its end and keeps following; a broker hiccup is retried, never raised into a
+request. Only the types the timeline reads are kept, commits apart from the rest: a restore
+publishes one ``restore_progress`` per batch, and tens of thousands of them must not push the
+last rebalance out of memory.
 """
 
 from __future__ import annotations
@@ -23,15 +26,39 @@ __all__ = ("EventFollower",)
 logger = logging.getLogger(__name__)
 
 
+# what streamrt.rest.timeline reads (app_state also marks a new pid: a restart)
+TIMELINE_TYPES = frozenset(
+    {
+        "rebalance_complete",
+        "assignment",
+        "app_state",
+        "handoff_stopping",
+        "restore_complete",
+        "member_removed",
+        "fenced",
+        "fatal_error",
+        "thread_failed",
+    }
+)
+
+
 class EventFollower:
     def __init__(
-        self, bootstrap: str, application_id: str, client: ClientConfig | None, keep: int = 20_000
+        self,
+        bootstrap: str,
+        application_id: str,
+        client: ClientConfig | None,
+        keep: int = 5_000,
+        look_back: int = 200_000,
     ) -> None:
         self.bootstrap = bootstrap
         self.client = client
         self.topic = events_topic(application_id)
-        self.keep = keep
+        self.look_back = look_back
+        self.read = 0
+        self.last_offset = -1
         self._events: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._commits: deque[dict[str, Any]] = deque(maxlen=keep * 4)
         self._task: asyncio.Task[None] | None = None
         self.error: str | None = None
 
@@ -39,7 +66,7 @@ class EventFollower:
         """Start following if not yet (call on the REST loop); the events read so far."""
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
-        return list(self._events)
+        return sorted([*self._events, *self._commits], key=lambda e: int(e["_offset"]))
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -77,9 +104,7 @@ class EventFollower:
                 return
             consumer.assign([tp])
             end = (await consumer.end_offsets([tp]))[tp]
-            start = max(end - self.keep, 0)
-            offset = (self._events[-1]["_offset"] + 1) if self._events else start
-            consumer.seek(tp, max(offset, start))
+            consumer.seek(tp, max(self.last_offset + 1, end - self.look_back, 0))
             self.error = None
             while True:
                 for records in (await consumer.getmany(timeout_ms=500)).values():
@@ -89,11 +114,17 @@ class EventFollower:
             await consumer.stop()
 
     def _append(self, offset: int, value: bytes | None) -> None:
+        self.read += 1
+        self.last_offset = offset
         try:
             event = json.loads(value or b"")
         except ValueError:
             return
-        if isinstance(event, dict) and "ts" in event and "type" in event:
-            event["_offset"] = offset
-            event.setdefault("fields", {})
-            self._events.append(event)
+        if not isinstance(event, dict) or "ts" not in event:
+            return
+        kind = event.get("type")
+        if kind != "commit" and kind not in TIMELINE_TYPES:
+            return
+        event["_offset"] = offset
+        event.setdefault("fields", {})
+        (self._commits if kind == "commit" else self._events).append(event)

@@ -86,7 +86,7 @@ class ConsoleRoutes:
         events = follower.events()
         return {
             "topic": follower.topic,
-            "events_read": len(events),
+            "events_read": follower.read,
             "error": follower.error,
             "entries": summarize(events, max(1, min(limit, 200))),
         }
