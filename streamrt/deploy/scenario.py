@@ -142,7 +142,8 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             threads=cfg.threads,
             instance_id=f"instance-{n}" if cfg.static else None,
             log_path=cfg.work_dir / "logs" / f"instance-{n}.log",
-            settings=_with_rest(settings, cfg.rest_ports, n),
+            settings=settings,
+            application_server=_rest_address(cfg.rest_ports, n),
             cwd=REPO_ROOT,
             argv=cfg.command,
             env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
@@ -152,11 +153,9 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
     ]
 
 
-def _with_rest(settings: dict[str, str], ports: tuple[int, ...], n: int) -> dict[str, str]:
-    """Instance ``n``'s settings, with its REST endpoint when ``ports`` gives one."""
-    if len(ports) < n:
-        return settings
-    return {**settings, "application.server": f"127.0.0.1:{ports[n - 1]}"}
+def _rest_address(ports: tuple[int, ...], n: int) -> str | None:
+    """Instance ``n``'s REST endpoint when ``ports`` gives one (not for another runtime)."""
+    return f"127.0.0.1:{ports[n - 1]}" if len(ports) >= n else None
 
 
 def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: str) -> None:
