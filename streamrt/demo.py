@@ -183,6 +183,7 @@ def _console(args: argparse.Namespace) -> Iterator[tuple[int, ...]]:
             s.bind(("127.0.0.1", 0))
             ports.append(int(s.getsockname()[1]))
     urls = [f"http://127.0.0.1:{p}" for p in ports]
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request it passes on
     try:
         console = ConsoleThread(urls, None, port=args.console_port).start()
     except OSError:  # the port is taken: any free one

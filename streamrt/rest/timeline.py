@@ -29,7 +29,8 @@ class _Scan:
     max_generation: int = -1
     current: dict[str, Any] | None = None  # the latest rebalance entry
     owner: dict[str, str] = field(default_factory=dict)  # "topic-p" -> thread_id
-    pid_of: dict[str, int] = field(default_factory=dict)  # instance_id -> latest pid
+    pid_of: dict[str, int] = field(default_factory=dict)  # instance_id -> newest pid
+    seen_pids: set[int] = field(default_factory=set)
     restarts: dict[int, dict[str, Any]] = field(default_factory=dict)  # new pid -> entry
     handoff_pids: set[int] = field(default_factory=set)
     marks: dict[str, list[float]] = field(default_factory=dict)  # "topic-p" -> commit times
@@ -67,13 +68,15 @@ def _on_assignment(scan: _Scan, e: Event) -> None:
 
 
 def _on_any(scan: _Scan, e: Event) -> None:
-    """A new pid for a known instance id is a restart."""
+    """A new pid for a known instance id is a restart (the old process's last events, which
+    come after the successor's first ones in a hand-off, are not)."""
     instance, pid = e.get("instance_id") or "", e.get("pid")
-    if not instance or pid is None:
+    if not instance or pid is None or pid in scan.seen_pids:
         return
+    scan.seen_pids.add(pid)
     previous = scan.pid_of.get(instance)
     scan.pid_of[instance] = pid
-    if previous is None or previous == pid or pid in scan.restarts:
+    if previous is None:
         return
     entry = {
         "type": "restart",

@@ -3,11 +3,14 @@
 Headless Chromium (Debian's package) opens ``/console`` on one instance's REST endpoint: the
 partition x thread map shows every partition once, a restoring task shows its progress, a
 stopped instance is shown down without holding the page up, and a member removal clicked on
-the page moves its partitions. Screenshots go to ``docs/``. Real broker, real instances.
+the page moves its partitions. Real broker, real instances. Screenshots go to the test's
+temporary directory, or to ``$STREAMRT_SCREENSHOTS`` (``STREAMRT_SCREENSHOTS=docs`` refreshes
+the ones in ``docs/``; they were reduced to 128 colours with Pillow before they were committed).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -36,7 +39,7 @@ pytestmark = [
 
 BROKER = {"group.min.session.timeout.ms": "1000", "group.max.session.timeout.ms": "60000"}
 SESSION_MS = 30_000
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+SHOTS_ENV = "STREAMRT_SCREENSHOTS"
 STANDBYS = {"num.standby.replicas": "1"}
 # a slow restore on purpose, so the page can be seen mid-way: small fetches, few records a step
 SLOW_RESTORE = {
@@ -107,6 +110,13 @@ def cluster(broker_factory: object, tmp_path: Path) -> Iterator[tuple[str, list[
         close_publishers()
 
 
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    where = Path(os.environ.get(SHOTS_ENV) or tmp_path / "screenshots")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
 def every_partition_once(browser: Browser, threads: set[str]) -> dict[str, list[str]] | None:
     owners = browser.js(ACTIVE_BY_PARTITION) or {}
     if sorted(owners) != [str(p) for p in range(8)]:
@@ -117,7 +127,7 @@ def every_partition_once(browser: Browser, threads: set[str]) -> dict[str, list[
 
 
 def test_console_map_restore_down_instance_and_removal(
-    cluster: tuple[str, list[App], Path],
+    cluster: tuple[str, list[App], Path], shots: Path
 ) -> None:
     bootstrap, apps, state = cluster
     wait_until(lambda: running(*apps), 90, "three instances running")
@@ -138,7 +148,7 @@ def test_console_map_restore_down_instance_and_removal(
             "[...document.querySelectorAll('#instances button')].every(b => b.disabled)"
         )
         time.sleep(6)  # a few chart samples
-        browser.screenshot(DOCS / "console.png")
+        browser.screenshot(shots / "console.png")
 
         apps[1] = restart_with_empty_state(bootstrap, apps[1], state)
         seen = browser.wait_js(
@@ -147,14 +157,14 @@ def test_console_map_restore_down_instance_and_removal(
             "a restoring task with its progress",
         )
         assert all(0 <= x["value"] <= x["max"] for x in seen)
-        browser.screenshot(DOCS / "console-restoring.png")
+        browser.screenshot(shots / "console-restoring.png")
         wait_until(
             lambda: not browser.js(RESTORING) and every_partition_once(browser, all_threads),
             120,
             "restoration done",
         )
 
-        remove_from_page(browser, apps)
+        remove_from_page(browser, apps, shots)
         through_console_command(browser, apps)
 
 
@@ -184,14 +194,14 @@ def restart_with_empty_state(bootstrap: str, app: App, state: Path) -> App:
     )
 
 
-def remove_from_page(browser: Browser, apps: list[App]) -> None:
+def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
     """Stop web-3: the page shows it down at once; remove it with the token from the page."""
     apps[2].stop()
     browser.wait_js(STATUS_OF.format("web-3") + " === 'down'", 20, "web-3 shown down")
     began = time.monotonic()
     assert httpx.get(url(apps[0]) + "/v1/cluster", timeout=10).status_code == 200
     assert time.monotonic() - began < 5  # one dead instance does not hold the page up
-    browser.screenshot(DOCS / "console-down.png")
+    browser.screenshot(shots / "console-down.png")
 
     browser.type_text("#token", TOKEN)
     browser.click("#token-form button")
@@ -213,7 +223,7 @@ def remove_from_page(browser: Browser, apps: list[App]) -> None:
         "the rebalance in the timeline",
     )
     assert "s3cret" not in browser.js("document.documentElement.outerHTML")
-    browser.screenshot(DOCS / "console-removed.png")
+    browser.screenshot(shots / "console-removed.png")
 
 
 def through_console_command(browser: Browser, apps: list[App]) -> None:

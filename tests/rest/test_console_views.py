@@ -39,6 +39,7 @@ def test_timeline_rebalances_moves_restarts_and_gaps() -> None:
         commits[3],
         event(10.0, "handoff_stopping", "b", 7, thread=None, tasks=[]),
         event(11.0, "thread_state", "b", 8, old="CREATED", new="STARTING"),
+        event(11.5, "thread_state", "b", 7, old="RUNNING", new="PENDING_SHUTDOWN"),  # the old one
         event(12.0, "restore_complete", "b", 8, task="0_1", records=5, bytes=50, seconds=0.1),
         event(13.5, "app_state", "b", 8, thread=None, old="REBALANCING", new="RUNNING"),
         event(14.0, "member_removed", "a", 1, thread=None, member="a-thread-2", error=None),
