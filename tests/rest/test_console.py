@@ -205,6 +205,7 @@ def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
 
     browser.type_text("#token", TOKEN)
     browser.click("#token-form button")
+    reload_from_page(browser, apps)
     button = '#instances tr[data-instance="web-3"] [data-action=remove] button'
     browser.wait_js(f"!document.querySelector({button!r}).disabled", 10, "removal enabled")
     browser.click(button)  # arm
@@ -224,6 +225,31 @@ def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
     )
     assert "s3cret" not in browser.js("document.documentElement.outerHTML")
     browser.screenshot(shots / "console-removed.png")
+
+
+def reload_from_page(browser: Browser, apps: list[App]) -> None:
+    """Reload web-2 from web-1's page: forwarded with the typed token to web-2, which answers
+    (an in-process app does not reload on SIGHUP: 409, shown on the page)."""
+    button = '#instances tr[data-instance="web-2"] [data-action=reload] button'
+    browser.wait_js(f"!document.querySelector({button!r}).disabled", 10, "reload enabled")
+    browser.click(button)
+    browser.click(button)
+    browser.wait_js(
+        "document.getElementById('message').textContent.includes('does not reload on SIGHUP')",
+        30,
+        "web-2's answer on the page",
+    )
+    reload = url(apps[0]) + "/v1/reload"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = httpx.post(reload, params={"instance_id": "web-2"}, headers=auth, timeout=30)
+    assert r.status_code == 409 and r.json()["error"] == "RELOAD_UNSUPPORTED"
+    assert httpx.post(reload, params={"instance_id": "web-2"}, timeout=30).status_code == 401
+    r = httpx.post(reload, params={"instance_id": "web-3"}, headers=auth, timeout=30)
+    assert r.status_code == 502 and r.json()["error"] == "FORWARD_FAILED"  # web-3 is stopped
+    r = httpx.post(reload, params={"instance_id": "web-9"}, headers=auth, timeout=30)
+    assert r.status_code == 404 and r.json()["error"] == "UNKNOWN_INSTANCE"
+    r = httpx.post(reload, params={"instance_id": "../x"}, headers=auth, timeout=30)
+    assert r.status_code == 422
 
 
 def through_console_command(browser: Browser, apps: list[App]) -> None:
