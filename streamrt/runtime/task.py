@@ -479,6 +479,7 @@ class StreamTask:
         the last commit; the input is read again from the committed offsets."""
         self.state.discard()
         self.processed = {}
+        self.positions = {}  # the lag is unknown until the input is read again
 
     def take_offsets(self) -> dict[TopicPartition, int]:
         """Input offsets processed since the last commit (next offset to read)."""
