@@ -32,13 +32,23 @@ __all__ = ("STATIC_DIR", "ConsoleRoutes", "mount_console_page")
 
 STATIC_DIR = Path(str(files("streamrt.rest") / "static"))
 FAN_OUT_TIMEOUT_S = 2.0  # per instance; a down instance costs the page at most this
+# The page loads and calls only its own origin, and no other site may frame it (its buttons
+# must not be clicked through someone else's page).
+PAGE_HEADERS = {
+    "Cache-Control": "no-cache",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def mount_console_page(api: FastAPI) -> None:
     """``/console`` and ``/console/static/*``: the page, left out of the OpenAPI document."""
 
     def page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+        return FileResponse(STATIC_DIR / "index.html", headers=PAGE_HEADERS)
 
     api.add_api_route("/console", page, include_in_schema=False)
     api.mount("/console/static", StaticFiles(directory=STATIC_DIR), name="console-static")

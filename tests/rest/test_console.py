@@ -148,6 +148,8 @@ def test_console_map_restore_down_instance_and_removal(
             "[...document.querySelectorAll('#instances button')].every(b => b.disabled)"
         )
         time.sleep(6)  # a few chart samples
+        charts = "document.querySelectorAll('#lag-chart canvas, #rate-chart canvas').length"
+        assert browser.js(charts) == 2  # uPlot drew both under the page's CSP
         browser.screenshot(shots / "console.png")
 
         apps[1] = restart_with_empty_state(bootstrap, apps[1], state)

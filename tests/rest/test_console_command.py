@@ -21,6 +21,8 @@ def test_page_and_files_are_local_and_reads_fail_over_cleanly() -> None:
         base = console.url.removesuffix("/console")
         page = httpx.get(console.url, timeout=10)
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
         refs = re.findall(r'(?:src|href)="([^"]+)"', page.text)
         assert refs and all(r.startswith("/console/static/") for r in refs)  # no CDN
         for ref in refs:
