@@ -150,6 +150,7 @@ def test_console_map_restore_down_instance_and_removal(
         time.sleep(6)  # a few chart samples
         charts = "document.querySelectorAll('#lag-chart canvas, #rate-chart canvas').length"
         assert browser.js(charts) == 2  # uPlot drew both under the page's CSP
+        check_console_json(apps[0])
         browser.screenshot(shots / "console.png")
 
         apps[1] = restart_with_empty_state(bootstrap, apps[1], state)
@@ -168,6 +169,21 @@ def test_console_map_restore_down_instance_and_removal(
 
         remove_from_page(browser, apps, shots)
         through_console_command(browser, apps)
+
+
+def check_console_json(app: App) -> None:
+    """The JSON the page reads: this instance's tasks with roles, lags and history; settings
+    that say mutations are possible without ever carrying the token."""
+    local = httpx.get(url(app) + "/v1/tasks", timeout=10).json()
+    assert [t["thread_name"] for t in local["threads"]] == ["web-1-thread-1", "web-1-thread-2"]
+    tasks = [task for t in local["threads"] for task in t["tasks"]]
+    assert {t["role"] for t in tasks} == {"active", "standby"}
+    assert all(isinstance(t["lag"], int) and t["lag"] >= 0 for t in tasks)
+    history = local["history"]
+    assert len(history["t"]) >= 2 and history["tasks"]
+    assert any(r for s in history["tasks"].values() for r in s["rate"] if r)  # records/s > 0
+    settings = httpx.get(url(app) + "/v1/console/settings", timeout=10)
+    assert settings.json()["mutations_enabled"] is True and TOKEN not in settings.text
 
 
 def restart_with_empty_state(bootstrap: str, app: App, state: Path) -> App:
