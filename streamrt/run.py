@@ -117,16 +117,15 @@ def _run(args: argparse.Namespace) -> int:
         if not sep:
             raise ConfigError(f"--config expects KEY=VALUE, got {item!r}")
         settings[key.strip()] = value.strip()
-    settings.update(
-        {
-            "group.instance.id": args.instance_id,
-            "num.stream.threads": args.threads,
-            "bootstrap.servers": args.bootstrap_server,
-            "state.dir": args.state_dir,
-            "application.server": args.application_server,
-        }
-    )
-    settings = {k: v for k, v in settings.items() if v is not None}
+    flags = {
+        "group.instance.id": args.instance_id,
+        "num.stream.threads": args.threads,
+        "bootstrap.servers": args.bootstrap_server,
+        "state.dir": args.state_dir,
+        "application.server": args.application_server,
+    }
+    # a flag given wins over --config; a flag not given leaves --config's value alone
+    settings.update({k: v for k, v in flags.items() if v is not None})
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
     config = app.resolve_config()

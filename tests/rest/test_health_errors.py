@@ -130,3 +130,43 @@ def test_streamrt_run_exits_with_the_error_code_when_a_record_keeps_failing(
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("streamrt: error: the instance ended in ERROR")
     assert "orders-0@1" in last and "giving up" in last
+
+
+def test_streamrt_run_takes_application_server_from_config(broker, tmp_path: Path) -> None:
+    """``--config application.server=...`` alone attaches the REST endpoint: a flag that is
+    not given must not erase what --config said (it did: the endpoint never came up)."""
+    create_topic(broker.bootstrap, "events", 1)
+    create_topic(broker.bootstrap, "event-counts-out", 1)
+    port = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "streamrt.cli",
+        "run",
+        "tests.runtime.counting_app:app",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--state-dir",
+        str(tmp_path),
+        "--no-events-topic",
+        "--config",
+        f"application.server=127.0.0.1:{port}",
+        "--config",
+        "group.instance.id=from-config",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+
+        def threads() -> object:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/threads", timeout=2)
+            except httpx.HTTPError:
+                return None
+            return r.status_code == 200 and r.json()
+
+        listed = wait_until(threads, 90, "the REST endpoint from --config")
+        assert [t["group_instance_id"] for t in listed] == ["from-config-thread-1"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
