@@ -13,7 +13,7 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.processor import Processor
-from streamrt.serde import Serde
+from streamrt.serde import Serde, bind_serde
 from streamrt.state.store import StoreKind
 from streamrt.state.window_store import SegmentSpec
 
@@ -69,6 +69,10 @@ class SourceNode:
     timestamp_extractor: Callable[[Any], int] | None = None
     partitions: int | None = None  # an explicit repartition(n) topic's partition count
 
+    def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
+        self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
+        self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
+
 
 @dataclass(slots=True)
 class ProcessorNode:
@@ -90,6 +94,10 @@ class SinkNode:
     internal: bool = False
     children: list[str] = field(default_factory=list)
     accepts_changes: bool = False  # writes Change values (a KTable.group_by repartition)
+
+    def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
+        self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
+        self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
 
 
 Node = SourceNode | ProcessorNode | SinkNode
