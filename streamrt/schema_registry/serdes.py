@@ -12,6 +12,7 @@ state store is not on a topic: give it ``topic=`` (its changelog) or use ``Recor
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import threading
 from collections.abc import Callable, Mapping
@@ -102,6 +103,7 @@ class RegistrySerde:
         self._factories = (serializer, deserializer)
         self._codecs: dict[bool, tuple[Codec | None, Codec | None]] = {}
         self._lock = threading.Lock()
+        self._read_back: set[tuple[bool, int]] = set()
 
     def for_topic(self, topic: str, *, is_key: bool) -> RegistrySerde:
         """This serde on ``topic`` as key or value (a ``topic=`` given explicitly wins)."""
@@ -131,13 +133,30 @@ class RegistrySerde:
         if value is None:
             return None
         try:
-            return self._codec(0)(value, self._context())  # type: ignore[no-any-return]
+            data: bytes = self._codec(0)(value, self._context())
         except Exception as exc:
             where = f"topic {self.topic!r}" if self.topic else "a store"
             raise SchemaSerializationError(
                 f"cannot serialize a {'key' if self.is_key else 'value'} for {where} "
                 f"(registry {self.settings.url}): {type(exc).__name__}: {exc}"
             ) from exc
+        self._read_back_once(data)
+        return data
+
+    def _read_back_once(self, data: bytes) -> None:
+        """Read a new schema id's first bytes back while the registry is up.
+
+        Registering caches the id under the subject only; a reader (a store reading what it
+        wrote, under RecordNameStrategy) looks it up by id. Reading once fills that cache, so a
+        store keeps working while the registry is down. Best effort: a failure here is not the
+        write's.
+        """
+        sid = schema_id_of(data)
+        if sid is None or (self.is_key, sid) in self._read_back:
+            return
+        self._read_back.add((self.is_key, sid))
+        with contextlib.suppress(Exception):
+            self._codec(1)(data, self._context())
 
     def deserialize(self, data: bytes | None) -> Any:
         if data is None:

@@ -25,7 +25,8 @@ def test_kafka_names_map_to_the_client_and_the_serializers() -> None:
             "schema.registry.ssl.ca.location": "/ca.pem",
             "auto.register.schemas": "false",
             "use.latest.version": True,
-            "key.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+            "key.subject.name.strategy": "io.confluent.kafka.serializers.subject."
+            + "RecordNameStrategy",
             "value.subject.name.strategy": "TopicRecordNameStrategy",
         }
     )
