@@ -5,7 +5,8 @@ Apicurio publishes its Quarkus build as ``io.apicurio:apicurio-registry-app:<v>:
 parent POM ``io.apicurio:apicurio-registry:3.0.9`` is not on Central, so Maven cannot read the
 artifact's descriptor. The tarball is downloaded from Central's URL instead, checked against
 Central's ``.sha1`` and unpacked once into ``~/.cache/streamrt``. 3.0.9 is the newest release
-that runs on Java 17 (3.3.x is built for Java 21). Storage is in-memory H2: a test registry.
+that runs on Java 17 (3.3.x is built for Java 21). Storage is H2 in a file of the work
+directory, so a restarted registry keeps its schemas and ids.
 Its Confluent-compatible API is at ``<base>/apis/ccompat/v7``.
 """
 
@@ -16,6 +17,7 @@ import fcntl
 import hashlib
 import logging
 import shutil
+import signal
 import subprocess
 import tarfile
 import time
@@ -33,6 +35,14 @@ logger = logging.getLogger(__name__)
 APICURIO_VERSION = "3.0.9"
 _CENTRAL = "https://repo.maven.apache.org/maven2/io/apicurio/apicurio-registry-app"
 _COMPLETE = ".complete"
+
+
+def _die_with_parent() -> None:
+    """Linux: the JVM gets SIGTERM if the process that started it dies (no orphan JVMs)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class RegistryUnavailable(RuntimeError):
@@ -81,7 +91,7 @@ def ensure_apicurio(version: str = APICURIO_VERSION, *, timeout: float = 600.0) 
 
 
 class ApicurioRegistry:
-    """One Apicurio Registry JVM on 127.0.0.1 (in-memory storage), started and stopped."""
+    """One Apicurio Registry JVM on 127.0.0.1 (H2 storage in ``work_dir``), started and stopped."""
 
     def __init__(self, work_dir: Path, *, port: int | None = None, heap: str = "384m") -> None:
         self.work_dir = work_dir
@@ -112,12 +122,18 @@ class ApicurioRegistry:
             "-XX:TieredStopAtLevel=1",
             f"-Dquarkus.http.port={self.port}",
             "-Dquarkus.http.host=127.0.0.1",
+            # H2 in a file under work_dir: schemas (and their ids) survive a restart
+            f"-Dapicurio.datasource.url=jdbc:h2:file:{self.work_dir.resolve() / 'registry-db'}",
             "-jar",
             str(home / f"apicurio-registry-app-{self.version}-runner.jar"),
         ]
         with open(self.log_file, "ab") as log:
             self._process = subprocess.Popen(
-                command, cwd=self.work_dir, stdout=log, stderr=subprocess.STDOUT
+                command,
+                cwd=self.work_dir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
         self._wait_ready(timeout)
         httpx.put(f"{self.url}/config", json={"compatibility": compatibility}, timeout=10)

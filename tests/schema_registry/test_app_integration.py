@@ -68,6 +68,9 @@ def test_evolution_across_a_restart_with_avro_state_and_changelog(
         "clicks": 3,
         "last_page": "/p2",
     }
+    # subjects by TopicNameStrategy for the topics, RecordNameStrategy for the store
+    subjects = set(SchemaRegistryClient({"url": registry.url}).get_subjects())
+    assert {f"{IN}-value", f"{OUT}-value", "streamrt.demo.Profile"} <= subjects
     # the changelog holds Confluent wire-format Avro any Avro consumer reads
     changelog = profiles(broker.bootstrap, registry, CHANGELOG)
     assert changelog[-1]["clicks"] == 3
@@ -159,3 +162,37 @@ def test_a_registry_down_mid_stream_sends_only_unknown_ids_to_the_handler(
     sid = int.from_bytes(later[0][1][1:5], "big")
     assert list(dead) == [2] and f"schema id {sid}" in dead[2] and "registry" in dead[2]
     assert app.error_stats.snapshot()[1] == {"deserialization": 1}
+
+
+def test_a_registry_down_at_start_fails_the_record_until_it_is_back_and_loses_nothing(
+    broker, tmp_path: Path, registry: ApicurioRegistry, serde_config: dict[str, Any]
+) -> None:
+    for topic in (IN, OUT):
+        create_topic(broker.bootstrap, topic, 1)
+    unseen = json.loads(CLICK_V1)  # registered now, never cached by the app's client
+    unseen["fields"].append({"name": f"f{uuid.uuid4().hex}", "type": "string", "default": ""})
+    (record,) = clicks(registry, json.dumps(unseen), [{"user": "ann", "page": "/", "ts": 1}])
+    sid = int.from_bytes(record[1][1:5], "big")
+    produce(broker.bootstrap, IN, [record])
+    registry.stop()
+    events: list[dict[str, Any]] = []
+    app = make_app(
+        settings(broker.bootstrap, tmp_path, **{"errors.retry.max.attempts": "50"}), serde_config
+    )
+    app.on_event(events.append)
+    app.start()  # default handler: fail
+    try:
+        failed = wait_until(
+            lambda: [e["fields"] for e in events if e["type"] == "thread_failed"],
+            what="the record failing the thread",
+        )
+        assert failed[0]["key"] == "record clicks-avro-0@0"
+        error = failed[0]["error"]
+        assert "clicks-avro-0@0" in error and f"schema id {sid}" in error, error
+        assert read_all(broker.bootstrap, OUT) == []
+        registry.start()  # the same storage: the schema id is known again
+        wait_until(lambda: len(read_all(broker.bootstrap, OUT)) == 1, what="the record through")
+        wait_until(lambda: app.health().healthy, what="healthy again")
+    finally:
+        app.stop()
+    assert profiles(broker.bootstrap, registry)[0]["user"] == "ann"
