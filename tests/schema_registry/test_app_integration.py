@@ -196,3 +196,51 @@ def test_a_registry_down_at_start_fails_the_record_until_it_is_back_and_loses_no
     finally:
         app.stop()
     assert profiles(broker.bootstrap, registry)[0]["user"] == "ann"
+
+
+def test_evolution_across_a_rolling_deploy_of_two_static_instances(
+    broker, tmp_path: Path, registry: ApicurioRegistry, serde_config: dict[str, Any]
+) -> None:
+    create_topic(broker.bootstrap, IN, 2)
+    create_topic(broker.bootstrap, OUT, 2)
+    users = [f"u{i}" for i in range(8)]
+
+    def batch(schema: str, referrer: str | None) -> list:
+        extra = {} if referrer is None else {"referrer": referrer}
+        return clicks(registry, schema, [{"user": u, "page": "/", "ts": 1, **extra} for u in users])
+
+    def instance(name: str, version: int) -> Any:
+        conf = settings(broker.bootstrap, tmp_path / name, **{"group.instance.id": name})
+        return make_app(conf, serde_config, version=version)
+
+    def outputs() -> int:
+        return len(read_all(broker.bootstrap, OUT))
+
+    produce(broker.bootstrap, IN, batch(CLICK_V1, None))
+    a, b = instance("a", 1), instance("b", 1)
+    a.start()
+    b.start()
+    try:
+        wait_until(lambda: outputs() == 8, what="version 1 output")
+        for name in ("a", "b"):  # the rolling deploy: one instance at a time, v1 -> v2
+            old = a if name == "a" else b
+            old.stop()
+            new = instance(name, 2)
+            new.start()
+            a, b = (new, b) if name == "a" else (a, new)
+            produce(broker.bootstrap, IN, batch(CLICK_V2, f"during-{name}"))
+            wait_until(lambda: outputs() == 8 * (2 + (name == "b")), what=f"output after {name}")
+        produce(broker.bootstrap, IN, batch(CLICK_V2, "final"))
+        wait_until(lambda: outputs() == 32, what="output after the deploy")
+        assert a.thread_failures == 0 and b.thread_failures == 0
+        restored = [m.records_restored for app in (a, b) for m in app.metadata_for_local_threads()]
+        assert restored == [0, 0]  # static membership: each got its own partition back
+    finally:
+        a.stop()
+        b.stop()
+    de = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+    ctx = SerializationContext(OUT, MessageField.VALUE)
+    last = {r.key: de(r.value, ctx) for r in read_all(broker.bootstrap, OUT)}
+    assert sorted(last) == sorted(u.encode() for u in users)
+    for profile in last.values():  # v1 state, then v2 state, all folded in
+        assert profile["clicks"] == 4 and profile["referrers"]["final"] == 1
