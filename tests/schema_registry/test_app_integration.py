@@ -222,14 +222,15 @@ def test_evolution_across_a_rolling_deploy_of_two_static_instances(
     b.start()
     try:
         wait_until(lambda: outputs() == 8, what="version 1 output")
-        for name in ("a", "b"):  # the rolling deploy: one instance at a time, v1 -> v2
+        for step, name in enumerate(("a", "b"), 2):  # the rolling deploy: one at a time, v1 -> v2
             old = a if name == "a" else b
             old.stop()
             new = instance(name, 2)
             new.start()
             a, b = (new, b) if name == "a" else (a, new)
             produce(broker.bootstrap, IN, batch(CLICK_V2, f"during-{name}"))
-            wait_until(lambda: outputs() == 8 * (2 + (name == "b")), what=f"output after {name}")
+            expected = 8 * step
+            wait_until(lambda: outputs() == expected, what=f"output after {name}")  # noqa: B023
         produce(broker.bootstrap, IN, batch(CLICK_V2, "final"))
         wait_until(lambda: outputs() == 32, what="output after the deploy")
         assert a.thread_failures == 0 and b.thread_failures == 0
