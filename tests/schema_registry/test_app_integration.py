@@ -230,7 +230,7 @@ def test_evolution_across_a_rolling_deploy_of_two_static_instances(
             a, b = (new, b) if name == "a" else (a, new)
             produce(broker.bootstrap, IN, batch(CLICK_V2, f"during-{name}"))
             expected = 8 * step
-            wait_until(lambda: outputs() == expected, what=f"output after {name}")  # noqa: B023
+            wait_until(lambda n=expected: outputs() == n, what=f"output after {name}")
         produce(broker.bootstrap, IN, batch(CLICK_V2, "final"))
         wait_until(lambda: outputs() == 32, what="output after the deploy")
         assert a.thread_failures == 0 and b.thread_failures == 0
