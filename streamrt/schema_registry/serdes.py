@@ -13,6 +13,7 @@ state store is not on a topic: give it ``topic=`` (its changelog) or use ``Recor
 from __future__ import annotations
 
 import contextlib
+import copy
 import struct
 import threading
 from collections.abc import Callable, Mapping
@@ -109,8 +110,7 @@ class RegistrySerde:
         """This serde on ``topic`` as key or value (a ``topic=`` given explicitly wins)."""
         if self.topic == topic and self.is_key == is_key:
             return self
-        bound = object.__new__(type(self))
-        bound.__dict__.update(self.__dict__)
+        bound = copy.copy(self)  # shares the settings, codecs and lock
         bound.topic = self.topic if self._pinned_topic else topic
         bound.is_key = is_key
         return bound
