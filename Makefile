@@ -35,9 +35,10 @@ test: $(STAMP)
 	$(BIN)/mypy streamrt
 	$(BIN)/pytest -q
 
-# The inner loop: no Spark/JVM and no long integration scenarios (the full suite is `make test`).
+# The inner loop: no Spark/JVM (nor the differential suite against Kafka Streams) and no long
+# integration scenarios (the full suite is `make test`).
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow and not spark"
+	$(BIN)/pytest -q -m "not slow and not spark and not differential and not kafka"
 
 # Every benchmark at a quick size (minutes, not the published runs: see docs/benchmarks.md for
 # the commands and sizes behind the published numbers). Results go to $(BENCH_OUT).

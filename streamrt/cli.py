@@ -28,6 +28,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.admin.access_cli": ("acls", "users"),
     "streamrt.run": ("run",),
     "streamrt.rest.cli": ("instances",),
+    "streamrt.rest.console_cli": ("console",),
     "streamrt.deploy.cli": ("deploy",),
     "streamrt.spark.cli": ("report",),
     "streamrt.dev.cli": ("dev",),

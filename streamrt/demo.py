@@ -66,6 +66,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--work-dir", type=Path, default=None, help="where to keep it (default: temp)")
     p.add_argument("--json", type=Path, default=None, help="also write both reports as JSON")
+    p.add_argument(
+        "--console-port",
+        type=int,
+        default=8070,
+        help="serve the live web console on 127.0.0.1:PORT while the deploys run "
+        "(default 8070; 0: any free port; -1: no console)",
+    )
     p.set_defaults(func=run_demo)
 
 
@@ -142,11 +149,14 @@ def run_demo(args: argparse.Namespace) -> int:
             modes.append(("dynamic", False, "restart"))
         reports = []
         began = time.monotonic()
-        for name, static, mode in modes:
-            work_dir = base / name
-            with _broker(args.kafka, work_dir) as bootstrap:
-                report = _run_one(args, work_dir, static, mode, bootstrap, eos=name == "eos")
-            reports.append(report)
+        with _console(args) as rest_ports:
+            for name, static, mode in modes:
+                work_dir = base / name
+                with _broker(args.kafka, work_dir) as bootstrap:
+                    report = _run_one(
+                        args, work_dir, static, mode, bootstrap, rest_ports, eos=name == "eos"
+                    )
+                reports.append(report)
     print(f"== side by side ({time.monotonic() - began:.0f}s in all) ==")
     print("\n".join(side_by_side(reports)))
     print()
@@ -154,6 +164,35 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps([r.to_json() for r in reports], indent=1))
     return 0 if all(r.correctness.ok for r in reports) else 1
+
+
+@contextlib.contextmanager
+def _console(args: argparse.Namespace) -> Iterator[tuple[int, ...]]:
+    """The instances' REST ports, and the console over them, up for every deploy (read-only:
+    no token). Each deploy starts its instances on the same ports, so the page follows along."""
+    if args.console_port < 0:
+        yield ()
+        return
+    import socket
+
+    from streamrt.rest.console_proxy import ConsoleThread
+
+    ports = []
+    for _ in range(args.instances):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request it passes on
+    try:
+        console = ConsoleThread(urls, None, port=args.console_port).start()
+    except OSError:  # the port is taken: any free one
+        console = ConsoleThread(urls, None, port=0).start()
+    print(f"console: {console.url}  (live: open it to watch the deploys)", flush=True)
+    try:
+        yield tuple(ports)
+    finally:
+        console.stop()
 
 
 @contextlib.contextmanager
@@ -176,6 +215,7 @@ def _run_one(
     static: bool,
     mode: str,
     bootstrap: str,
+    rest_ports: tuple[int, ...] = (),
     *,
     eos: bool = False,
 ) -> Any:
@@ -193,6 +233,7 @@ def _run_one(
         restart_delay=args.restart_delay if mode == "restart" else 0.0,
         bootstrap=bootstrap,
         processing_guarantee="exactly_once_v2" if eos else "at_least_once",
+        rest_ports=rest_ports,
     )
     report = run_scenario(cfg, lambda msg: print(msg, flush=True))
     print()

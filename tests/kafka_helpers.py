@@ -33,7 +33,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, **configs: str) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = 1, **configs: str) -> None:
     """Create ``name`` with ``partitions`` partitions, replication 1 and topic ``configs``."""
 
     async def go() -> None:

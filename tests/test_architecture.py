@@ -3,11 +3,14 @@
 One test per contract, so a failure names the rule that broke: the layers (spark/demo above
 deploy/REST above the runtime above state/broker/admin above the wire), the runtime never
 importing the broker, REST, Spark or the deploy tooling, and no import cycle between the
-top-level subpackages. ``lint-imports`` runs as a subprocess on this checkout's sources.
+subpackages (two levels deep), the runtime's own layers (instance, engine | dsl, processors,
+graph, base). ``lint-imports`` runs as a subprocess on this checkout's sources. The size rules
+of issue 25 are held here too: no module over 500 lines, no function over 60.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -34,7 +37,37 @@ def _lint_imports() -> str:
 
 
 def test_every_contract_has_an_id() -> None:
-    assert {"layers", "runtime-alone", "acyclic"} <= set(CONTRACTS)
+    assert {"layers", "runtime-alone", "acyclic", "runtime-layers"} <= set(CONTRACTS)
+
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+
+
+def _package_sources() -> list[Path]:
+    return sorted((ROOT / "streamrt").rglob("*.py"))
+
+
+def test_no_module_is_a_big_room() -> None:
+    """Small modules with one job: none of the package's modules is over 500 lines."""
+    big = {
+        str(p.relative_to(ROOT)): n
+        for p in _package_sources()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not big, f"modules over {MAX_MODULE_LINES} lines: {big}"
+
+
+def test_no_function_is_over_sixty_lines() -> None:
+    """ruff holds complexity and statement counts; this holds the length a reader sees."""
+    long: dict[str, int] = {}
+    for path in _package_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
 @pytest.mark.parametrize("contract", CONTRACTS)

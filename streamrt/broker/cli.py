@@ -47,7 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
-    # -- security (streamrt.broker.security) --
+    _add_security_arguments(p)
+    p.set_defaults(func=run_broker)
+
+
+def _add_security_arguments(p: argparse.ArgumentParser) -> None:
+    """Listeners and SCRAM credentials (``streamrt.broker.security``)."""
     p.add_argument(
         "--listener",
         action="append",
@@ -61,10 +66,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="append",
         default=[],
         metavar="SPEC",
-        help="store a SCRAM credential before starting, as kafka-storage.sh format: "
-        "'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)",
+        help="store a SCRAM credential before starting, as kafka-storage.sh format, with the "
+        "password read from a file or an environment variable so that it never sits in the "
+        "broker's command line: 'SCRAM-SHA-256=[name=admin,password-file=/run/secrets/admin]' "
+        "or 'SCRAM-SHA-512=[name=admin,password-env=ADMIN_PASSWORD]' (repeatable; an inline "
+        "password= is refused)",
     )
-    p.set_defaults(func=run_broker)
+    p.add_argument(
+        "--add-scram-file",
+        type=Path,
+        metavar="FILE",
+        help="like --add-scram, one spec per line, inline password= allowed (keep the file "
+        "private: chmod 600)",
+    )
 
 
 def parse_config(args: argparse.Namespace) -> BrokerConfig:
@@ -83,12 +97,22 @@ def parse_config(args: argparse.Namespace) -> BrokerConfig:
     return BrokerConfig(values)
 
 
+def _scram_specs(args: argparse.Namespace) -> list[str]:
+    from streamrt.broker.security.bootstrap import resolve_cli_spec, specs_from_file
+
+    specs = [resolve_cli_spec(spec) for spec in args.add_scram]
+    if getattr(args, "add_scram_file", None) is not None:
+        specs += specs_from_file(args.add_scram_file)
+    return specs
+
+
 def run_broker(args: argparse.Namespace) -> int:
     config = parse_config(args)
-    if args.add_scram:
+    specs = _scram_specs(args)
+    if specs:
         from streamrt.broker.security.bootstrap import add_scram
 
-        add_scram(args.data_dir, args.add_scram)
+        add_scram(args.data_dir, specs)
 
     async def main() -> None:
         broker = Broker(

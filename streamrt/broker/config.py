@@ -2,16 +2,25 @@
 
 One table (:data:`BROKER_CONFIGS`) defines every broker key: its type, default and, where the
 key has a per-topic override, the topic-level name (``log.segment.bytes`` → ``segment.bytes``).
-Values come from a Java-style ``.properties`` file and ``--override key=value`` flags.
+Values come from a Java-style ``.properties`` file and ``--override key=value`` flags. The value
+types (parsers named as Kafka's ``ConfigDef.Type``) are in :mod:`config_types`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from streamrt.broker.config_types import MAX_INT as _MAX_INT
+from streamrt.broker.config_types import MAX_LONG as _MAX_LONG
+from streamrt.broker.config_types import ConfigDef
+from streamrt.broker.config_types import boolean as _bool
+from streamrt.broker.config_types import choice as _choice
+from streamrt.broker.config_types import cleanup_policy as _cleanup_policy
+from streamrt.broker.config_types import false_only as _false_only
+from streamrt.broker.config_types import int_range as _int_range
+from streamrt.broker.config_types import ratio as _ratio
 from streamrt.errors import ConfigError
 
 __all__ = (
@@ -23,88 +32,7 @@ __all__ = (
     "validate_topic_configs",
 )
 
-_MAX_LONG = 2**63 - 1
 _LISTENER_PREFIX = "listener.name."
-_MAX_INT = 2**31 - 1
-
-
-def _kind(kind: str) -> Callable[[Callable[[str], Any]], Callable[[str], Any]]:
-    """Tag a parser with Kafka's ``ConfigDef.Type`` name (DescribeConfigs' ``config_type``)."""
-
-    def tag(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-        parse.kind = kind  # type: ignore[attr-defined]
-        return parse
-
-    return tag
-
-
-@_kind("BOOLEAN")
-def _bool(value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("true", "false"):
-        return v == "true"
-    raise ValueError("expected true or false")
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(value: str) -> str:
-        v = value.strip()
-        if v not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}")
-        return v
-
-    return parse
-
-
-@_kind("BOOLEAN")
-def _false_only(value: str) -> bool:
-    if _bool(value):
-        raise ValueError("tiered storage is not available on this broker")
-    return False
-
-
-@_kind("LIST")
-def _cleanup_policy(value: str) -> str:
-    parts = sorted({p.strip() for p in value.split(",") if p.strip()})
-    if not parts or any(p not in ("compact", "delete") for p in parts):
-        raise ValueError("expected delete, compact or compact,delete")
-    return ",".join(parts)
-
-
-def _int_range(lo: int, hi: int = _MAX_LONG) -> Callable[[str], int]:
-    def parse(value: str) -> int:
-        n = int(value.strip())
-        if not lo <= n <= hi:
-            raise ValueError(f"must be between {lo} and {hi}")
-        return n
-
-    return _kind("INT" if hi <= _MAX_INT else "LONG")(parse)
-
-
-@_kind("DOUBLE")
-def _ratio(value: str) -> float:
-    f = float(value)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError("must be between 0 and 1")
-    return f
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ConfigDef:
-    """One config key: parser (str → typed value, raising ValueError), default, topic name."""
-
-    name: str
-    parse: Callable[[str], Any]
-    default: str
-    doc: str
-    topic_name: str | None = None
-    sensitive: bool = False  # a secret: DescribeConfigs returns no value, as for Kafka PASSWORD
-
-    @property
-    def kind(self) -> str:
-        """Kafka's type name: BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD."""
-        return str(getattr(self.parse, "kind", "STRING"))
-
 
 _DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("node.id", _int_range(0, _MAX_INT), "0", "This broker's node id."),
@@ -390,10 +318,47 @@ _DEFS: tuple[ConfigDef, ...] = (
         "Listener name to security protocol.",
     ),
     ConfigDef(
+        "sasl.server.max.receive.size",
+        _int_range(1, _MAX_INT),
+        "524288",
+        "Largest frame a SASL connection may send before it is authenticated.",
+    ),
+    ConfigDef(
+        "connection.failed.authentication.delay.ms",
+        _int_range(0, _MAX_INT),
+        "100",
+        "Delay before answering a failed SASL authentication (and closing).",
+    ),
+    ConfigDef(
+        "max.connections",
+        _int_range(0, _MAX_INT),
+        str(_MAX_INT),
+        "Most open client connections; a new one beyond it is closed at once.",
+    ),
+    ConfigDef(
+        "max.connections.per.ip",
+        _int_range(0, _MAX_INT),
+        str(_MAX_INT),
+        "Most open connections from one IP address; a new one beyond it is closed at once.",
+    ),
+    ConfigDef(
+        "connections.max.idle.ms",
+        _int_range(-1),
+        "600000",
+        "Close a connection that sent no request for this long (-1: never).",
+    ),
+    ConfigDef(
+        "fetch.max.bytes",
+        _int_range(0, _MAX_INT),
+        "57671680",
+        "Most record bytes in one Fetch response (a request may ask for fewer).",
+    ),
+    ConfigDef(
         "sasl.enabled.mechanisms",
         str,
-        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "SASL mechanisms of SASL listeners (GSSAPI and OAUTHBEARER are not supported).",
+        "SCRAM-SHA-256,SCRAM-SHA-512",
+        "SASL mechanisms of SASL listeners: PLAIN only when listed, as in Kafka (whose "
+        "default, GSSAPI, is not supported here, nor is OAUTHBEARER).",
     ),
     ConfigDef("ssl.keystore.type", _choice("PEM"), "PEM", "Only PEM keystores are supported."),
     ConfigDef("ssl.keystore.location", str, "", "PEM file: private key and certificate chain."),

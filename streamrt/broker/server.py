@@ -9,20 +9,23 @@ connection with a log line saying why; nothing a client sends can stop the broke
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
 import struct
 import time
+from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore
 from streamrt.broker.metrics import BrokerMetrics
 from streamrt.broker.security.listeners import Listener
 from streamrt.broker.security.sasl import ConnectionAuth
+from streamrt.broker.unknown_tags import without_unknown_tags
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.wire.api_keys import ApiKey
-from streamrt.wire.codec import build, codec_for, encode_response
+from streamrt.wire.codec import Codec, build, codec_for, encode_response
 from streamrt.wire.context import RequestContext
 from streamrt.wire.error_responses import error_response
 
@@ -50,7 +53,16 @@ class KafkaServer:
         self.metrics = metrics
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
-        self._max_frame = int(core.config["socket.request.max.bytes"])
+        config = core.config
+        self._max_frame = int(config["socket.request.max.bytes"])
+        self._max_unauthenticated = min(
+            self._max_frame, int(config["sasl.server.max.receive.size"])
+        )
+        idle_ms = int(config["connections.max.idle.ms"])
+        self._idle_s: float | None = idle_ms / 1000 if idle_ms >= 0 else None
+        self._max_connections = int(config["max.connections"])
+        self._max_per_ip = int(config["max.connections.per.ip"])
+        self._per_ip: collections.Counter[str] = collections.Counter()
 
     async def start(self, host: str, port: int, listener: Listener | None = None) -> int:
         """Serve one listener (default PLAINTEXT) and return its port; once per listener."""
@@ -88,8 +100,14 @@ class KafkaServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        refusal = self._over_limit(str(peer[0]))
+        if refusal is not None:
+            logger.info("refusing connection: %s", refusal, extra=fields(peer=peer[0]))
+            writer.close()
+            return
+        self._connections.add(task)
+        self._per_ip[str(peer[0])] += 1
         client_host = f"/{peer[0]}"
         try:
             auth = _connection_auth(self.core, listener, writer)
@@ -104,6 +122,9 @@ class KafkaServer:
             logger.exception("closing connection after an internal error", extra=fields(peer=peer))
         finally:
             self._connections.discard(task)
+            self._per_ip[str(peer[0])] -= 1
+            if self._per_ip[str(peer[0])] <= 0:
+                del self._per_ip[str(peer[0])]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -116,16 +137,15 @@ class KafkaServer:
         auth: ConnectionAuth,
     ) -> None:
         while True:
-            size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
-            min_size = 0 if auth.expects_raw_token else _PREFIX.size
-            if size < min_size or size > self._max_frame:
-                raise ProtocolViolation(
-                    f"frame size {size} outside [{min_size}, {self._max_frame}] "
-                    "(socket.request.max.bytes)"
-                )
+            prefix = await self._next_size(reader)
+            if prefix is None:  # idle: Kafka's selector expires it quietly (DEBUG)
+                logger.debug("closing a connection idle for connections.max.idle.ms")
+                return
+            size = int.from_bytes(prefix, "big", signed=True)
+            self._check_size(size, auth)
             frame = await reader.readexactly(size)
             if auth.expects_raw_token:  # SaslHandshake v0: bare SASL tokens, no Kafka header
-                chunks: list[bytes] | None = [_raw_sasl_token(auth, frame)]
+                chunks: list[bytes] | None = [await asyncio.to_thread(_raw_sasl_token, auth, frame)]
             else:
                 chunks = await self._handle_frame(frame, client_host, auth)
             if chunks is not None:
@@ -134,6 +154,32 @@ class KafkaServer:
                 await writer.drain()
             if auth.closing:
                 return
+
+    def _over_limit(self, ip: str) -> str | None:
+        """Kafka's ``max.connections`` and ``max.connections.per.ip`` (checked on accept)."""
+        if len(self._connections) >= self._max_connections:
+            return f"{len(self._connections)} connections open (max.connections)"
+        if self._per_ip[ip] >= self._max_per_ip:
+            return f"{self._per_ip[ip]} connections open from {ip} (max.connections.per.ip)"
+        return None
+
+    async def _next_size(self, reader: asyncio.StreamReader) -> bytes | None:
+        """The next frame's size prefix, or None after connections.max.idle.ms without one."""
+        try:
+            return await asyncio.wait_for(reader.readexactly(4), self._idle_s)
+        except TimeoutError:
+            return None
+
+    def _check_size(self, size: int, auth: ConnectionAuth) -> None:
+        """A SASL connection not yet authenticated may send frames of at most
+        ``sasl.server.max.receive.size`` (Kafka's SaslServerAuthenticator)."""
+        min_size = 0 if auth.expects_raw_token else _PREFIX.size
+        if auth.uses_sasl and not auth.authenticated:
+            limit, name = self._max_unauthenticated, "sasl.server.max.receive.size"
+        else:
+            limit, name = self._max_frame, "socket.request.max.bytes"
+        if size < min_size or size > limit:
+            raise ProtocolViolation(f"frame size {size} outside [{min_size}, {limit}] ({name})")
 
     async def _handle_frame(
         self, frame: bytes, client_host: str, auth: ConnectionAuth | None = None
@@ -152,13 +198,7 @@ class KafkaServer:
                 f"(supported {entry.min_version}-{entry.max_version})"
             )
         codec = codec_for(api_key, api_version)
-        try:
-            header, offset = codec.read_header(frame, 0)
-            request, _ = codec.read_body(frame, offset)
-        except Exception as exc:  # kio raises several types for bad bytes
-            raise ProtocolViolation(
-                f"malformed request (API {api_key} v{api_version}): {type(exc).__name__}: {exc}"
-            ) from None
+        header, request = _decode(codec, frame, api_key, api_version)
         ctx = RequestContext(
             api_key=api_key,
             api_version=api_version,
@@ -199,6 +239,34 @@ class KafkaServer:
         ]
         body = build(codec.response_cls, error_code=ErrorCode.unsupported_version, api_keys=keys)
         return encode_response(codec, correlation_id, body)
+
+
+def _decode(codec: Codec, frame: bytes, api_key: int, api_version: int) -> tuple[Any, Any]:
+    """(header, request); a frame with tagged fields the schema does not know is read without
+    them, as Kafka ignores them (kio refuses them with a KeyError)."""
+    try:
+        return _read(codec, frame)
+    except KeyError as exc:
+        if "tagged field" not in str(exc):
+            raise _malformed(api_key, api_version, exc) from None
+        try:
+            return _read(codec, without_unknown_tags(frame, codec.request_cls))
+        except Exception as again:
+            raise _malformed(api_key, api_version, again) from None
+    except Exception as exc:  # kio raises several types for bad bytes
+        raise _malformed(api_key, api_version, exc) from None
+
+
+def _read(codec: Codec, frame: bytes) -> tuple[Any, Any]:
+    header, offset = codec.read_header(frame, 0)
+    request, _ = codec.read_body(frame, offset)
+    return header, request
+
+
+def _malformed(api_key: int, api_version: int, exc: Exception) -> ProtocolViolation:
+    return ProtocolViolation(
+        f"malformed request (API {api_key} v{api_version}): {type(exc).__name__}: {exc}"
+    )
 
 
 def _trace(ctx: RequestContext, request: object, response: object, seconds: float) -> None:

@@ -59,6 +59,7 @@ class InstanceSpec:
     argv: tuple[str, ...] = ()  # run this instead of ``streamrt run`` (settings in the env)
     env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. a start-up delay
     client_config_file: Path | None = None  # 0600 client properties (write_client_properties)
+    application_server: str | None = None  # host:port of its REST endpoint (``streamrt run``)
 
     def command(self, handoff: bool = False) -> list[str]:
         if self.argv:
@@ -72,6 +73,8 @@ class InstanceSpec:
             cmd += ["--config-file", str(self.client_config_file)]
         if self.instance_id is not None:
             cmd += ["--instance-id", self.instance_id]
+        if self.application_server is not None:
+            cmd += ["--application-server", self.application_server]
         for key, value in sorted(self.settings.items()):
             cmd += ["--config", f"{key}={value}"]
         if handoff:

@@ -88,7 +88,8 @@ class DeployReport:
         out["timeline"] = self.timeline.to_json()
         out["correctness"] = {**asdict(self.correctness), "ok": self.correctness.ok}
         out["gap_points"] = {str(p): pts for p, pts in self.gap_points.items()}
-        return json.loads(json.dumps(out, default=str))
+        plain: dict[str, Any] = json.loads(json.dumps(out, default=str))
+        return plain
 
     def lines(self) -> list[str]:
         c = self.correctness

@@ -37,7 +37,7 @@ from streamrt.deploy.report import (
     longest_gaps,
 )
 from streamrt.deploy.rolling import rolling_restart, wait_all_running
-from streamrt.runtime.topology import changelog_topic
+from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ScenarioConfig", "run_scenario")
 
@@ -87,6 +87,9 @@ class ScenarioConfig:
     # Kafka client properties (security.protocol, ssl.*, sasl.*; Kafka's names, with the
     # consumer./producer./admin. prefixes) for every client of the driver and the instances
     client: dict[str, str] = field(default_factory=dict)
+    # REST ports of the instances (application.server 127.0.0.1:<port>, the same port across
+    # restarts): ``streamrt demo`` points its console at them. Empty: no REST endpoint.
+    rest_ports: tuple[int, ...] = ()
 
     def client_config(self) -> ClientConfig | None:
         return ClientConfig.from_properties(self.client) if self.client else None
@@ -140,6 +143,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             instance_id=f"instance-{n}" if cfg.static else None,
             log_path=cfg.work_dir / "logs" / f"instance-{n}.log",
             settings=settings,
+            application_server=_rest_address(cfg.rest_ports, n),
             cwd=REPO_ROOT,
             argv=cfg.command,
             env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
@@ -147,6 +151,11 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
         )
         for n in range(1, cfg.instances + 1)
     ]
+
+
+def _rest_address(ports: tuple[int, ...], n: int) -> str | None:
+    """Instance ``n``'s REST endpoint when ``ports`` gives one (not for another runtime)."""
+    return f"127.0.0.1:{ports[n - 1]}" if len(ports) >= n else None
 
 
 def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: str) -> None:

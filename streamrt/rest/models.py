@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = (
     "ErrorBody",
+    "InstanceIdText",
     "InstanceView",
     "InstancesView",
     "MemberRemoval",

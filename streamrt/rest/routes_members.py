@@ -1,17 +1,26 @@
-"""The mutating calls: static-member removal and reload. Both need the bearer token."""
+"""The mutating calls: static-member removal and reload. Both need the bearer token.
+
+A reload may name another instance (``?instance_id=web-2``, as the console's buttons do): it is
+forwarded to that instance's ``/v1/reload`` with the caller's own ``Authorization`` header,
+which that instance checks against its token.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Depends
+import httpx
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
 
 from streamrt.rest.auth import require_token
 from streamrt.rest.errors import ERROR_RESPONSES, ApiError
+from streamrt.rest.forward import FORWARDED_HEADER
 from streamrt.rest.models import (
     ErrorBody,
+    InstanceIdText,
     MemberRemoval,
     RemoveMembersRequest,
     RemoveMembersResponse,
@@ -68,9 +77,16 @@ class MemberRoutes:
             ],
         )
 
-    def reload(self) -> dict[str, Any]:
+    def reload(
+        self,
+        request: Request,
+        instance_id: Annotated[InstanceIdText | None, Query()] = None,
+    ) -> Any:
         """Reload in place: as ``kill -HUP``, start a successor from the current code that
-        takes over through the hand-off socket (``streamrt run`` only)."""
+        takes over through the hand-off socket (``streamrt run`` only). ``instance_id``:
+        reload that instance of the application instead (forwarded to it)."""
+        if instance_id is not None and instance_id != self.app.instance_id:
+            return self._forward_reload(instance_id, request.headers.get("authorization", ""))
         handler = signal.getsignal(signal.SIGHUP)
         if not callable(handler):  # SIG_DFL would kill the process, SIG_IGN would do nothing
             raise ApiError(
@@ -81,3 +97,21 @@ class MemberRoutes:
             )
         os.kill(os.getpid(), signal.SIGHUP)
         return {"status": "reloading", "pid": os.getpid()}
+
+    def _forward_reload(self, instance_id: str, authorization: str) -> JSONResponse:
+        owner = next(
+            (m for m in self.app.metadata_for_all_clients() if m.instance_id == instance_id),
+            None,
+        )
+        if owner is None or not owner.host:
+            raise ApiError(404, "UNKNOWN_INSTANCE", f"{instance_id} is not a running instance")
+        url = f"http://{owner.host}:{owner.port}/v1/reload"
+        headers = {"Authorization": authorization, FORWARDED_HEADER: "1"}
+        try:
+            response = httpx.post(
+                url, headers=headers, timeout=self.settings.forward_timeout_ms / 1000
+            )
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise ApiError(502, "FORWARD_FAILED", f"instance {instance_id}: {exc!r}") from None
+        return JSONResponse(body, status_code=response.status_code)

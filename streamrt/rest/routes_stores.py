@@ -20,7 +20,7 @@ from streamrt.rest.models import KeyQueryResponse, WindowQueryResponse, WindowVi
 from streamrt.rest.settings import RestSettings
 from streamrt.runtime.instance.metadata import StreamsMetadata
 from streamrt.runtime.instance.queries import StoreNotReadyError
-from streamrt.runtime.topology import StoreSpec
+from streamrt.runtime.stores import StoreSpec
 
 if TYPE_CHECKING:
     from streamrt.runtime.instance.app import App

@@ -1,6 +1,8 @@
 """RestServer: uvicorn in a thread of the instance's process, plus the host directory.
 
-Both run on that thread's own event loop, so they never touch the stream threads' loops.
+All run on that thread's own event loop, so they never touch the stream threads' loops; the
+console's task history is sampled there too, so its charts cover the minutes before anyone
+opened the page.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from streamrt.logs import fields
 from streamrt.rest.api import create_api
 from streamrt.rest.host_directory import HostDirectory
 from streamrt.rest.settings import RestSettings
+from streamrt.rest.task_history import TaskHistory
 
 if TYPE_CHECKING:
     from streamrt.runtime.instance.app import App
@@ -32,8 +35,10 @@ class RestServer:
         self.app = app
         self.settings = settings
         self.port = int(app.config.application_server.rsplit(":", 1)[1])
+        self.history = TaskHistory(app.metadata_for_local_threads)
+        self.api = create_api(app, settings, self.history)
         config = uvicorn.Config(
-            create_api(app, settings),
+            self.api,
             host=settings.bind_address,
             port=self.port,
             log_level="warning",
@@ -81,12 +86,27 @@ class RestServer:
     async def _main(self) -> None:
         stopping = asyncio.Event()
         directory = asyncio.create_task(self._follow_hosts(stopping))
+        sampler = asyncio.create_task(self._sample(stopping))
         try:
             await self._server.serve()
         finally:
             stopping.set()
+            await self.api.state.console.close()
             with contextlib.suppress(asyncio.CancelledError):
                 await directory
+                await sampler
+
+    async def _sample(self, stopping: asyncio.Event) -> None:
+        """Sample the task history on its grid until the server stops. In a worker thread:
+        reading the threads' metadata takes the App's lock, which ``App.start`` holds while it
+        starts this server."""
+        while not stopping.is_set():
+            try:
+                await asyncio.to_thread(self.history.sample)
+            except Exception as exc:  # metadata read while threads change: skip this slot
+                logger.debug("task history sample failed", extra=fields(error=repr(exc)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), self.history.interval_s / 2)
 
     async def _follow_hosts(self, stopping: asyncio.Event) -> None:
         """Keep following peers' hosts; a broker hiccup is retried, never fatal."""

@@ -1,16 +1,23 @@
 """The stream runtime: App, StreamsBuilder and DSL, processor API, stream threads, tasks,
 the commit, restoration and the assignor. Talks to Kafka through aiokafka only."""
 
-from streamrt.runtime.builder import StreamsBuilder
-from streamrt.runtime.dsl import KGroupedStream, KStream, KTable
+from streamrt.runtime.dsl import (
+    BufferConfig,
+    BufferFullError,
+    KGroupedStream,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindowedKStream,
+)
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
 from streamrt.runtime.instance.app import App, AppError, Health
 from streamrt.runtime.instance.metadata import AppState, StreamsMetadata
 from streamrt.runtime.instance.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
-from streamrt.runtime.suppress import BufferConfig, BufferFullError, Suppressed
-from streamrt.runtime.windowed import SessionWindowedKStream, TimeWindowedKStream
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = (

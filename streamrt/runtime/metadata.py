@@ -68,3 +68,7 @@ class ThreadMetadata:
     standby_tasks: tuple[str, ...] = ()  # warm-ups included
     standby_lags: Mapping[str, int] = field(default_factory=dict)  # task → records behind
     standby_records_applied: int = 0  # changelog records applied to standbys
+    task_lags: Mapping[str, int] = field(default_factory=dict)  # active task → input records behind
+    task_records: Mapping[str, int] = field(default_factory=dict)  # active task → records processed
+    # restoring task → (changelog records applied, records to apply at most)
+    restore_progress: Mapping[str, tuple[int, int]] = field(default_factory=dict)

@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streamrt.runtime.topology import StoreSpec
+from streamrt.serde import Serde
 from streamrt.state import KeyValueStore, TopicPartition
+from streamrt.state.store import StoreKind
+from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
     "CachingStore",
@@ -25,7 +27,26 @@ __all__ = (
     "RecordCache",
     "RecordCollector",
     "RecordContext",
+    "StoreSpec",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpec:
+    """A named store with its serdes; ``kind`` None means the ``default.dsl.store`` config.
+    ``caching``: a record cache in front of it (``statestore.cache.max.bytes`` > 0).
+
+    ``segments`` makes it a window (segments by start) or session (by end) store: its key
+    serde is then the *record* key's serde (routing and queries hash that alone) and its
+    changelog is ``compact,delete`` with the retention."""
+
+    name: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
+    kind: StoreKind | None = None
+    caching: bool = True
+    segments: SegmentSpec | None = None
+
 
 # forward(key, value) of the store's processor, called with the record context of the update
 FlushListener = Callable[[Any, Any, Any], None]  # (key, new value, old value)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamrt.runtime.processor import Windowed
-from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext
-from streamrt.runtime.topology import StoreSpec
+from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext, StoreSpec
 from streamrt.state import KeyValueStore, SegmentedStore, TopicPartition, WindowEntry
 from streamrt.state.window_store import window_key
 

@@ -192,10 +192,14 @@ class AvroSerde(RegistrySerde):
         def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
             if schema is None:
                 raise ConfigError("AvroSerde needs a schema to serialize")
-            return AvroSerializer(client, schema, to_dict, s.serializer_conf(key))
+            codec: Codec = AvroSerializer(client, schema, to_dict, s.serializer_conf(key))
+            return codec
 
         def de(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
-            return AvroDeserializer(client, schema, from_dict, conf=s.deserializer_conf(key))
+            codec: Codec = AvroDeserializer(
+                client, schema, from_dict, conf=s.deserializer_conf(key)
+            )
+            return codec
 
         super().__init__(config, ser, de, topic=topic, is_key=is_key)
 
@@ -218,10 +222,12 @@ class JsonSchemaSerde(RegistrySerde):
         def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
             if schema is None:
                 raise ConfigError("JsonSchemaSerde needs a schema to serialize")
-            return JSONSerializer(schema, client, to_dict, s.serializer_conf(key))
+            codec: Codec = JSONSerializer(schema, client, to_dict, s.serializer_conf(key))
+            return codec
 
         def de(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
-            return JSONDeserializer(schema, from_dict, client, s.deserializer_conf(key))
+            codec: Codec = JSONDeserializer(schema, from_dict, client, s.deserializer_conf(key))
+            return codec
 
         super().__init__(config, ser, de, topic=topic, is_key=is_key)
 
@@ -244,10 +250,12 @@ class ProtobufSerde(RegistrySerde):
 
         def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
             conf = {**s.serializer_conf(key), "use.deprecated.format": False}
-            return ProtobufSerializer(message_type, client, conf)  # type: ignore[arg-type]
+            codec: Codec = ProtobufSerializer(message_type, client, conf)  # type: ignore[arg-type]
+            return codec
 
         def de(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
             conf = {**s.deserializer_conf(key), "use.deprecated.format": False}
-            return ProtobufDeserializer(message_type, conf, client)  # type: ignore[arg-type]
+            codec: Codec = ProtobufDeserializer(message_type, conf, client)  # type: ignore[arg-type]
+            return codec
 
         super().__init__(config, ser, de, topic=topic, is_key=is_key)

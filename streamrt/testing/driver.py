@@ -21,12 +21,12 @@ from typing import Any
 
 from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
-from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.dsl import StreamsBuilder
 from streamrt.runtime.engine.task import StreamTask, TaskId
-from streamrt.runtime.global_table import GlobalStore
+from streamrt.runtime.graph.global_tables import GlobalStore
+from streamrt.runtime.graph.topology import SourceNode, Topology, internal_topic
 from streamrt.runtime.instance.app import App
-from streamrt.runtime.topology import SourceNode, Topology, internal_topic
 from streamrt.serde import Serde, SerdeLike, bind_serde, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
 
@@ -263,7 +263,9 @@ class TopologyTestDriver:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _read(self, topic: str) -> deque[_Raw]:
+    def output_queue(self, topic: str) -> deque[_Raw]:
+        """The records written to ``topic`` and not read yet, oldest first (what a
+        :class:`TestOutputTopic` consumes from)."""
         return self._outputs.setdefault(topic, deque())
 
     def _internal_name(self, name: str) -> str:
@@ -351,7 +353,7 @@ class TestOutputTopic:
         self.value_serde = value_serde
 
     def read_record(self) -> TestRecord:
-        queue = self.driver._read(self.topic)
+        queue = self.driver.output_queue(self.topic)
         if not queue:
             raise IndexError(f"no more records in output topic {self.topic!r}")
         raw = queue.popleft()
@@ -393,7 +395,7 @@ class TestOutputTopic:
 
     @property
     def queue_size(self) -> int:
-        return len(self.driver._read(self.topic))
+        return len(self.driver.output_queue(self.topic))
 
     def is_empty(self) -> bool:
         return self.queue_size == 0

@@ -29,7 +29,7 @@ from streamrt.deploy.report import count_rebalances, count_restores
 from streamrt.dev.apache_kafka import ApacheKafka
 from streamrt.events import events_topic
 from streamrt.runtime import App
-from streamrt.runtime.topology import changelog_topic
+from streamrt.runtime.graph.topology import changelog_topic
 from tests.apache_kafka.cluster_app import build
 from tests.apache_kafka.support import create_topic
 from tests.kafka_helpers import latest_by_key, read_all, wait_until

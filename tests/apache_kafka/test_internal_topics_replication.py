@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streamrt.runtime import App
+from streamrt.runtime.graph.topology import changelog_topic
 from streamrt.runtime.instance.internal_topics import ensure_internal_topics
-from streamrt.runtime.topology import changelog_topic
 from tests.apache_kafka.support import create_topic
 
 pytestmark = [pytest.mark.kafka]

@@ -13,7 +13,8 @@ from aiokafka.errors import ProducerFenced
 from aiokafka.structs import OffsetAndMetadata
 
 from streamrt.broker.embedded import BrokerThread
-from tests.broker.transactions_support import create_topic, read_values, start_txn_broker
+from tests.broker.transactions_support import read_values, start_txn_broker
+from tests.kafka_helpers import create_topic
 
 
 @pytest.fixture

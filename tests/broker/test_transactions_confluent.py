@@ -11,7 +11,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from streamrt.broker.embedded import BrokerThread
-from tests.broker.transactions_support import create_topic, read_values, start_txn_broker
+from tests.broker.transactions_support import read_values, start_txn_broker
+from tests.kafka_helpers import create_topic
 
 
 @pytest.fixture

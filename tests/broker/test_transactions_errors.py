@@ -13,11 +13,11 @@ from confluent_kafka import Producer
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
 from tests.broker.transactions_support import (
-    create_topic,
     raw_frame,
     raw_request,
     start_txn_broker,
 )
+from tests.kafka_helpers import create_topic
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.broker.log import PartitionLog
-from tests.broker.transactions_support import create_topic, read_values, start_txn_broker
+from tests.broker.transactions_support import read_values, start_txn_broker
+from tests.kafka_helpers import create_topic
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from kio.serial import entity_reader, entity_writer
 
 from streamrt.broker.embedded import BrokerThread
@@ -26,11 +25,6 @@ TXN_OVERRIDES = {
 
 def start_txn_broker(data_dir: Path, overrides: dict[str, str] | None = None) -> BrokerThread:
     return BrokerThread(data_dir, {**TXN_OVERRIDES, **(overrides or {})}).start()
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
 
 
 def read_values(

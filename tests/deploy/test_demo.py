@@ -38,3 +38,4 @@ def test_demo_runs_the_deploys_and_prints_them_side_by_side(tmp_path: Path) -> N
     assert any(x.startswith("streamrt handoff: each new process started up") for x in lines)
     assert any(x.startswith("streamrt static: nothing moved") for x in lines)
     assert (tmp_path / "r.json").exists()
+    assert any(x.startswith("console: http://127.0.0.1:") for x in lines)

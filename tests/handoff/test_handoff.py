@@ -165,13 +165,15 @@ def test_old_instance_killed_mid_handoff_successor_falls_back(tmp_path: Path) ->
         # middle of a batch when the successor asks, however long the successor takes to
         # start: its stop then waits for the batch, and the kill lands between "accepted"
         # and "released". (A fixed backlog could be drained by then, and an idle old process
-        # releases in a few ms, before the kill: that hand-off simply succeeds.)
+        # releases in a few ms, before the kill: that hand-off simply succeeds.) About twice the
+        # slow app's 100 records/s, and bounded: on a loaded machine the successor can take 20 s
+        # to ask, and an unbounded feed left more backlog than the successor could count in time.
         feeding, fed = threading.Event(), [100]
 
         def feed() -> None:
-            while not feeding.is_set():
-                send(inst.bootstrap, 50, start=fed[0])
-                fed[0] += 50
+            while not feeding.is_set() and fed[0] < 4_000:
+                send(inst.bootstrap, 10, start=fed[0])
+                fed[0] += 10
                 feeding.wait(0.05)
 
         feeder = threading.Thread(target=feed, daemon=True)

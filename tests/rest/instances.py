@@ -10,11 +10,18 @@ import httpx
 
 from streamrt.admin import AdminClient
 from streamrt.admin.consumer_protocol import decode_assignment
+from streamrt.events import EventPublisher, install_event_publisher
 from streamrt.rest.wiring import attach_rest
 from streamrt.runtime import App
 from tests.runtime.counting_app import make_app
 
 TOKEN = "s3cret-token"
+PUBLISHERS: list[EventPublisher] = []
+
+
+def close_publishers() -> None:
+    while PUBLISHERS:
+        PUBLISHERS.pop().close()
 
 
 def free_port() -> int:
@@ -33,7 +40,10 @@ def start_instance(
     port: int | None = None,
     token: str | None = TOKEN,
     extra: dict[str, str] | None = None,
+    events: bool = False,
 ) -> App:
+    """``events``: publish lifecycle events to ``counting-events`` (as ``streamrt run`` does);
+    :func:`close_publishers` flushes them after the apps stopped."""
     settings = {
         "bootstrap.servers": bootstrap,
         "state.dir": str(state / instance),
@@ -49,6 +59,8 @@ def start_instance(
     settings.update(extra or {})
     app = make_app(settings)
     attach_rest(app)
+    if events:
+        PUBLISHERS.append(install_event_publisher(app))
     app.start()
     return app
 

@@ -9,8 +9,8 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance.internal_topics import ensure_internal_topics
-from streamrt.runtime.topology import Topology
 from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic
 

@@ -185,7 +185,7 @@ class Buffering(Processor):
 
 
 def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
-    from streamrt.runtime.topology import StoreSpec
+    from streamrt.runtime.stores import StoreSpec
     from streamrt.serde import IntSerde, StrSerde
 
     app = App({"application.id": "app"})

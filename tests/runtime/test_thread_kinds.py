@@ -8,10 +8,10 @@ import pytest
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.thread import ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance.process_thread import ChildLaunch, ProcessStreamThread
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.instance.threads import ChildThreads, LocalThreads
-from streamrt.runtime.topology import Topology
 
 
 def _launch() -> ChildLaunch:

@@ -101,6 +101,7 @@ def secure_overrides(pki: Pki, **extra: str) -> dict[str, str]:
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(pki.server_keystore),
         "ssl.key.password": KEY_PASSWORD,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",  # PLAIN: only if listed
         "group.initial.rebalance.delay.ms": "0",
         **extra,
     }

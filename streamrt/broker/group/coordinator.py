@@ -15,25 +15,21 @@ from typing import Any, TypeVar
 
 from streamrt.broker.group import admin, txn_offsets
 from streamrt.broker.group.group import ClassicGroup, Member, Parked
+from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.outbox import Outbox
+from streamrt.broker.group.pending import PendingTxnOffsets
 from streamrt.broker.group.rebalance import GroupConfig, RebalanceEngine
 from streamrt.broker.group.records import (
     CoordinatorRecord,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    decode_key,
-    decode_value,
 )
+from streamrt.broker.group.replay import replay_record
 from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
+from streamrt.broker.group.static_members import StaticReplacement, update_member
 from streamrt.broker.group.timer import Timer, heartbeat_key
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
-from streamrt.logs import fields
-from streamrt.wire.codec import ms
 from streamrt.wire.context import RequestContext
 from streamrt.wire.group_responses import (
     heartbeat_response,
@@ -42,65 +38,10 @@ from streamrt.wire.group_responses import (
     sync_response,
 )
 
-__all__ = ("GroupConfig", "GroupCoordinator", "map_append_error")
+__all__ = ("GroupConfig", "GroupCoordinator")
 
 logger = logging.getLogger(__name__)
 _R = TypeVar("_R")
-
-_STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
-}
-
-
-def map_append_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's ``appendGroupMetadataErrorToResponseError`` (Java mapping)."""
-    return _STORAGE_ERROR_MAP.get(code, code)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Join:
-    """A JoinGroup request, normalised across versions."""
-
-    version: int
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    client_id: str
-    client_host: str
-    parked: Parked
-
-    @classmethod
-    def parse(cls, ctx: RequestContext, request: Any, handle: object) -> _Join:
-        session = ms(request.session_timeout)
-        rebalance = getattr(request, "rebalance_timeout", None)
-        return cls(
-            version=ctx.api_version,
-            group_id=request.group_id,
-            member_id=request.member_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
-            session_timeout_ms=session,
-            rebalance_timeout_ms=session if rebalance is None else ms(rebalance),
-            protocol_type=request.protocol_type,
-            protocols=tuple((p.name, p.metadata) for p in request.protocols),
-            client_id=ctx.client_id,
-            client_host=ctx.client_host,
-            parked=Parked(handle, ctx.api_version),
-        )
-
-    def error(self, code: ErrorCode, member_id: str | None = None) -> Any:
-        return join_response(self.version, code, self.member_id if member_id is None else member_id)
 
 
 class GroupCoordinator:
@@ -123,9 +64,10 @@ class GroupCoordinator:
         self.timer = timer
         self.partition_exists = partition_exists
         self.groups: dict[str, ClassicGroup] = {}
-        self.pending_txn_offsets = txn_offsets.PendingTxnOffsets()
+        self.pending_txn_offsets = PendingTxnOffsets()
         self.out = Outbox()
         self.engine = RebalanceEngine(self.groups, config, clock, timer, self.out)
+        self.static = StaticReplacement(self.out, self.engine, timer)
         self.offsets = OffsetMetadataManager(
             self.groups,
             config,
@@ -152,7 +94,7 @@ class GroupCoordinator:
     # -- JoinGroup --------------------------------------------------------------------------
 
     def join_group(self, ctx: RequestContext, request: Any, handle: object) -> Result:
-        join = _Join.parse(ctx, request, handle)
+        join = JoinRequest.parse(ctx, request, handle)
         if not join.group_id:
             return self.out.drain(join.error(ErrorCode.invalid_group_id))
         cfg = self.config
@@ -188,7 +130,7 @@ class GroupCoordinator:
             return member is not None or len(group.members) < self.config.max_size
         return True
 
-    def _join_new_member(self, group: ClassicGroup, join: _Join) -> Result:
+    def _join_new_member(self, group: ClassicGroup, join: JoinRequest) -> Result:
         if group.is_in(GroupState.DEAD):
             return self.out.drain(join.error(ErrorCode.coordinator_not_available, ""))
         if not group.supports_protocols(join.protocol_type, [n for n, _ in join.protocols]):
@@ -197,7 +139,7 @@ class GroupCoordinator:
         if join.group_instance_id is not None:
             old_id = group.static_members.get(join.group_instance_id)
             if old_id is not None:
-                return self._replace_static_member(group, join, old_id, new_id)
+                return self.static.replace(group, join, old_id, new_id)
             return self._add_member(group, join, new_id)
         if join.version >= 4:
             group.pending_members.add(new_id)
@@ -205,7 +147,7 @@ class GroupCoordinator:
             return self.out.drain(join.error(ErrorCode.member_id_required, new_id))
         return self._add_member(group, join, new_id)
 
-    def _join_existing_member(self, group: ClassicGroup, join: _Join) -> Result:
+    def _join_existing_member(self, group: ClassicGroup, join: JoinRequest) -> Result:
         member_id = join.member_id
         if group.is_in(GroupState.DEAD):
             return self.out.drain(join.error(ErrorCode.coordinator_not_available))
@@ -236,7 +178,7 @@ class GroupCoordinator:
         return self.out.drain(join.error(ErrorCode.unknown_member_id))
 
     def _current_generation(
-        self, group: ClassicGroup, join: _Join, member_id: str, *, with_members: bool = False
+        self, group: ClassicGroup, join: JoinRequest, member_id: str, *, with_members: bool = False
     ) -> Any:
         return join_response(
             join.version,
@@ -249,24 +191,14 @@ class GroupCoordinator:
             members=self.engine.member_list(group) if with_members else (),
         )
 
-    def _update_member(self, member: Member, join: _Join) -> None:
-        """A previously parked JoinGroup of this member is superseded and never answered."""
-        superseded = member.awaiting_join
-        if superseded is not None and superseded.handle is not join.parked.handle:
-            self.out.abandon(superseded.handle)
-        member.protocols = join.protocols
-        member.rebalance_timeout_ms = join.rebalance_timeout_ms
-        member.session_timeout_ms = join.session_timeout_ms
-        member.awaiting_join = join.parked
-
     def _update_member_then_rebalance(
-        self, group: ClassicGroup, member: Member, join: _Join
+        self, group: ClassicGroup, member: Member, join: JoinRequest
     ) -> Result:
-        self._update_member(member, join)
+        update_member(self.out, member, join)
         self.engine.maybe_prepare_rebalance_or_complete_join(group)
         return self.out.drain()
 
-    def _add_member(self, group: ClassicGroup, join: _Join, member_id: str) -> Result:
+    def _add_member(self, group: ClassicGroup, join: JoinRequest, member_id: str) -> Result:
         member = Member(
             member_id=member_id,
             group_instance_id=join.group_instance_id,
@@ -284,87 +216,6 @@ class GroupCoordinator:
         group.add(member)
         self.engine.reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
         self.engine.maybe_prepare_rebalance_or_complete_join(group)
-        return self.out.drain()
-
-    def _replace_static_member(
-        self, group: ClassicGroup, join: _Join, old_id: str, new_id: str
-    ) -> Result:
-        """Kafka's ``updateStaticMemberThenRebalanceOrCompleteJoin`` (reference §1.5.1)."""
-        instance_id = join.group_instance_id
-        assert instance_id is not None
-        leader_before = group.leader_id
-        old = group.members[old_id]
-        self.out.complete_join(old, ErrorCode.fenced_instance_id, old_id)
-        self.out.complete_sync(old, ErrorCode.fenced_instance_id)
-        self.timer.cancel(heartbeat_key(group.group_id, old_id))
-        new = group.replace_static_member(instance_id, old_id, new_id)
-        self.engine.reschedule_heartbeat(group, new)  # with the previous session timeout
-        previous = (new.protocols, new.rebalance_timeout_ms, new.session_timeout_ms)
-        self._update_member(new, join)
-        logger.info(
-            "static member replaced",
-            extra=fields(group=group.group_id, instance=instance_id, old=old_id, new=new_id),
-        )
-        if group.is_in(GroupState.STABLE):
-            if group.protocol_name != group.select_protocol():
-                self.engine.maybe_prepare_rebalance_or_complete_join(group)
-                return self.out.drain()
-            assignment = {m.member_id: m.assignment for m in group.members.values()}
-            record = self.engine.group_record(group, assignment)
-
-            def on_append(error: ErrorCode | None) -> Result:
-                if error is not None:
-                    return self._revert_static_replacement(
-                        group, join, new, previous, old_id, leader_before, error
-                    )
-                is_leader = group.is_leader(new_id)
-                skip = join.version >= 9
-                self.out.complete_join(
-                    new,
-                    ErrorCode.none,
-                    new_id,
-                    generation_id=group.generation_id,
-                    protocol_type=group.protocol_type,
-                    protocol_name=group.protocol_name,
-                    leader=group.leader_id if skip else leader_before,
-                    skip_assignment=skip and is_leader,
-                    members=self.engine.member_list(group) if skip and is_leader else (),
-                )
-                return self.out.drain()
-
-            return self.out.drain(records=(record,), on_append=on_append)
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            self.engine.prepare_rebalance(group)
-        else:
-            self.engine.maybe_complete_join_phase(group)
-        return self.out.drain()
-
-    def _revert_static_replacement(
-        self,
-        group: ClassicGroup,
-        join: _Join,
-        new: Member,
-        previous: tuple[tuple[tuple[str, bytes], ...], int, int],
-        old_id: str,
-        leader_before: str | None,
-        error: ErrorCode,
-    ) -> Result:
-        new.protocols, new.rebalance_timeout_ms, new.session_timeout_ms = previous
-        new.awaiting_join = None
-        assert join.group_instance_id is not None
-        self.timer.cancel(heartbeat_key(group.group_id, new.member_id))
-        old = group.replace_static_member(join.group_instance_id, new.member_id, old_id)
-        self.engine.reschedule_heartbeat(group, old)
-        response = join_response(
-            join.version,
-            error,
-            "",
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=leader_before,
-        )
-        self.out.complete(join.parked.handle, response)
         return self.out.drain()
 
     # -- SyncGroup --------------------------------------------------------------------------
@@ -520,7 +371,12 @@ class GroupCoordinator:
         return self.out.drain(self.offsets.fetch(ctx, request))
 
     def txn_offset_commit(self, ctx: RequestContext, request: Any) -> Result:
-        return txn_offsets.txn_offset_commit(self, ctx, request)
+        """Appended as the producer's transactional batch (``Result.producer``)."""
+        response, records = txn_offsets.txn_offset_commit(
+            self.groups, self.offsets, self.clock.now_ms(), ctx, request
+        )
+        result = self.out.drain(response, records=records, replay=True)
+        return dataclasses.replace(result, producer=(request.producer_id, request.producer_epoch))
 
     def validate_txn_offset_commit(
         self, group_id: str, member_id: str, instance_id: str | None, generation_id: int
@@ -585,34 +441,9 @@ class GroupCoordinator:
     def replay_bytes(
         self, key_bytes: bytes, value_bytes: bytes | None, producer_id: int = -1
     ) -> None:
-        if producer_id >= 0:
-            txn_offsets.replay_pending(
-                self.pending_txn_offsets, producer_id, key_bytes, value_bytes
-            )
-            return
-        key = decode_key(key_bytes)
-        if key is None:
-            return
-        if isinstance(key, OffsetCommitKey):
-            if value_bytes is None:
-                self.offsets.delete(key.group, key.topic, key.partition)
-                return
-            value = decode_value(key, value_bytes)
-            assert isinstance(value, OffsetCommitValue)
-            if key.group not in self.groups:
-                self.groups[key.group] = ClassicGroup(key.group, value.commit_timestamp)
-            self.offsets.put(key.group, key.topic, key.partition, value)
-            return
-        assert isinstance(key, GroupMetadataKey)
-        if value_bytes is None:
-            group = self.groups.pop(key.group, None)
-            if group is not None:
-                group.state = GroupState.DEAD
-            self.offsets.delete_group(key.group)
-            return
-        group_value = decode_value(key, value_bytes)
-        assert isinstance(group_value, GroupMetadataValue)
-        self.groups[key.group] = ClassicGroup.from_record(key.group, group_value)
+        replay_record(
+            self.groups, self.offsets, self.pending_txn_offsets, key_bytes, value_bytes, producer_id
+        )
 
     def on_loaded(self) -> Result:
         """Restart every loaded member's session timer; rebalance groups over group.max.size."""

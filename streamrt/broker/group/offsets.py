@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 from streamrt.broker.group.group import ClassicGroup, Member
+from streamrt.broker.group.pending import PendingTxnOffsets, mark_unstable
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import (
     CoordinatorRecord,
@@ -24,7 +25,6 @@ from streamrt.broker.group.records import (
     offset_tombstone,
 )
 from streamrt.broker.group.state import GroupState
-from streamrt.broker.group.txn_offsets import PendingTxnOffsets, mark_unstable
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey

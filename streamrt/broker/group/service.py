@@ -16,16 +16,18 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from aiokafka.record.memory_records import MemoryRecords
-
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.group.coordinator import GroupCoordinator, map_append_error
-from streamrt.broker.group.log_writer import CoordinatorLogs, PartitionWriter
+from streamrt.broker.coordination.appender import append_records
+from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
+from streamrt.broker.coordination.loader import replay_partition
+from streamrt.broker.coordination.log_writer import CoordinatorLogs
+from streamrt.broker.coordination.partitioning import partition_for
+from streamrt.broker.coordination.timer import TimerWorker
+from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
-from streamrt.broker.group.timer import TimerOp
+from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ErrorCode, KafkaError
@@ -38,23 +40,7 @@ __all__ = ("CONSUMER_OFFSETS", "GroupCoordinatorService", "GroupMetrics", "parti
 logger = logging.getLogger(__name__)
 
 CONSUMER_OFFSETS = "__consumer_offsets"
-_READ_CHUNK = 1 << 20
 _SYSTEM_CLOCK = SystemClock()
-
-
-def java_string_hashcode(s: str) -> int:
-    """Java's ``String.hashCode`` over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    raw = s.encode("utf-16-be")
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(groupId.hashCode) % n``; ``Utils.abs`` maps MIN_INT to 0."""
-    h = java_string_hashcode(group_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,46 +51,6 @@ class GroupMetrics:
     members_static: int
     members_dynamic: int
     rebalances_total: int
-
-
-class AsyncioTimer:
-    """``Timer`` on ``loop.call_at``; an expiry is enqueued, and dropped if re-armed meanwhile."""
-
-    def __init__(self, enqueue: Callable[[Callable[[], Result | None]], None]) -> None:
-        self._enqueue = enqueue
-        self._entries: dict[str, tuple[asyncio.TimerHandle, TimerOp]] = {}
-
-    def schedule(self, key: str, delay_ms: int, op: TimerOp) -> None:
-        self.cancel(key)
-        loop = asyncio.get_running_loop()
-        handle = loop.call_at(loop.time() + delay_ms / 1000, self._fire, key)
-        self._entries[key] = (handle, op)
-
-    def cancel(self, key: str) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            entry[0].cancel()
-
-    def is_scheduled(self, key: str) -> bool:
-        return key in self._entries
-
-    def cancel_all(self) -> None:
-        for handle, _ in self._entries.values():
-            handle.cancel()
-        self._entries.clear()
-
-    def _fire(self, key: str) -> None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return
-
-        def run() -> Result | None:
-            if self._entries.get(key) is not entry:
-                return None  # cancelled or re-armed after it fired
-            del self._entries[key]
-            return entry[1]()
-
-        self._enqueue(run)
 
 
 class GroupCoordinatorService:
@@ -130,17 +76,17 @@ class GroupCoordinatorService:
         self._clock = clock
         self._append_off_loop = config["streamrt.log.fsync"] == "always"
         self._partitions: int = config["offsets.topic.num.partitions"]
-        self._timer = AsyncioTimer(self._enqueue_timer)
+        self._lock = asyncio.Lock()
+        self._state = "loading"
+        self._timers = TimerWorker(
+            "group-coordinator", self._lock, self._on_timer, lambda: self._state != "stopped"
+        )
         self.coordinator = GroupCoordinator(
             GroupConfig.from_broker(config),
             self._clock,
-            self._timer,
+            self._timers.timer,
             partition_exists=self._partition_exists,
         )
-        self._lock = asyncio.Lock()
-        self._timer_queue: asyncio.Queue[Callable[[], Result | None]] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
-        self._state = "loading"
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -155,53 +101,29 @@ class GroupCoordinatorService:
             )
         else:
             self._partitions = topics[CONSUMER_OFFSETS].num_partitions
-        loaded = 0
+        loaded = skipped = 0
         async with self._lock:
             for partition in range(self._partitions):
-                loaded += self._replay_partition(self._logs.log(CONSUMER_OFFSETS, partition))
-            self._worker = asyncio.create_task(self._run_timers(), name="group-coordinator-timers")
+                stats = replay_partition(
+                    self._logs.log(CONSUMER_OFFSETS, partition),
+                    (CONSUMER_OFFSETS, partition),
+                    self.coordinator.replay_bytes,
+                    self._replay_marker,
+                )
+                loaded, skipped = loaded + stats.loaded, skipped + stats.skipped
+            self._timers.start()
             await self._apply(self.coordinator.on_loaded())
             self._state = "active"
         logger.info(
             "group coordinator loaded",
-            extra=fields(records=loaded, groups=len(self.coordinator.groups)),
+            extra=fields(records=loaded, skipped=skipped, groups=len(self.coordinator.groups)),
         )
 
     async def stop(self) -> None:
         async with self._lock:
             self._state = "stopped"
-            self._timer.cancel_all()
             await self._apply(self.coordinator.unload())
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
-
-    def _replay_partition(self, log: PartitionWriter) -> int:
-        offset, count = log.log_start_offset, 0
-        while offset < log.log_end_offset:
-            chunk = log.read(offset, _READ_CHUNK)
-            if not chunk.records:
-                break
-            records = MemoryRecords(chunk.records)
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
-                if batch.is_control_batch:
-                    self._replay_marker(batch)
-                    offset = max(offset, batch.next_offset)
-                    continue
-                pid = batch.producer_id if batch.is_transactional else -1
-                for record in batch:
-                    if record.key is not None and record.offset >= offset:
-                        self.coordinator.replay_bytes(
-                            bytes(record.key), _opt_bytes(record.value), pid
-                        )
-                        count += 1
-                    offset = max(offset, record.offset + 1)
-                offset = max(offset, batch.next_offset)
-        return count
+        await self._timers.stop()
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -237,9 +159,9 @@ class GroupCoordinatorService:
                 )
             raise
 
-    def _replay_marker(self, batch: Any) -> None:
+    def _replay_marker(self, batch: LogBatch) -> None:
         """A transaction marker in ``__consumer_offsets`` ends that producer's pending offsets."""
-        for record in batch:
+        for record in batch.records():
             commit = None if record.key is None else marker_is_commit(bytes(record.key))
             if commit is not None:
                 self.coordinator.complete_txn(batch.producer_id, commit)
@@ -315,50 +237,24 @@ class GroupCoordinatorService:
         """One batch per ``__consumer_offsets`` partition; an acknowledged write is in the log.
 
         Runs on a worker thread when every append fsyncs; the service's lock is held meanwhile,
-        so no other step touches the coordinator or these partitions. With ``producer``
-        (TxnOffsetCommit) it is that producer's transactional batch, appended with the
-        coordinator origin: the log checks the epoch (47 for a zombie), not sequences.
+        so no other step touches the coordinator or these partitions.
         """
-        txn, pid, epoch = (0, -1, -1) if producer is None else (1, producer[0], producer[1])
-        now = self._clock.now_ms()
-        by_partition: dict[int, list[CoordinatorRecord]] = {}
-        for record in records:
-            by_partition.setdefault(partition_for(record.group_id, self._partitions), []).append(
-                record
-            )
-        try:
-            for partition, batch in by_partition.items():
-                builder = DefaultRecordBatchBuilder(2, 0, txn, pid, epoch, -1, 1 << 30)
-                for i, record in enumerate(batch):
-                    builder.append(i, timestamp=now, key=record.key, value=record.value, headers=[])
-                self._logs.log(CONSUMER_OFFSETS, partition).append(
-                    bytes(builder.build()), now, coordinator=producer is not None
-                )
-        except KafkaError as exc:
-            logger.warning("__consumer_offsets append failed", extra=fields(error=exc.code.name))
-            return exc.code
-        except OSError as exc:
-            logger.error("__consumer_offsets append failed", extra=fields(error=str(exc)))
-            return ErrorCode.kafka_storage_error
-        return None
+        return append_records(
+            self._logs,
+            CONSUMER_OFFSETS,
+            self._partitions,
+            records,
+            lambda r: r.group_id,
+            self._clock.now_ms(),
+            producer=producer,
+        )
 
     # -- timers -----------------------------------------------------------------------------
 
-    def _enqueue_timer(self, run: Callable[[], Result | None]) -> None:
-        self._timer_queue.put_nowait(run)
-
-    async def _run_timers(self) -> None:
-        while True:
-            run = await self._timer_queue.get()
-            async with self._lock:
-                if self._state == "stopped":
-                    continue
-                try:
-                    result = self.coordinator.step(run)
-                    if result is not None:
-                        await self._apply(result)
-                except Exception:
-                    logger.exception("group coordinator timer failed")
+    async def _on_timer(self, run: Callable[[], Result | None]) -> None:
+        result = self.coordinator.step(run)
+        if result is not None:
+            await self._apply(result)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -381,7 +277,3 @@ class GroupCoordinatorService:
                 )
             )
         return out
-
-
-def _opt_bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)

@@ -6,7 +6,19 @@ import logging
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
-from streamrt.broker.security import CREATE, DESCRIBE, GROUP, TOPIC, allowed, require
+from streamrt.broker.security import (
+    CLUSTER,
+    CREATE,
+    DESCRIBE,
+    GROUP,
+    NOT_REQUESTED,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    allowed,
+    authorized_operations,
+    require,
+)
+from streamrt.broker.security.acls import CLUSTER_NAME
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -83,6 +95,9 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 "topic_id": info.topic_id,
                 "is_internal": info.internal,
                 "partitions": _partitions(info.num_partitions, core.node_id),
+                "topic_authorized_operations": authorized_operations(
+                    core, ctx, TOPIC, info.name, _asked(req, "include_topic_authorized_operations")
+                ),
             }
         )
     host, port = core.endpoint(ctx)
@@ -93,8 +108,22 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
         topics=out,
-        cluster_authorized_operations=-(2**31),
+        cluster_authorized_operations=_cluster_operations(core, ctx, req),
     )
+
+
+def _cluster_operations(core: BrokerCore, ctx: RequestContext, req: Any) -> int:
+    """Kafka's Metadata and DescribeCluster: 0 without DESCRIBE on the cluster."""
+    if not _asked(req, "include_cluster_authorized_operations"):
+        return NOT_REQUESTED
+    if not allowed(core, ctx, DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(core, ctx, CLUSTER, CLUSTER_NAME)
+
+
+def _asked(req: Any, flag: str) -> bool:
+    """Did the request ask for authorized operations (KIP-430; absent before Metadata v8)?"""
+    return bool(getattr(req, flag, False))
 
 
 def _topic_error(name: str, code: ErrorCode) -> dict[str, Any]:
@@ -106,6 +135,7 @@ def _topic_error(name: str, code: ErrorCode) -> dict[str, Any]:
         "topic_id": uuid.UUID(int=0),
         "is_internal": False,
         "partitions": [],
+        "topic_authorized_operations": -(2**31),
     }
 
 
@@ -127,6 +157,8 @@ def _coordinator_entry(
     code, message = _coordinator_for(core, key_type)
     if key_type == 0 and not allowed(core, ctx, DESCRIBE, GROUP, key):
         code, message = ErrorCode.group_authorization_failed, None
+    elif key_type == 1 and not allowed(core, ctx, DESCRIBE, TRANSACTIONAL_ID, key):
+        code, message = ErrorCode.transactional_id_authorization_failed, None
     ok = code == ErrorCode.none
     host, port = core.endpoint(ctx) if ok else ("", -1)
     return {
@@ -158,5 +190,5 @@ async def describe_cluster(core: BrokerCore, ctx: RequestContext, req: Any) -> A
         cluster_id=core.cluster_id,
         controller_id=core.node_id,
         brokers=[{"broker_id": core.node_id, "host": host, "port": port, "rack": None}],
-        cluster_authorized_operations=-(2**31),
+        cluster_authorized_operations=_cluster_operations(core, ctx, req),
     )

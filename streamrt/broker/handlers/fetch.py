@@ -1,4 +1,5 @@
-"""Fetch with long polling (max wait, min bytes, per-partition and response max bytes).
+"""Fetch with long polling (max wait, min bytes, per-partition and response max bytes, the
+latter capped by the broker's ``fetch.max.bytes`` as in Kafka).
 
 There are no fetch sessions (KIP-227): every response has session id 0, which tells clients
 to keep sending full fetch requests. ``isolation_level=1`` (read_committed) reads stop at the
@@ -31,8 +32,11 @@ def register(table: ApiTable, core: BrokerCore) -> None:
 def _gather(
     core: BrokerCore, ctx: RequestContext, req: Any
 ) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the requested partitions: (responses, bytes, any error)."""
-    budget = max(int(req.max_bytes), 0)
+    """One pass over the requested partitions: (responses, bytes, any error).
+
+    The response holds at most the request's ``max_bytes`` and the broker's
+    ``fetch.max.bytes`` (the smaller), except that its first batch is always whole (KIP-74)."""
+    budget = max(min(int(req.max_bytes), int(core.config["fetch.max.bytes"])), 0)
     read_committed = int(getattr(req, "isolation_level", 0)) == 1
     total = 0
     errors = False

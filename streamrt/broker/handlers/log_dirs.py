@@ -11,7 +11,7 @@ import shutil
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
-from streamrt.broker.security import ALTER, allowed_cluster
+from streamrt.broker.security import ALTER, DESCRIBE, allowed_cluster
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -38,6 +38,11 @@ def _wanted(core: BrokerCore, req: Any) -> dict[str, list[int]]:
 
 
 async def describe_log_dirs(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """DESCRIBE on the cluster, as Kafka: else no results (and, from v3, the error)."""
+    if not allowed_cluster(core, ctx, DESCRIBE):
+        return respond(
+            ctx, throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results=[]
+        )
     data_dir = core.logs.data_dir.resolve()
     topics = []
     for name, partitions in _wanted(core, req).items():

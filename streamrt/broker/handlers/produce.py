@@ -12,11 +12,15 @@ from streamrt.broker.log.batch import iter_headers
 from streamrt.broker.security import (
     IDEMPOTENT_WRITE,
     TOPIC,
+    TRANSACTIONAL_ID,
     WRITE,
+    allowed,
     allowed_cluster,
     allowed_on_any,
     require,
 )
+from streamrt.broker.security.txn_access import guarded as txn_guarded
+from streamrt.broker.security.txn_access import internal_topic
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -45,7 +49,9 @@ def _partition_error(index: int, code: ErrorCode, message: str | None) -> dict[s
     }
 
 
-async def _append(core: BrokerCore, topic: str, index: int, records: bytes | None) -> dict:
+async def _append(
+    core: BrokerCore, topic: str, index: int, records: bytes | None
+) -> dict[str, Any]:
     try:
         if not records:
             raise KafkaError(ErrorCode.corrupt_message, "empty records")
@@ -77,7 +83,7 @@ async def _append(core: BrokerCore, topic: str, index: int, records: bytes | Non
 
 
 def _transactional_error(
-    core: BrokerCore, req: Any, topic: str, index: int, records: bytes | None
+    core: BrokerCore, ctx: RequestContext, req: Any, topic: str, index: int, records: bytes | None
 ) -> tuple[ErrorCode, str] | None:
     """A transactional batch needs a transactional.id, and its partition must be in the
     producer's ongoing transaction (KIP-890 part 1, checked in-process)."""
@@ -92,6 +98,8 @@ def _transactional_error(
             ErrorCode.transactional_id_authorization_failed,
             "transactional batch without a transactional.id",
         )
+    if not allowed(core, ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id):
+        return ErrorCode.transactional_id_authorization_failed, "no WRITE on the transactional.id"
     if core.txn is None:
         return ErrorCode.coordinator_not_available, "transaction coordinator not running"
     code = core.txn.verify(req.transactional_id, h.producer_id, h.producer_epoch, (topic, index))
@@ -114,7 +122,7 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             if error is None and (denied := _denied(core, ctx, topic.name)) is not None:
                 error = (denied.code, str(denied))
             if error is None:
-                error = _transactional_error(core, req, topic.name, p.index, p.records)
+                error = _transactional_error(core, ctx, req, topic.name, p.index, p.records)
             if error is not None:
                 parts.append(_partition_error(p.index, *error))
             else:
@@ -127,10 +135,16 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
 
 
 def _denied(core: BrokerCore, ctx: RequestContext, topic: str) -> KafkaError | None:
+    """WRITE on the topic; then, as Kafka's ``ReplicaManager``, no client appends to an internal
+    topic (the coordinators write those themselves), whatever the ACLs."""
     try:
         require(core, ctx, WRITE, TOPIC, topic)
     except KafkaError as exc:
         return exc
+    if internal_topic(topic):
+        return KafkaError(
+            ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {topic}"
+        )
     return None
 
 
@@ -138,7 +152,7 @@ async def init_producer_id(core: BrokerCore, ctx: RequestContext, req: Any) -> A
     if req.transactional_id is not None:
         if core.txn is None:
             raise KafkaError(ErrorCode.coordinator_not_available, "no transaction coordinator")
-        return await core.txn.handle(ctx, req)
+        return await txn_guarded(core, ctx, req, core.txn.handle)  # WRITE on the id
     if not (
         allowed_cluster(core, ctx, IDEMPOTENT_WRITE) or allowed_on_any(core, ctx, WRITE, TOPIC)
     ):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
-from streamrt.broker.security import ALTER, allowed_cluster
+from streamrt.broker.security import ALTER, DESCRIBE, allowed_cluster
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -94,6 +94,9 @@ def _partition(core: BrokerCore, index: int, now_ms: int) -> dict[str, Any]:
 
 
 async def describe_quorum(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    if not allowed_cluster(core, ctx, DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        code = ErrorCode.cluster_authorization_failed
+        return respond(ctx, error_code=code, error_message=None, topics=[], nodes=[])
     now = core.clock.now_ms()
     topics = []
     for t in req.topics:

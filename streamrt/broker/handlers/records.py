@@ -1,4 +1,7 @@
-"""DeleteRecords: move partitions' log start offsets forward (Kafka Streams purges with it)."""
+"""DeleteRecords: move partitions' log start offsets forward (Kafka Streams purges with it).
+
+As Kafka's ``KafkaApis.handleDeleteRecordsRequest``: DELETE on each topic, else that topic's
+partitions answer TOPIC_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import asyncio
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import DELETE, TOPIC, allowed
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -29,12 +33,17 @@ async def delete_records(core: BrokerCore, ctx: RequestContext, req: Any) -> Any
     topics = []
     for t in req.topics:
         parts = []
+        authorized = allowed(core, ctx, DELETE, TOPIC, t.name)
         for p in t.partitions:
             entry: dict[str, Any] = {
                 "partition_index": p.partition_index,
                 "low_watermark": -1,
                 "error_code": ErrorCode.none,
             }
+            if not authorized:
+                entry["error_code"] = ErrorCode.topic_authorization_failed
+                parts.append(entry)
+                continue
             try:
                 # The new start offset is fsynced before it is acknowledged: off the loop.
                 low = await asyncio.to_thread(

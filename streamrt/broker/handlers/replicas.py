@@ -10,6 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.security import (
+    ALTER,
+    DESCRIBE,
+    TOPIC,
+    allowed,
+    allowed_cluster,
+    authorized_operations,
+)
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.context import RequestContext
@@ -50,13 +58,17 @@ def _partition_exists(core: BrokerCore, topic: str, partition: int) -> bool:
 
 async def elect_leaders(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     """Null ``topic_partitions`` means every partition; Kafka then leaves out the partitions
-    whose election was not needed, which on one node is all of them."""
+    whose election was not needed, which on one node is all of them. ALTER on the cluster, as
+    Kafka: else every partition (and, from v1, the response) is CLUSTER_AUTHORIZATION_FAILED."""
     results = []
+    authorized = allowed_cluster(core, ctx, ALTER)
     if req.topic_partitions is not None:
         for t in req.topic_partitions:
             rows = []
             for p in t.partitions:
-                if _partition_exists(core, t.topic, p):
+                if not authorized:
+                    code, message = ErrorCode.cluster_authorization_failed, None
+                elif _partition_exists(core, t.topic, p):
                     code = ErrorCode.election_not_needed
                     message = "the preferred replica is already the leader"
                 else:
@@ -64,12 +76,14 @@ async def elect_leaders(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                     message = f"unknown partition {t.topic}-{p}"
                 rows.append({"partition_id": p, "error_code": code, "error_message": message})
             results.append({"topic": t.topic, "partition_result": rows})
-    return respond(
-        ctx, throttle_time=0, error_code=ErrorCode.none, replica_election_results=results
-    )
+    top = ErrorCode.none if authorized else ErrorCode.cluster_authorization_failed
+    return respond(ctx, throttle_time=0, error_code=top, replica_election_results=results)
 
 
 async def alter_partition_reassignments(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """ALTER on the cluster, as Kafka's controller requires."""
+    if not allowed_cluster(core, ctx, ALTER):
+        return _cluster_refusal(ctx, responses=[])
     responses = []
     for t in req.topics:
         rows = []
@@ -93,7 +107,15 @@ async def alter_partition_reassignments(core: BrokerCore, ctx: RequestContext, r
     )
 
 
+def _cluster_refusal(ctx: RequestContext, **empty: Any) -> Any:
+    code = ErrorCode.cluster_authorization_failed
+    return respond(ctx, throttle_time=0, error_code=code, error_message=None, **empty)
+
+
 async def list_partition_reassignments(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """DESCRIBE on the cluster, as Kafka's controller requires."""
+    if not allowed_cluster(core, ctx, DESCRIBE):
+        return _cluster_refusal(ctx, topics=[])
     return respond(ctx, throttle_time=0, error_code=ErrorCode.none, error_message=None, topics=[])
 
 
@@ -115,9 +137,16 @@ def _described_partition(core: BrokerCore, index: int) -> dict[str, Any]:
 
 
 async def describe_topic_partitions(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
-    """Topics sorted by name, at most ``response_partition_limit`` partitions, then a cursor."""
+    """Topics sorted by name, at most ``response_partition_limit`` partitions, then a cursor.
+
+    DESCRIBE on each topic, as Kafka: a named one without it answers TOPIC_AUTHORIZATION_FAILED,
+    a listing leaves it out."""
     topics = core.logs.topics()
     names = sorted(t.name for t in req.topics) if req.topics else sorted(topics)
+    denied = [n for n in names if not allowed(core, ctx, DESCRIBE, TOPIC, n)]
+    names = [n for n in names if n not in denied]
+    if not req.topics:
+        denied = []
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -127,16 +156,7 @@ async def describe_topic_partitions(core: BrokerCore, ctx: RequestContext, req: 
     for name in names:
         info = topics.get(name)
         if info is None:
-            out.append(
-                {
-                    "error_code": ErrorCode.unknown_topic_or_partition,
-                    "name": name,
-                    "topic_id": None,
-                    "is_internal": False,
-                    "partitions": [],
-                    "topic_authorized_operations": _NO_OPERATIONS,
-                }
-            )
+            out.append(_unknown_topic(name, ErrorCode.unknown_topic_or_partition))
             continue
         first = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
         partitions = []
@@ -153,7 +173,7 @@ async def describe_topic_partitions(core: BrokerCore, ctx: RequestContext, req: 
                 "topic_id": info.topic_id,
                 "is_internal": info.internal,
                 "partitions": partitions,
-                "topic_authorized_operations": _NO_OPERATIONS,
+                "topic_authorized_operations": authorized_operations(core, ctx, TOPIC, name),
             }
         )
         if next_cursor is not None:
@@ -162,4 +182,16 @@ async def describe_topic_partitions(core: BrokerCore, ctx: RequestContext, req: 
             following = names[names.index(name) + 1]
             next_cursor = {"topic_name": following, "partition_index": 0}
             break
+    out.extend(_unknown_topic(n, ErrorCode.topic_authorization_failed) for n in denied)
     return respond(ctx, throttle_time=0, topics=out, next_cursor=next_cursor)
+
+
+def _unknown_topic(name: str, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": None,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": _NO_OPERATIONS,
+    }

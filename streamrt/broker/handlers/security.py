@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 from typing import Any
@@ -75,11 +76,14 @@ async def sasl_authenticate(core: BrokerCore, ctx: RequestContext, req: Any) -> 
             session_lifetime=0,
         )
     try:
-        token = auth.authenticate(bytes(req.auth_bytes))
+        # PLAIN checks a password with PBKDF2 (milliseconds): off the event loop.
+        token = await asyncio.to_thread(auth.authenticate, bytes(req.auth_bytes))
     except SaslFailure as exc:
         logger.info(
             "SASL authentication failed on %s from %s: %s", auth.listener, ctx.client_host, exc
         )
+        # Kafka's connection.failed.authentication.delay.ms: slows password guessing.
+        await asyncio.sleep(int(core.config["connection.failed.authentication.delay.ms"]) / 1000)
         return respond(
             ctx,
             error_code=ErrorCode.sasl_authentication_failed,
@@ -289,62 +293,28 @@ def _check_alteration(name: str, mech_type: int, iterations: int | None) -> tupl
 
 
 async def alter_user_scram_credentials(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """Each user's changes apply only if all of that user's are valid (Kafka's rule)."""
     users = list(dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions]))
     if not allowed_cluster(core, ctx, ALTER):
-        results = [
-            {
-                "user": u,
-                "error_code": ErrorCode.cluster_authorization_failed,
-                "error_message": "ALTER on the cluster is needed",
-            }
-            for u in users
-        ]
-        return respond(ctx, throttle_time=0, results=results)
+        refusal = (ErrorCode.cluster_authorization_failed, "ALTER on the cluster is needed")
+        return _scram_results(ctx, users, dict.fromkeys(users, refusal))
     assert core.security is not None
     store = core.security.credentials
     errors: dict[str, tuple[ErrorCode, str]] = {}
-    pairs = collections.Counter(
-        [(d.name, int(d.mechanism)) for d in req.deletions]
-        + [(u.name, int(u.mechanism)) for u in req.upsertions]
-    )
-    for (user, _mech), n in pairs.items():
-        if n > 1:
-            errors.setdefault(
-                user,
-                (
-                    ErrorCode.duplicate_resource,
-                    "A user credential cannot be altered twice in the same request",
-                ),
-            )
-    for d in req.deletions:
-        code, msg = _check_alteration(d.name, d.mechanism, None)
-        if code == ErrorCode.none and store.get(d.name, mechanism(int(d.mechanism)).name) is None:
-            code, msg = (
-                ErrorCode.resource_not_found,
-                "Attempt to delete a user credential that does not exist",
-            )
-        if code != ErrorCode.none:
-            errors.setdefault(d.name, (code, msg))
-    for u in req.upsertions:
-        code, msg = _check_alteration(u.name, u.mechanism, int(u.iterations))
-        if code == ErrorCode.none:
-            mech = mechanism(int(u.mechanism))
-            if not u.salt or len(u.salted_password) != mech.digest_size:
-                code, msg = ErrorCode.unacceptable_credential, "Invalid salt or salted password"
-        if code != ErrorCode.none:
-            errors.setdefault(u.name, (code, msg))
+    for user, error in (
+        *_duplicates(req),
+        *_deletion_errors(store, req.deletions),
+        *_upsertion_errors(req.upsertions),
+    ):
+        errors.setdefault(user, error)
     deletions = [
         (d.name, mechanism(int(d.mechanism)).name) for d in req.deletions if d.name not in errors
     ]
-    upserts = []
-    for u in req.upsertions:
-        if u.name in errors:
-            continue
-        mech = mechanism(int(u.mechanism))
-        cred = credential_from_salted_password(
-            mech, bytes(u.salted_password), bytes(u.salt), int(u.iterations)
-        )
-        upserts.append((u.name, mech.name, cred))
+    upserts = [
+        (u.name, mech.name, _credential(mech, u))
+        for u in req.upsertions
+        if u.name not in errors and (mech := mechanism(int(u.mechanism)))
+    ]
     if deletions or upserts:
         store.apply(upserts, deletions)
         logger.info(
@@ -353,10 +323,61 @@ async def alter_user_scram_credentials(core: BrokerCore, ctx: RequestContext, re
             [(n, m) for n, m, _ in upserts],
             deletions,
         )
+    return _scram_results(ctx, users, errors)
+
+
+_Errors = list[tuple[str, tuple[ErrorCode, str]]]
+
+
+def _duplicates(req: Any) -> _Errors:
+    pairs = collections.Counter(
+        [(d.name, int(d.mechanism)) for d in req.deletions]
+        + [(u.name, int(u.mechanism)) for u in req.upsertions]
+    )
+    message = "A user credential cannot be altered twice in the same request"
+    return [
+        (user, (ErrorCode.duplicate_resource, message)) for (user, _m), n in pairs.items() if n > 1
+    ]
+
+
+def _deletion_errors(store: Any, deletions: Any) -> _Errors:
+    out: _Errors = []
+    for d in deletions:
+        code, msg = _check_alteration(d.name, d.mechanism, None)
+        if code == ErrorCode.none and store.get(d.name, mechanism(int(d.mechanism)).name) is None:
+            code = ErrorCode.resource_not_found
+            msg = "Attempt to delete a user credential that does not exist"
+        if code != ErrorCode.none:
+            out.append((d.name, (code, msg)))
+    return out
+
+
+def _upsertion_errors(upsertions: Any) -> _Errors:
+    out: _Errors = []
+    for u in upsertions:
+        code, msg = _check_alteration(u.name, u.mechanism, int(u.iterations))
+        if code == ErrorCode.none:
+            mech = mechanism(int(u.mechanism))
+            if not u.salt or len(u.salted_password) != mech.digest_size:
+                code, msg = ErrorCode.unacceptable_credential, "Invalid salt or salted password"
+        if code != ErrorCode.none:
+            out.append((u.name, (code, msg)))
+    return out
+
+
+def _credential(mech: Any, u: Any) -> Any:
+    return credential_from_salted_password(
+        mech, bytes(u.salted_password), bytes(u.salt), int(u.iterations)
+    )
+
+
+def _scram_results(
+    ctx: RequestContext, users: list[str], errors: dict[str, tuple[ErrorCode, str]]
+) -> Any:
     results = [
         {
             "user": u,
-            "error_code": errors.get(u, (ErrorCode.none, ""))[0],
+            "error_code": errors[u][0] if u in errors else ErrorCode.none,
             "error_message": errors[u][1] if u in errors else None,
         }
         for u in users

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamrt.broker.core import ApiTable, BrokerCore
+from streamrt.broker.security.txn_access import guarded
 from streamrt.broker.txn.responses import error_response
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.wire.api_keys import ApiKey
@@ -20,10 +21,17 @@ _TXN_OFFSET_COMMIT_VERSIONS = (0, 4)
 async def _to_coordinator(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     if core.txn is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "transaction coordinator not running")
-    return await core.txn.handle(ctx, req)
+    return await guarded(core, ctx, req, core.txn.handle)  # ACLs (security/txn_access)
 
 
 async def txn_offset_commit(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    async def verified(ctx: RequestContext, req: Any) -> Any:
+        return await _verified_txn_offset_commit(core, ctx, req)
+
+    return await guarded(core, ctx, req, verified)  # ACLs first, as Kafka
+
+
+async def _verified_txn_offset_commit(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     """The group's offsets partition must be in the producer's ongoing transaction (added by
     AddOffsetsToTxn) — Kafka's verification; a stale epoch gets INVALID_PRODUCER_EPOCH."""
     if core.coordinator is None or core.txn is None:

@@ -30,6 +30,7 @@ __all__ = (
     "recompute_crc",
     "set_base_offset",
     "set_log_append_time",
+    "set_max_timestamp",
 )
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
@@ -163,6 +164,12 @@ def set_log_append_time(buf: bytearray, h: BatchHeader, now_ms: int) -> None:
     """Mark a batch as LogAppendTime with ``now_ms`` as its max timestamp, and re-CRC it."""
     struct.pack_into(">h", buf, h.position + _ATTR_POS, h.attributes | ATTR_LOG_APPEND_TIME)
     struct.pack_into(">q", buf, h.position + _MAX_TS_POS, now_ms)
+    recompute_crc(buf, h.position, h.size)
+
+
+def set_max_timestamp(buf: bytearray, h: BatchHeader, max_timestamp: int) -> None:
+    """Correct a batch's max timestamp to its records' largest (Kafka's ``setMaxTimestamp``)."""
+    struct.pack_into(">q", buf, h.position + _MAX_TS_POS, max_timestamp)
     recompute_crc(buf, h.position, h.size)
 
 

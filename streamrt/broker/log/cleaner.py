@@ -34,8 +34,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-
 from streamrt.broker.log.batch import (
     ATTR_LOG_APPEND_TIME,
     BatchHeader,
@@ -44,6 +42,7 @@ from streamrt.broker.log.batch import (
     set_base_offset,
     set_log_append_time,
 )
+from streamrt.broker.log.codec import Record, build_batch, read_records, rebuilt
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import commit_swap, finish_swap, fsync_dir, write_atomically
 from streamrt.broker.log.txn_index import AbortedTracker, AbortedTxn
@@ -106,18 +105,14 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
         end_offset = log.segments[len(cleanable)].base_offset
         if not _should_clean(cleanable, checkpoint, now_ms, config):
             return None
-    latest = _latest_offsets(cleanable, aborted)
-    tracker = AbortedTracker(aborted)
-    with_data: set[int] = set()
-    horizon_ms = now_ms - config["delete.retention.ms"]
-    removed = 0
-    kept_tombstone_ts: list[int] = []
+    cleaning = _Pass(
+        _latest_offsets(cleanable, aborted),
+        now_ms - config["delete.retention.ms"],
+        AbortedTracker(aborted),
+    )
     new_segments: list[LogSegment] = []
     for group in _groups(cleanable, config["segment.bytes"]):
-        cleaned, n = _write_cleaned(
-            log.directory, group, latest, horizon_ms, config, kept_tombstone_ts, tracker, with_data
-        )
-        removed += n
+        cleaned = _write_cleaned(log.directory, group, cleaning, config["index.interval.bytes"])
         with log.lock:
             if log.closed or any(all(s is not t for t in log.segments) for s in group):
                 cleaned.delete()
@@ -127,8 +122,8 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
         if not log.closed:
             new_segments = _drop_empty(log, new_segments)
     deadline = (
-        min(kept_tombstone_ts) + config["delete.retention.ms"]
-        if kept_tombstone_ts
+        min(cleaning.kept_tombstone_ts) + config["delete.retention.ms"]
+        if cleaning.kept_tombstone_ts
         else _NO_DEADLINE
     )
     CleanerCheckpoint(end_offset, deadline).write(log.directory)
@@ -137,7 +132,7 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
         len(new_segments),
         sum(s.size for s in cleanable),
         sum(s.size for s in new_segments),
-        removed,
+        cleaning.removed,
     )
     logger.info(
         "compacted log",
@@ -189,10 +184,10 @@ def _should_clean(
     return total > 0 and dirty > 0 and dirty / total >= config["min.cleanable.dirty.ratio"]
 
 
-def _records(data: bytes) -> list[Any] | None:
+def _records(data: bytes) -> list[Record] | None:
     """The records of a batch, or ``None`` if they cannot be decoded (then it is kept whole)."""
     try:
-        return list(DefaultRecordBatch(data))
+        return read_records(data)
     except Exception:  # unknown codec or malformed records: never drop what we cannot read
         logger.warning("cannot decode batch during compaction; keeping it", exc_info=True)
         return None
@@ -230,95 +225,95 @@ def _groups(segments: Sequence[LogSegment], max_bytes: int) -> list[list[LogSegm
     return groups
 
 
+@dataclasses.dataclass
+class _Pass:
+    """What one cleaning pass decides batch by batch, and what it carries across batches:
+    ``with_data`` holds the producers whose current transaction kept a batch so far (its
+    marker must stay), ``kept_tombstone_ts`` the timestamps of what must be cleaned again."""
+
+    latest: dict[bytes, int]
+    horizon_ms: int
+    tracker: AbortedTracker
+    with_data: set[int] = dataclasses.field(default_factory=set)
+    kept_tombstone_ts: list[int] = dataclasses.field(default_factory=list)
+    removed: int = 0
+
+    def retained(self, h: BatchHeader, data: bytes) -> bytes | None:
+        """The bytes of ``h``'s batch to keep (itself or thinned), or ``None`` to drop it."""
+        if _aborted(self.tracker, h):
+            self.removed += h.record_count
+            return None
+        if h.is_control:
+            return data if self._keep_marker(h) else None
+        records = _records(data)
+        if records is None:  # unreadable: never drop what we cannot read
+            if h.is_transactional:
+                self.with_data.add(h.producer_id)
+            return data
+        keep = [r for r in records if self._keep_record(r)]
+        self.removed += len(records) - len(keep)
+        if not keep:
+            return None
+        if h.is_transactional:
+            self.with_data.add(h.producer_id)
+        return data if len(keep) == len(records) else bytes(_rebuild_batch(h, keep))
+
+    def _keep_marker(self, h: BatchHeader) -> bool:
+        if h.producer_id in self.with_data:  # its transaction still has data here
+            self.with_data.discard(h.producer_id)
+        elif h.max_timestamp <= self.horizon_ms:
+            self.removed += h.record_count
+            return False
+        else:
+            self.kept_tombstone_ts.append(h.max_timestamp)  # clean again at the horizon
+        return True
+
+    def _keep_record(self, r: Record) -> bool:
+        key = None if r.key is None else bytes(r.key)
+        if key is not None and self.latest.get(key) != r.offset:
+            return False
+        if key is not None and r.value is None:
+            if r.timestamp <= self.horizon_ms:
+                return False
+            self.kept_tombstone_ts.append(r.timestamp)
+        return True
+
+
 def _write_cleaned(
-    directory: Path,
-    group: Sequence[LogSegment],
-    latest: dict[bytes, int],
-    horizon_ms: int,
-    config: dict[str, Any],
-    kept_tombstone_ts: list[int],
-    tracker: AbortedTracker,
-    with_data: set[int],
-) -> tuple[LogSegment, int]:
-    """Write the retained batches of ``group`` to ``.cleaned`` files; return them and the
-    number of records removed. ``with_data`` holds the producers whose current transaction
-    kept a batch so far (its marker must stay)."""
+    directory: Path, group: Sequence[LogSegment], cleaning: _Pass, interval: int
+) -> LogSegment:
+    """Write the retained batches of ``group`` to ``.cleaned`` files and return them."""
     out = LogSegment.create(directory, group[0].base_offset, suffix=".cleaned")
-    interval = config["index.interval.bytes"]
-    removed = 0
     try:
         for seg in group:
             for h, data in seg.batches():
-                if _aborted(tracker, h):
-                    removed += h.record_count
-                    continue
-                if h.is_control:
-                    if h.producer_id in with_data:  # its transaction still has data here
-                        with_data.discard(h.producer_id)
-                    elif h.max_timestamp <= horizon_ms:
-                        removed += h.record_count
-                        continue
-                    else:
-                        kept_tombstone_ts.append(h.max_timestamp)  # clean again at the horizon
-                    out.append(data, [dataclasses.replace(h, position=0)], interval)
-                    continue
-                records = _records(data)
-                if records is None:
-                    if h.is_transactional:
-                        with_data.add(h.producer_id)
-                    out.append(data, [dataclasses.replace(h, position=0)], interval)
-                    continue
-                keep = []
-                for r in records:
-                    key = None if r.key is None else bytes(r.key)
-                    if key is not None and latest.get(key) != r.offset:
-                        continue
-                    if key is not None and r.value is None:
-                        if r.timestamp <= horizon_ms:
-                            continue
-                        kept_tombstone_ts.append(r.timestamp)
-                    keep.append(r)
-                removed += len(records) - len(keep)
-                if not keep:
-                    continue
-                if h.is_transactional:
-                    with_data.add(h.producer_id)
-                new = data if len(keep) == len(records) else _rebuild_batch(h, keep)
-                out.append(new, [parse_header(new)], interval)
+                kept = cleaning.retained(h, data)
+                if kept is not None:
+                    out.append(kept, [parse_header(kept)], interval)
         out.flush()
         out.write_index()
     except BaseException:
         out.delete()
         raise
-    return out, removed
+    return out
 
 
 def _aborted(tracker: AbortedTracker, h: BatchHeader) -> bool:
     return tracker.is_aborted(h.base_offset, h.producer_id, h.is_transactional, h.is_control)
 
 
-def _build(h: BatchHeader, records: Sequence[Any], codec: int) -> bytearray:
-    builder = DefaultRecordBatchBuilder(
-        magic=2,
-        compression_type=codec,
-        is_transactional=int(h.is_transactional),
+def _build(h: BatchHeader, records: Sequence[Record], codec: int) -> bytearray:
+    return build_batch(
+        rebuilt(records, h.base_offset),
+        codec=codec,
+        transactional=h.is_transactional,
         producer_id=h.producer_id,
         producer_epoch=h.producer_epoch,
         base_sequence=h.base_sequence,
-        batch_size=_MAX_RELATIVE_OFFSET,
     )
-    for r in records:
-        builder.append(
-            r.offset - h.base_offset,
-            timestamp=r.timestamp,
-            key=r.key,
-            value=r.value,
-            headers=list(r.headers),
-        )
-    return builder.build()
 
 
-def _rebuild_batch(h: BatchHeader, records: Sequence[Any]) -> bytearray:
+def _rebuild_batch(h: BatchHeader, records: Sequence[Record]) -> bytearray:
     """A batch of ``records`` that keeps ``h``'s offsets, producer fields and timestamp type."""
     try:
         buf = _build(h, records, h.compression_type)

@@ -16,28 +16,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aiokafka.errors import UnsupportedCodecError
-from aiokafka.record.default_records import DefaultRecordBatch
-
-from streamrt.broker.log.batch import (
-    ATTR_LOG_APPEND_TIME,
-    BatchHeader,
-    iter_headers,
-    parse_header,
-    set_base_offset,
-    set_log_append_time,
+from streamrt.broker.log.assign import AppendPlan, plan_append
+from streamrt.broker.log.batch import iter_headers, parse_header
+from streamrt.broker.log.control import build_marker_batch
+from streamrt.broker.log.loading import (
+    PRODUCER_SNAPSHOT,
+    TXN_INDEX,
+    expired_segments,
+    load_producer_state,
 )
-from streamrt.broker.log.control import build_marker_batch, parse_marker
-from streamrt.broker.log.producer_state import (
-    ActiveProducer,
-    BatchMetadata,
-    ProducerEntry,
-    ProducerStateManager,
-)
+from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
 from streamrt.broker.log.recompress import CODECS, recompress
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
+from streamrt.broker.log.time_lookup import max_timestamp_offset, offset_for_timestamp
 from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
+from streamrt.broker.log.validator import validate
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 
@@ -45,10 +39,8 @@ __all__ = ("AppendInfo", "FetchSlice", "PartitionLog")
 
 logger = logging.getLogger(__name__)
 
-PRODUCER_SNAPSHOT = "producer-state.json"
 #: The log start offset moved by DeleteRecords (Kafka keeps it in ``log-start-offset-checkpoint``).
 LOG_START_OFFSET_FILE = "log-start-offset"
-TXN_INDEX = "aborted-txns.json"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -126,24 +118,7 @@ class PartitionLog:
         if not segments:
             segments.append(LogSegment.create(directory, 0))
             fsync_dir(directory)
-        log_end = segments[-1].next_offset
-        state = ProducerStateManager()
-        start = segments[0].base_offset
-        snapshot = ProducerStateManager.read_snapshot(directory / PRODUCER_SNAPSHOT)
-        txn_index = TxnIndex()
-        if snapshot is not None and (snapshot[0] == log_end or snapshot[0] in bases):
-            saved = TxnIndex.read(directory / TXN_INDEX, snapshot[0])
-            if saved is not None:
-                start, state = snapshot
-                txn_index = saved
-        for seg in segments:
-            if seg.base_offset >= start:
-                for h in seg.headers_from(0):
-                    if h.is_control:
-                        _replay_marker(state, txn_index, seg, h)
-                    else:
-                        state.load_batch(h)
-        txn_index.drop_before(segments[0].base_offset)
+        state, txn_index = load_producer_state(directory, segments)
         return cls(directory, topic, partition, config, fsync_policy, segments, state, txn_index)
 
     def update_config(self, config: Mapping[str, Any]) -> None:
@@ -236,72 +211,63 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------- append
     def append(self, records: bytes, now_ms: int, *, coordinator: bool = False) -> AppendInfo:
-        """Validate every batch, assign offsets, write; a retried idempotent batch is not
-        written again but answered with its original offsets (``duplicate=True``).
+        """Validate every batch (:mod:`validator`), recompress for the topic's codec, assign
+        offsets, write; a retried idempotent batch is not written again but answered with its
+        original offsets (``duplicate=True``). Nothing is written unless every batch passed.
 
         ``coordinator=True`` is Kafka's coordinator append origin (transactional offset
         commits): producer epochs are checked, sequences are not."""
         with self.lock:
             self._check_open()
-            headers = list(iter_headers(records))
-            if not headers:
-                raise KafkaError(ErrorCode.invalid_record, "produce request holds no record batch")
-            codec = CODECS.get(self._config.get("compression.type", "producer"))
-            if codec is not None:  # the topic asks for a codec: Kafka's LogValidator rewrite
-                rewritten = recompress(records, headers, codec)
-                if rewritten is not None:
-                    records = rewritten
-                    headers = list(iter_headers(records))
-            for h in headers:
-                self._validate_batch(records, h, now_ms)
+            compression = self._config.get("compression.type", "producer")
+            batches = validate(
+                records,
+                self._config,
+                now_ms,
+                client=not coordinator,
+                keep_plain=compression in CODECS,
+            )
+            headers = [v.header for v in batches]
+            rewritten = recompress(records, batches, compression, self._config["max.message.bytes"])
+            if rewritten is not None:
+                records = rewritten
+                headers = list(iter_headers(records, check_crc=False))
             log_append = self._config["message.timestamp.type"] == "LogAppendTime"
-            buf = bytearray(records)
-            next_offset = self.log_end_offset
-            pending: dict[int, ProducerEntry] = {}
-            duplicates: list[BatchMetadata] = []
-            kept: list[BatchHeader] = []
-            for h in headers:
-                cached = self.producer_state.check(
-                    h, next_offset, pending, check_sequence=not coordinator
-                )
-                if cached is not None:
-                    duplicates.append(cached)
-                    continue
-                set_base_offset(buf, h.position, next_offset)
-                if log_append:
-                    set_log_append_time(buf, h, now_ms)
-                kept.append(
-                    dataclasses.replace(
-                        h,
-                        base_offset=next_offset,
-                        max_timestamp=now_ms if log_append else h.max_timestamp,
-                        attributes=h.attributes | (ATTR_LOG_APPEND_TIME if log_append else 0),
-                    )
-                )
-                next_offset += h.last_offset_delta + 1
-            append_time = now_ms if log_append else -1
-            if duplicates:
-                if kept:
-                    raise KafkaError(
-                        ErrorCode.out_of_order_sequence_number,
-                        "a retried (duplicate) batch was sent together with new batches",
-                    )
+            plan = plan_append(
+                records,
+                headers,
+                [v.max_timestamp for v in batches],
+                self.log_end_offset,
+                self.producer_state,
+                now_ms,
+                log_append=log_append,
+                check_sequence=not coordinator,
+            )
+            if plan.duplicates:
+                first, last = plan.duplicates[0], plan.duplicates[-1]
+                append_time = first.timestamp if log_append else -1
                 return AppendInfo(
-                    duplicates[0].base_offset,
-                    duplicates[-1].last_offset,
-                    duplicates[0].timestamp if log_append else -1,
+                    first.base_offset,
+                    last.last_offset,
+                    append_time,
                     self.log_start_offset,
                     duplicate=True,
                 )
-            self._maybe_roll(len(buf), now_ms, next_offset)
-            self.segments[-1].append(buf, kept, self._config["index.interval.bytes"])
-            self.producer_state.commit(pending)
-            self._unflushed = True
-            if self._fsync_policy == "always":
-                self.flush()
+            self._write(plan, now_ms)
             return AppendInfo(
-                kept[0].base_offset, next_offset - 1, append_time, self.log_start_offset
+                plan.kept[0].base_offset,
+                plan.next_offset - 1,
+                now_ms if log_append else -1,
+                self.log_start_offset,
             )
+
+    def _write(self, plan: AppendPlan, now_ms: int) -> None:
+        self._maybe_roll(len(plan.buf), now_ms, plan.next_offset)
+        self.segments[-1].append(plan.buf, plan.kept, self._config["index.interval.bytes"])
+        self.producer_state.commit(plan.pending)
+        self._unflushed = True
+        if self._fsync_policy == "always":
+            self.flush()
 
     def append_marker(
         self,
@@ -334,49 +300,6 @@ class PartitionLog:
             if self._fsync_policy == "always":
                 self.flush()
             return offset
-
-    def _validate_batch(self, records: bytes, h: BatchHeader, now_ms: int) -> None:
-        if h.size > self._config["max.message.bytes"]:
-            raise KafkaError(
-                ErrorCode.message_too_large,
-                f"batch of {h.size} bytes exceeds max.message.bytes "
-                f"{self._config['max.message.bytes']}",
-            )
-        if h.size > self._config["segment.bytes"]:
-            raise KafkaError(
-                ErrorCode.record_list_too_large,
-                f"batch of {h.size} bytes exceeds segment.bytes {self._config['segment.bytes']}",
-            )
-        if h.is_control:
-            raise KafkaError(ErrorCode.invalid_record, "clients may not send control batches")
-        if self._config["message.timestamp.type"] == "CreateTime":
-            before = self._config["message.timestamp.before.max.ms"]
-            after = self._config["message.timestamp.after.max.ms"]
-            if now_ms - h.base_timestamp > before or h.max_timestamp - now_ms > after:
-                raise KafkaError(
-                    ErrorCode.invalid_timestamp,
-                    f"batch timestamps [{h.base_timestamp}, {h.max_timestamp}] outside "
-                    f"message.timestamp.before.max.ms={before} / after.max.ms={after} "
-                    f"of the broker time {now_ms}",
-                )
-        if h.record_count != h.last_offset_delta + 1:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"record count {h.record_count} != last offset delta {h.last_offset_delta} + 1",
-            )
-        if "compact" in self._config["cleanup.policy"]:
-            try:
-                keys = [
-                    r.key for r in DefaultRecordBatch(records[h.position : h.position + h.size])
-                ]
-            except UnsupportedCodecError as exc:  # the codec's library is not installed
-                raise KafkaError(ErrorCode.unsupported_compression_type, str(exc)) from None
-            except Exception as exc:  # a malformed record inside the batch
-                raise KafkaError(ErrorCode.corrupt_message, f"cannot read records: {exc}") from None
-            if any(k is None for k in keys):
-                raise KafkaError(
-                    ErrorCode.invalid_record, "compacted topic: every record needs a key"
-                )
 
     # ------------------------------------------------------------------------------- rolling
     def _maybe_roll(self, incoming: int, now_ms: int, next_offset: int) -> None:
@@ -458,42 +381,14 @@ class PartitionLog:
         log start; ``None`` for an empty log."""
         with self.lock:
             self._check_open()
-            start = self.log_start_offset
-            best: tuple[LogSegment, BatchHeader] | None = None
-            for seg in self.segments:
-                for h in seg.headers_from(0):
-                    if h.base_offset + h.last_offset_delta < start:
-                        continue
-                    if best is None or h.max_timestamp > best[1].max_timestamp:
-                        best = (seg, h)
-            if best is None:
-                return None
-            seg, h = best
-            try:
-                for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
-                    if r.offset >= start and r.timestamp == h.max_timestamp:
-                        return r.offset, r.timestamp
-            except Exception:  # undecodable records: answer at batch granularity
-                logger.warning("cannot decode batch for max timestamp lookup", exc_info=True)
-            return h.base_offset + h.last_offset_delta, h.max_timestamp
+            return max_timestamp_offset(self.segments, self.log_start_offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``, found via
-        the first batch whose max timestamp is >= it (Kafka's ListOffsets); ``None`` if none."""
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms`` (Kafka's
+        ListOffsets); ``None`` if none."""
         with self.lock:
             self._check_open()
-            for seg in self.segments:
-                h = seg.find_timestamp(timestamp_ms)
-                if h is None:
-                    continue
-                try:
-                    for r in DefaultRecordBatch(seg.pread(h.position, h.size)):
-                        if r.timestamp >= timestamp_ms and r.offset >= self.log_start_offset:
-                            return r.offset, r.timestamp
-                except Exception:  # undecodable records: answer at batch granularity
-                    logger.warning("cannot decode batch for timestamp lookup", exc_info=True)
-                return h.base_offset, h.max_timestamp
-            return None
+            return offset_for_timestamp(self.segments, timestamp_ms, self.log_start_offset)
 
     # ------------------------------------------------------------------------------- durability
     def flush(self) -> None:
@@ -537,23 +432,7 @@ class PartitionLog:
             below_start = self._delete_segments_below_start()
             if "delete" not in self._config["cleanup.policy"]:
                 return below_start
-            candidates = self.segments[:-1]
-            by_time = 0
-            retention_ms = self._config["retention.ms"]
-            if retention_ms >= 0:
-                while (
-                    by_time < len(candidates)
-                    and now_ms - candidates[by_time].max_timestamp > retention_ms
-                ):
-                    by_time += 1
-            by_size = 0
-            retention_bytes = self._config["retention.bytes"]
-            if retention_bytes >= 0:
-                excess = sum(s.size for s in self.segments) - retention_bytes
-                while by_size < len(candidates) and excess - candidates[by_size].size >= 0:
-                    excess -= candidates[by_size].size
-                    by_size += 1
-            doomed = candidates[: max(by_time, by_size)]
+            doomed = self.segments[: expired_segments(self.segments, self._config, now_ms)]
             if doomed:
                 del self.segments[: len(doomed)]
                 for seg in doomed:
@@ -594,20 +473,6 @@ def _read_start_offset(path: Path) -> int:
     except ValueError:
         logger.warning("ignoring an unreadable log start offset file", extra=fields(path=str(path)))
         return 0
-
-
-def _replay_marker(
-    state: ProducerStateManager, txn_index: TxnIndex, seg: LogSegment, h: BatchHeader
-) -> None:
-    """Load-time twin of :meth:`PartitionLog.append_marker` (the ``.txnindex`` rebuild)."""
-    marker = parse_marker(seg.pread(h.position, h.size))
-    if marker is None or h.producer_id < 0:
-        return
-    aborted = state.complete_txn(
-        h.producer_id, h.producer_epoch, h.base_offset, marker.commit, h.max_timestamp
-    )
-    if aborted is not None:
-        txn_index.append(aborted)
 
 
 def _last_offset(records: bytes) -> int | None:

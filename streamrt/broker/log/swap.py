@@ -17,6 +17,7 @@ Protocol, for old segments ``old_bases`` replaced by one cleaned segment with ba
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ def fsync_dir(directory: Path) -> None:
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over ``path``, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(_tmp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
@@ -51,6 +52,14 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def _tmp_name(name: str) -> str:
+    """``<name>.tmp``, or for a name too long for that (a 249-character topic's metadata file)
+    a shortened name with a digest of the whole, so the temp file stays within 255 bytes."""
+    if len(name.encode()) <= 251:
+        return name + ".tmp"
+    return f"{name[:200]}.{hashlib.sha256(name.encode()).hexdigest()[:16]}.tmp"
 
 
 def commit_swap(directory: Path, new_base: int, old_bases: Sequence[int]) -> None:

@@ -22,7 +22,14 @@ class BrokerCore(Protocol):
     def security(self) -> BrokerSecurity | None: ...
 
 
-__all__ = ("AclOperation", "ResourceType", "allowed", "allowed_cluster")
+__all__ = (
+    "AclOperation",
+    "ResourceType",
+    "allowed",
+    "allowed_cluster",
+    "authorized_operations",
+    "require",
+)
 
 READ, WRITE, CREATE, DELETE = (
     AclOperation.READ,
@@ -38,6 +45,9 @@ ALTER, DESCRIBE, ALTER_CONFIGS, DESCRIBE_CONFIGS = (
 )
 IDEMPOTENT_WRITE = AclOperation.IDEMPOTENT_WRITE
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+#: Kafka's "authorized operations not requested" value (Integer.MIN_VALUE, KIP-430).
+NOT_REQUESTED = -(2**31)
 
 
 def allowed(
@@ -92,3 +102,20 @@ def allowed_on_any(
     return bool(
         security.authorizer.authorize_any(ctx.principal, ctx.client_host.lstrip("/"), op, rtype)
     )
+
+
+def authorized_operations(
+    core: BrokerCore, ctx: RequestContext, rtype: ResourceType, name: str, requested: bool = True
+) -> int:
+    """KIP-430's ``authorized_operations`` field as Kafka's ``AuthHelper.authorizedOperations``:
+    the bits of the supported operations the principal may do; every supported one without an
+    authorizer; ``NOT_REQUESTED`` when the request did not ask."""
+    from streamrt.broker.security.authorizer import SUPPORTED_OPERATIONS, operations_bits
+
+    if not requested:
+        return NOT_REQUESTED
+    security = core.security
+    if security is None or security.authorizer is None:
+        return operations_bits(SUPPORTED_OPERATIONS.get(rtype, ()))
+    host = ctx.client_host.lstrip("/")
+    return security.authorizer.authorized_operations(ctx.principal, host, rtype, name)

@@ -20,7 +20,45 @@ from streamrt.broker.security.acls import (
     ResourceType,
 )
 
-__all__ = ("Authorizer", "parse_super_users")
+__all__ = ("SUPPORTED_OPERATIONS", "Authorizer", "operations_bits", "parse_super_users")
+
+_O = AclOperation
+#: Kafka's ``AclEntry.supportedOperations``: the operations an authorized-operations field may
+#: report for each resource type.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        _O.READ,
+        _O.WRITE,
+        _O.CREATE,
+        _O.DESCRIBE,
+        _O.DELETE,
+        _O.ALTER,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE),
+    ResourceType.CLUSTER: (
+        _O.CREATE,
+        _O.CLUSTER_ACTION,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+        _O.IDEMPOTENT_WRITE,
+        _O.ALTER,
+        _O.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (_O.DESCRIBE, _O.WRITE),
+    ResourceType.DELEGATION_TOKEN: (_O.DESCRIBE,),
+    ResourceType.USER: (_O.CREATE_TOKENS, _O.DESCRIBE_TOKENS),
+}
+
+
+def operations_bits(ops: Iterable[AclOperation]) -> int:
+    """Kafka's ``Utils.to32BitField``: bit ``op.code`` set for each operation."""
+    bits = 0
+    for op in ops:
+        bits |= 1 << int(op)
+    return bits
+
 
 _IMPLIED: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(
@@ -118,11 +156,10 @@ class Authorizer:
     def authorized_operations(
         self, principal: str, host: str, resource_type: ResourceType, name: str
     ) -> int:
-        """The ``authorized_operations`` bit field of Describe responses (KIP-430)."""
+        """The ``authorized_operations`` bit field of Describe responses (KIP-430): the
+        operations Kafka supports on this resource type that the principal may do."""
         bits = 0
-        for op in AclOperation:
-            if op in (AclOperation.UNKNOWN, AclOperation.ANY, AclOperation.ALL):
-                continue
+        for op in SUPPORTED_OPERATIONS.get(resource_type, ()):
             if self.authorize(principal, host, op, resource_type, name):
                 bits |= 1 << int(op)
         return bits

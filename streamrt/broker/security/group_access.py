@@ -2,7 +2,8 @@
 
 As in Kafka: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit need READ on the
 group (so removing members, a LeaveGroup, needs READ), OffsetCommit also READ on each topic,
-OffsetFetch and DescribeGroups DESCRIBE on the group, DeleteGroups DELETE on it; ListGroups
+OffsetFetch and DescribeGroups DESCRIBE on the group (DescribeGroups' KIP-430 authorized
+operations are filled in here when asked), DeleteGroups DELETE on it; ListGroups
 shows every group with DESCRIBE on the cluster, else only the groups the caller may describe.
 Requests naming several groups or topics are split: the authorized part goes to the
 coordinator, the rest is answered with GROUP_/TOPIC_AUTHORIZATION_FAILED.
@@ -23,6 +24,7 @@ from streamrt.broker.security import (
     AclOperation,
     allowed,
     allowed_cluster,
+    authorized_operations,
 )
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
@@ -47,54 +49,117 @@ _GAF, _TAF = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization
 
 
 async def guarded(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
-    key = ctx.api_key
-    if key in (JOIN, HEARTBEAT, LEAVE, SYNC):
-        if not allowed(core, ctx, READ, GROUP, req.group_id):
+    """Answer a refused request here; hand the (possibly narrowed) rest to ``handle``."""
+    check = _CHECKS.get(ctx.api_key)
+    if check is None:
+        return await handle(ctx, req)
+    return await check(core, ctx, req, handle)
+
+
+Check = Callable[[Any, Any, Any, Handle], Awaitable[Any]]
+
+
+def _whole_group(op: AclOperation) -> Check:
+    """One group named by ``group_id``; ``op`` on it or GROUP_AUTHORIZATION_FAILED."""
+
+    async def check(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+        if not allowed(core, ctx, op, GROUP, req.group_id):
             return error_response(ctx, req, _GAF)
         return await handle(ctx, req)
-    if key == OFFSET_COMMIT:
-        if not allowed(core, ctx, READ, GROUP, req.group_id):
-            return error_response(ctx, req, _GAF)
-        return await _split(
-            ctx,
-            req,
-            handle,
-            "topics",
-            "topics",
-            lambda t: _ok(core, ctx, READ, TOPIC, t.name),
-            _TAF,
-        )
-    if key == OFFSET_FETCH:
-        if ctx.api_version < 8:
-            if not allowed(core, ctx, DESCRIBE, GROUP, req.group_id):
-                return error_response(ctx, req, _GAF)
-            return await handle(ctx, req)
-        return await _split(
-            ctx,
-            req,
-            handle,
-            "groups",
-            "groups",
-            lambda g: _ok(core, ctx, DESCRIBE, GROUP, g.group_id),
-            _GAF,
-        )
-    if key == DESCRIBE_GROUPS:
-        check = lambda g: _ok(core, ctx, DESCRIBE, GROUP, g)  # noqa: E731
-        return await _split(ctx, req, handle, "groups", "groups", check, _GAF)
-    if key == DELETE_GROUPS:
-        check = lambda g: _ok(core, ctx, DELETE, GROUP, g)  # noqa: E731
-        return await _split(ctx, req, handle, "groups_names", "results", check, _GAF)
-    if key == ApiKey.OFFSET_DELETE:  # Kafka: DELETE on the group (topic READ is not checked)
-        if not allowed(core, ctx, DELETE, GROUP, req.group_id):
-            return error_response(ctx, req, _GAF)
-        return await handle(ctx, req)
-    if key == LIST_GROUPS:
-        resp = await handle(ctx, req)
-        if allowed_cluster(core, ctx, DESCRIBE):
+
+    return check
+
+
+async def _offset_commit(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    if not allowed(core, ctx, READ, GROUP, req.group_id):
+        return error_response(ctx, req, _GAF)
+    check = lambda t: _ok(core, ctx, READ, TOPIC, t.name)  # noqa: E731
+    return await _split(ctx, req, handle, "topics", "topics", check, _TAF)
+
+
+async def _offset_fetch(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    """DESCRIBE on the group; then, as Kafka, a topic the caller may not DESCRIBE is left out
+    of an all-topics answer and answers TOPIC_AUTHORIZATION_FAILED when named."""
+    if ctx.api_version < 8:
+        resp = await _whole_group(DESCRIBE)(core, ctx, req, handle)
+        if resp.error_code != ErrorCode.none:
             return resp
-        visible = tuple(g for g in resp.groups if allowed(core, ctx, DESCRIBE, GROUP, g.group_id))
-        return dataclasses.replace(resp, groups=visible)
-    return await handle(ctx, req)
+        topics = _visible_topics(core, ctx, resp.topics, named=req.topics is not None)
+        return dataclasses.replace(resp, topics=topics)
+    check = lambda g: _ok(core, ctx, DESCRIBE, GROUP, g.group_id)  # noqa: E731
+    resp = await _split(ctx, req, handle, "groups", "groups", check, _GAF)
+    named = {g.group_id: g.topics is not None for g in req.groups}
+    groups = tuple(
+        dataclasses.replace(
+            g, topics=_visible_topics(core, ctx, g.topics, named=named.get(g.group_id, False))
+        )
+        for g in resp.groups
+    )
+    return dataclasses.replace(resp, groups=groups)
+
+
+def _visible_topics(core: Any, ctx: Any, topics: Any, *, named: bool) -> tuple[Any, ...]:
+    out = []
+    for t in topics:
+        if allowed(core, ctx, DESCRIBE, TOPIC, t.name):
+            out.append(t)
+        elif named:
+            parts = tuple(_unauthorized_partition(p) for p in t.partitions)
+            out.append(dataclasses.replace(t, partitions=parts))
+    return tuple(out)
+
+
+def _unauthorized_partition(p: Any) -> Any:
+    """Kafka's ``OffsetFetchResponse.UNAUTHORIZED_PARTITION``."""
+    changes: dict[str, Any] = {"committed_offset": -1, "metadata": "", "error_code": _TAF}
+    if hasattr(p, "committed_leader_epoch"):
+        changes["committed_leader_epoch"] = -1
+    return dataclasses.replace(p, **changes)
+
+
+async def _describe_groups(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    """DESCRIBE on each group; KIP-430's authorized operations filled in when asked."""
+    check = lambda g: _ok(core, ctx, DESCRIBE, GROUP, g)  # noqa: E731
+    resp = await _split(ctx, req, handle, "groups", "groups", check, _GAF)
+    if not getattr(req, "include_authorized_operations", False):
+        return resp
+    groups = tuple(
+        g
+        if g.error_code == _GAF
+        else dataclasses.replace(
+            g, authorized_operations=authorized_operations(core, ctx, GROUP, g.group_id)
+        )
+        for g in resp.groups
+    )
+    return dataclasses.replace(resp, groups=groups)
+
+
+async def _delete_groups(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    check = lambda g: _ok(core, ctx, DELETE, GROUP, g)  # noqa: E731
+    return await _split(ctx, req, handle, "groups_names", "results", check, _GAF)
+
+
+async def _list_groups(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
+    resp = await handle(ctx, req)
+    if allowed_cluster(core, ctx, DESCRIBE):
+        return resp
+    visible = tuple(g for g in resp.groups if allowed(core, ctx, DESCRIBE, GROUP, g.group_id))
+    return dataclasses.replace(resp, groups=visible)
+
+
+_CHECKS: dict[int, Check] = {
+    JOIN: _whole_group(READ),
+    HEARTBEAT: _whole_group(READ),
+    LEAVE: _whole_group(READ),
+    SYNC: _whole_group(READ),
+    OFFSET_COMMIT: _offset_commit,
+    OFFSET_FETCH: _offset_fetch,
+    DESCRIBE_GROUPS: _describe_groups,
+    DELETE_GROUPS: _delete_groups,
+    # Kafka: DELETE on the group (topic READ is not checked)
+    ApiKey.OFFSET_DELETE: _whole_group(DELETE),
+    LIST_GROUPS: _list_groups,
+}
 
 
 def _ok(core: Any, ctx: Any, op: AclOperation, rtype: Any, name: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 import ssl
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,22 @@ from streamrt.broker.security.sasl import ANONYMOUS, ConnectionAuth, constant_ti
 from streamrt.broker.security.stores import AclStore, ScramCredentialStore
 from streamrt.client_config import parse_jaas_config
 from streamrt.errors import ConfigError
-from streamrt.security.scram import MECHANISMS, verify_password
+from streamrt.security.scram import (
+    MECHANISMS,
+    ScramCredential,
+    ScramMechanism,
+    credential_from_password,
+    verify_password,
+)
 
 __all__ = ("AUTHORIZER_CLASSES", "BrokerSecurity")
+
+
+@functools.cache
+def _dummy_credential() -> tuple[ScramMechanism, ScramCredential]:
+    mech = next(iter(MECHANISMS.values()))
+    return mech, credential_from_password(mech, secrets.token_hex(16))
+
 
 logger = logging.getLogger(__name__)
 
@@ -121,13 +135,16 @@ class BrokerSecurity:
         with ``streamrt users add`` can log in with either mechanism.
         """
         jaas = self._plain_users.get(listener, {})
-        if username in jaas:
-            return constant_time_equal(jaas[username], password)
-        for mech in MECHANISMS.values():
-            cred = self.credentials.get(username, mech.name)
-            if cred is not None:
-                return verify_password(mech, cred, password)
-        return False
+        if username not in jaas:
+            for mech in MECHANISMS.values():
+                cred = self.credentials.get(username, mech.name)
+                if cred is not None:
+                    return verify_password(mech, cred, password)
+        # A JAAS entry or an unknown user costs the same PBKDF2 as a stored user (default
+        # iterations), so the answer's timing does not tell which user names exist.
+        mech, dummy = _dummy_credential()
+        verify_password(mech, dummy, password)
+        return username in jaas and constant_time_equal(jaas[username], password)
 
     def authorize(
         self, principal: str, host: str, op: AclOperation, rtype: ResourceType, name: str

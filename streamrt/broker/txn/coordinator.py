@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from streamrt.broker.txn import admin
-from streamrt.broker.txn.metadata import NO_EPOCH, TransactionMetadata, is_epoch_exhausted
+from streamrt.broker.txn.init_producer import init_blocker, prepare_init, request_error
+from streamrt.broker.txn.metadata import NO_EPOCH, TransactionMetadata
 from streamrt.broker.txn.records import (
     TopicPartition,
     TransactionLogValue,
@@ -33,26 +34,12 @@ from streamrt.logs import fields
 from streamrt.wire.codec import build, codec_for, ms
 from streamrt.wire.context import RequestContext
 
-__all__ = ("TransactionCoordinator", "TxnConfig", "map_append_error")
+__all__ = ("TransactionCoordinator", "TxnConfig")
 
 logger = logging.getLogger(__name__)
 
 ABORT_SCAN_KEY = "txn-abort-timed-out"
 EXPIRE_SCAN_KEY = "txn-expire-ids"
-
-_STORAGE_ERROR_MAP: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-}
-
-
-def map_append_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's ``TransactionStateManager`` mapping of a failed ``__transaction_state`` append."""
-    return _STORAGE_ERROR_MAP.get(code, ErrorCode.unknown_server_error)
 
 
 class Timer(Protocol):
@@ -182,43 +169,24 @@ class TransactionCoordinator:
         def answer(code: ErrorCode, pid: int = -1, epoch: int = -1) -> Any:
             return _response(ctx, error_code=code, producer_id=pid, producer_epoch=epoch)
 
-        if not txn_id:
-            return TxnResult(response=answer(ErrorCode.invalid_request))
-        if (expected_pid < 0) != (expected_epoch < 0):
-            return TxnResult(response=answer(ErrorCode.invalid_request))
-        if not 0 < timeout_ms <= self.config.max_timeout_ms:
-            return TxnResult(response=answer(ErrorCode.invalid_transaction_timeout))
+        max_ms = self.config.max_timeout_ms
+        code = request_error(txn_id, expected_pid, expected_epoch, timeout_ms, max_ms)
+        if code is not None:
+            return TxnResult(response=answer(code))
         md = self.transactions.get(txn_id)
         if md is None:
             md = TransactionMetadata(txn_id, self.allocate_producer_id(), NO_EPOCH, timeout_ms)
             self.transactions[txn_id] = md
         expected = (expected_pid, expected_epoch) if expected_pid >= 0 else None
-        if md.pending_state is not None:
-            return TxnResult(response=answer(ErrorCode.concurrent_transactions))
-        if expected is not None and not self._valid_producer_id(md, *expected):
-            return TxnResult(response=answer(_fenced(ctx, 4)))
-        if md.state.is_prepare:
-            return TxnResult(response=answer(ErrorCode.concurrent_transactions))
+        code = init_blocker(md, expected, _fenced(ctx, 4))
+        if code is not None:
+            return TxnResult(response=answer(code))
         if md.state is TxnState.ONGOING:
             return self._fence_and_abort(md, lambda code: answer(ErrorCode.concurrent_transactions))
-        if not (md.state is TxnState.EMPTY or md.state.is_complete):
-            return TxnResult(response=answer(ErrorCode.concurrent_transactions))
         now = self.clock.now_ms()
-        if md.epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
-            value = md.prepare_producer_id_rotation(
-                self.allocate_producer_id(), timeout_ms, now, expected is not None
-            )
-        else:
-            bumped = md.producer_epoch + 1
-            if expected is None:
-                epoch, last = bumped, NO_EPOCH
-            elif md.producer_epoch == NO_EPOCH or expected[1] == md.producer_epoch:
-                epoch, last = bumped, md.producer_epoch
-            elif expected[1] == md.last_producer_epoch:
-                epoch, last = md.producer_epoch, md.last_producer_epoch  # a retried success
-            else:
-                return TxnResult(response=answer(_fenced(ctx, 4)))
-            value = md.prepare_epoch_bump(epoch, last, timeout_ms, now)
+        value = prepare_init(md, expected, timeout_ms, now, self.allocate_producer_id)
+        if value is None:
+            return TxnResult(response=answer(_fenced(ctx, 4)))
 
         def then(error: ErrorCode | None) -> TxnResult:
             if error is not None:
@@ -230,16 +198,6 @@ class TransactionCoordinator:
             return TxnResult(response=answer(ErrorCode.none, md.producer_id, md.producer_epoch))
 
         return self._write(md, value, then)
-
-    @staticmethod
-    def _valid_producer_id(md: TransactionMetadata, pid: int, epoch: int) -> bool:
-        """Kafka's ``isValidProducerId``: a fresh id, the current id, or the previous id with an
-        exhausted epoch (a retry after a rotation whose answer was lost)."""
-        return (
-            md.producer_epoch == NO_EPOCH
-            or pid == md.producer_id
-            or (pid == md.last_producer_id and is_epoch_exhausted(epoch))
-        )
 
     def _fence_and_abort(
         self, md: TransactionMetadata, answer: Callable[[ErrorCode], Any]

@@ -16,12 +16,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from aiokafka.record.memory_records import MemoryRecords
-
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.group.service import CONSUMER_OFFSETS, AsyncioTimer, partition_for
-from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig, map_append_error
+from streamrt.broker.coordination.appender import append_records
+from streamrt.broker.coordination.appender import map_txn_append_error as map_append_error
+from streamrt.broker.coordination.loader import replay_partition
+from streamrt.broker.coordination.partitioning import partition_for
+from streamrt.broker.coordination.timer import TimerWorker
+from streamrt.broker.group.service import CONSUMER_OFFSETS
+from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from streamrt.broker.txn.records import TopicPartition, TxnRecord
 from streamrt.broker.txn.responses import error_response
 from streamrt.broker.txn.result import TxnMarkers, TxnResult
@@ -35,7 +37,6 @@ __all__ = ("TRANSACTION_STATE", "TransactionCoordinatorService")
 logger = logging.getLogger(__name__)
 
 TRANSACTION_STATE = "__transaction_state"
-_READ_CHUNK = 1 << 20
 _RETRY_MIN_S, _RETRY_MAX_S = 0.05, 5.0
 
 
@@ -65,20 +66,20 @@ class TransactionCoordinatorService:
         self._on_markers = on_markers
         self._partitions: int = config["transaction.state.log.num.partitions"]
         self._offsets_partitions: int = config["offsets.topic.num.partitions"]
-        self._timer = AsyncioTimer(self._enqueue_timer)
+        self._lock = asyncio.Lock()
+        self._state = "loading"
+        self._timers = TimerWorker(
+            "txn-coordinator", self._lock, self._on_timer, lambda: self._state != "stopped"
+        )
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_broker(config),
             clock,
-            self._timer,
+            self._timers.timer,
             allocate_producer_id=logs.allocate_producer_id,
             partition_exists=self._partition_exists,
             offsets_partition=self._offsets_partition,
         )
-        self._lock = asyncio.Lock()
-        self._timer_queue: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
         self._marker_tasks: set[asyncio.Task[None]] = set()
-        self._state = "loading"
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -92,11 +93,16 @@ class TransactionCoordinatorService:
             self._partitions = topics[TRANSACTION_STATE].num_partitions
         if CONSUMER_OFFSETS in topics:
             self._offsets_partitions = topics[CONSUMER_OFFSETS].num_partitions
-        loaded = 0
+        loaded = skipped = 0
         async with self._lock:
             for partition in range(self._partitions):
-                loaded += self._replay_partition(self._logs.log(TRANSACTION_STATE, partition))
-            self._worker = asyncio.create_task(self._run_timers(), name="txn-coordinator-timers")
+                stats = replay_partition(
+                    self._logs.log(TRANSACTION_STATE, partition),
+                    (TRANSACTION_STATE, partition),
+                    lambda key, value, _pid: self.coordinator.replay_bytes(key, value),
+                )
+                loaded, skipped = loaded + stats.loaded, skipped + stats.skipped
+            self._timers.start()
             _, markers = self._apply(self.coordinator.on_loaded())
             self._state = "active"
         self._spawn_markers(markers)
@@ -104,6 +110,7 @@ class TransactionCoordinatorService:
             "transaction coordinator loaded",
             extra=fields(
                 records=loaded,
+                skipped=skipped,
                 transactions=len(self.coordinator.transactions),
                 resumed=len(markers),
             ),
@@ -112,33 +119,12 @@ class TransactionCoordinatorService:
     async def stop(self) -> None:
         async with self._lock:
             self._state = "stopped"
-            self._timer.cancel_all()
-        tasks = [*self._marker_tasks, *([self._worker] if self._worker else [])]
+        await self._timers.stop()
+        tasks = list(self._marker_tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._marker_tasks.clear()
-        self._worker = None
-
-    def _replay_partition(self, log: Any) -> int:
-        offset, count = log.log_start_offset, 0
-        while offset < log.log_end_offset:
-            chunk = log.read(offset, _READ_CHUNK)
-            if not chunk.records:
-                break
-            records = MemoryRecords(chunk.records)
-            while records.has_next():
-                batch = records.next_batch()
-                if batch is None:
-                    break
-                for record in batch:
-                    if record.key is not None and record.offset >= offset:
-                        value = None if record.value is None else bytes(record.value)
-                        self.coordinator.replay_bytes(bytes(record.key), value)
-                        count += 1
-                    offset = max(offset, record.offset + 1)
-                offset = max(offset, batch.next_offset)
-        return count
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -198,25 +184,14 @@ class TransactionCoordinatorService:
 
     def _append(self, records: tuple[TxnRecord, ...]) -> ErrorCode | None:
         """One batch per ``__transaction_state`` partition (Kafka appends with acks=-1)."""
-        now = self._clock.now_ms()
-        by_partition: dict[int, list[TxnRecord]] = {}
-        for record in records:
-            p = partition_for(record.transactional_id, self._partitions)
-            by_partition.setdefault(p, []).append(record)
-        try:
-            for partition, batch in by_partition.items():
-                builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
-                for i, record in enumerate(batch):
-                    builder.append(i, timestamp=now, key=record.key, value=record.value, headers=[])
-                # Durable per streamrt.log.fsync, like every other append (Kafka: acks=-1).
-                self._logs.log(TRANSACTION_STATE, partition).append(bytes(builder.build()), now)
-        except KafkaError as exc:
-            logger.warning("__transaction_state append failed", extra=fields(error=exc.code.name))
-            return exc.code
-        except OSError as exc:
-            logger.error("__transaction_state append failed", extra=fields(error=str(exc)))
-            return ErrorCode.kafka_storage_error
-        return None
+        return append_records(
+            self._logs,
+            TRANSACTION_STATE,
+            self._partitions,
+            records,
+            lambda r: r.transactional_id,
+            self._clock.now_ms(),
+        )
 
     # -- markers --------------------------------------------------------------------------------
 
@@ -280,23 +255,13 @@ class TransactionCoordinatorService:
 
     # -- timers ---------------------------------------------------------------------------------
 
-    def _enqueue_timer(self, run: Callable[[], Any]) -> None:
-        self._timer_queue.put_nowait(run)
-
-    async def _run_timers(self) -> None:
-        while True:
-            run = await self._timer_queue.get()
-            markers: list[TxnMarkers] = []
-            async with self._lock:
-                if self._state == "stopped":
-                    continue
-                try:
-                    result = run()
-                    if result is not None:
-                        markers = self._apply(result)[1]
-                except Exception:
-                    logger.exception("transaction coordinator timer failed")
-            self._spawn_markers(markers)
+    async def _on_timer(self, run: Callable[[], Any]) -> Callable[[], None] | None:
+        """A timer's step under the lock; its markers are written after the lock is freed."""
+        result = run()
+        if result is None:
+            return None
+        markers = self._apply(result)[1]
+        return lambda: self._spawn_markers(markers)
 
     # -- helpers --------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.topology import changelog_topic
+from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ChangelogEnds",)
 

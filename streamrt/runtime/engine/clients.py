@@ -24,7 +24,7 @@ from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
 from streamrt.runtime.engine.purge import RepartitionPurger
-from streamrt.runtime.topology import changelog_topic
+from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "ThreadClients")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from streamrt.clock import Clock, SystemClock
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.exception_handlers import RecordErrorHandlers
-from streamrt.runtime.topology import SubTopology, Topology
+from streamrt.runtime.graph.topology import SubTopology, Topology
 
 __all__ = ("Emit", "ThreadEnv")
 

@@ -40,7 +40,10 @@ async def purge_repartition_records(
     if not wanted:
         return {}
     try:
-        return await admin.delete_records(wanted, timeout_ms=timeout_ms)
+        deleted: dict[TopicPartition, int] = await admin.delete_records(
+            wanted, timeout_ms=timeout_ms
+        )
+        return deleted
     except Exception as exc:
         logger.warning(
             "purging repartition records failed; will retry after the next commit: %s", exc

@@ -40,6 +40,7 @@ class _Pending:
     started: float = field(default_factory=time.monotonic)
     records: int = 0
     bytes: int = 0
+    total: int = 0  # changelog records between the stores' positions and the ends (at most)
 
 
 class ChangelogRestorer:
@@ -62,6 +63,11 @@ class ChangelogRestorer:
     def restoring(self) -> list[str]:
         """Ids of the tasks still restoring."""
         return list(self._pending)
+
+    def progress(self) -> dict[str, tuple[int, int]]:
+        """Per restoring task: (records applied, records to apply at most: compaction and
+        transaction markers make the real count lower)."""
+        return {task: (p.records, p.total) for task, p in list(self._pending.items())}
 
     async def add(self, state: StateManager) -> bool:
         """Register an opened task's state; returns True if it is ready at once."""
@@ -96,7 +102,8 @@ class ChangelogRestorer:
             task=state.task_id,
             to={f"{tp.topic}-{tp.partition}": end for tp, end in todo.items()},
         )
-        self._pending[state.task_id] = _Pending(state, todo)
+        total = sum(end - (positions[tp] or 0) for tp, end in todo.items())
+        self._pending[state.task_id] = _Pending(state, todo, total=total)
         await self._reassign()
         return False
 

@@ -24,7 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.kafka_adapter import assign_at
-from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
+from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
 
 __all__ = ("StandbyTask", "StandbyUpdater")

@@ -21,6 +21,14 @@ from streamrt.runtime.exception_handlers import (
     Stage,
     parse_handler,
 )
+from streamrt.runtime.graph.topology import (
+    ProcessorNode,
+    SinkNode,
+    SourceNode,
+    SubTopology,
+    Topology,
+    changelog_topic,
+)
 from streamrt.runtime.processor import (
     Change,
     Headers,
@@ -40,14 +48,6 @@ from streamrt.runtime.timestamps import (
     ConsumedRecord,
     TimestampExtractor,
     fail_on_invalid_timestamp,
-)
-from streamrt.runtime.topology import (
-    ProcessorNode,
-    SinkNode,
-    SourceNode,
-    SubTopology,
-    Topology,
-    changelog_topic,
 )
 from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
@@ -254,6 +254,7 @@ class StreamTask:
         # the thread's record cache (None or 0 bytes: every update goes through at once)
         self.cache = cache if cache is not None and cache.max_bytes > 0 else None
         self.processed: dict[TopicPartition, int] = {}  # next offset to commit per input
+        self.positions: dict[TopicPartition, int] = {}  # next offset per input, for its lag
         self._input_of = {tp.topic: tp for tp in self.inputs}
         self.records_processed = 0
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
@@ -359,7 +360,8 @@ class StreamTask:
             timestamp,
             hdrs,
         )
-        self.processed[self._input_of[topic]] = offset + 1
+        source_partition = self._input_of[topic]
+        self.processed[source_partition] = self.positions[source_partition] = offset + 1
         self._raw = (key, value, hdrs)
         try:
             k = source.key_serde.deserialize(key)
@@ -483,6 +485,7 @@ class StreamTask:
         the last commit; the input is read again from the committed offsets."""
         self.state.discard()
         self.processed = {}
+        self.positions = {}  # the lag is unknown until the input is read again
 
     def take_offsets(self) -> dict[TopicPartition, int]:
         """Input offsets processed since the last commit (next offset to read)."""

@@ -27,6 +27,7 @@ from streamrt.runtime.engine.restore import ChangelogRestorer
 from streamrt.runtime.engine.standby import StandbyUpdater
 from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.engine.task_factory import TaskFactory
+from streamrt.runtime.engine.task_progress import task_progress
 from streamrt.state import StateLockedError
 
 __all__ = ("PartitionControl", "TaskEvents", "TaskManager")
@@ -44,6 +45,8 @@ class PartitionControl(Protocol):
     def resume(self, *partitions: KafkaTP) -> None: ...
 
     def seek(self, partition: KafkaTP, offset: int) -> None: ...
+
+    def highwater(self, partition: KafkaTP) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,7 @@ class TaskManager:
             "standby_tasks": standbys.task_ids,
             "standby_lags": standbys.lags(),
             "standby_records_applied": standbys.records_applied,
+            **task_progress(tasks, self.consumer, self.restorer),
         }
 
 

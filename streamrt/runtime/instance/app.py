@@ -23,11 +23,11 @@ from typing import Any
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
-from streamrt.runtime.builder import StreamsBuilder
 from streamrt.runtime.config import StreamsConfig, read_env
+from streamrt.runtime.dsl import StreamsBuilder
 from streamrt.runtime.engine.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
-from streamrt.runtime.global_table import GlobalStreamThread
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance import handover
 from streamrt.runtime.instance.forward import Forward
 from streamrt.runtime.instance.health import Health, health_of
@@ -48,7 +48,7 @@ from streamrt.runtime.instance.store_reads import StoreRead
 from streamrt.runtime.instance.supervisor import RestartBackoff, Supervisor, SupervisorHooks
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 from streamrt.runtime.instance.threads import ChildThreads, LocalThreads, Threads
-from streamrt.runtime.topology import Topology
+from streamrt.runtime.processors.global_thread import GlobalStreamThread
 
 __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from streamrt.errors import StreamrtError
 from streamrt.logs import fields
-from streamrt.runtime.topology import Topology
+from streamrt.runtime.graph.topology import Topology
 
 __all__ = (
     "PROTOCOL_VERSION",

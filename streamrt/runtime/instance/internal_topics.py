@@ -1,7 +1,7 @@
 """Create the application's internal topics before its threads join the group.
 
 Repartition topics get their reading sub-topology's user-topic partition count (or an explicit
-``repartition(n)``; see runtime.copartition, which also checks join inputs); each changelog
+``repartition(n)``; see runtime.graph.copartition, which also checks join inputs); each changelog
 gets its sub-topology's task count (the largest partition count of its sources), so that
 changelog partition ``p`` belongs to task ``<sub>_p``. Changelogs are compacted; window and
 session store changelogs are ``compact,delete`` with their retention (as Kafka Streams).
@@ -21,9 +21,9 @@ from streamrt.logs import fields
 from streamrt.replication import resolve_replication_factor
 from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.copartition import repartition_counts, validate_copartitioning
+from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
+from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.instance.source_topics import wait_for_source_topics
-from streamrt.runtime.topology import SubTopology, Topology, changelog_topic
 
 __all__ = ("changelog_config", "ensure_internal_topics", "ensure_internal_topics_for")
 

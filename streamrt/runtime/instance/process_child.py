@@ -24,10 +24,10 @@ from streamrt.clock import SystemClock
 from streamrt.errors import ConfigError
 from streamrt.logs import configure_logging, fields
 from streamrt.runtime.engine.thread import FatalThreadError, StreamThread, ThreadEnv
-from streamrt.runtime.global_table import GlobalStreamThread
 from streamrt.runtime.instance.process_thread import STATUS_INTERVAL_S, load_app_object
 from streamrt.runtime.instance.store_reads import StoreRead, read_on_thread
 from streamrt.runtime.instance.supervisor import failure_key
+from streamrt.runtime.processors.global_thread import GlobalStreamThread
 
 logger = logging.getLogger(__name__)
 

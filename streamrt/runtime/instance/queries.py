@@ -16,12 +16,12 @@ from aiokafka.partitioner import murmur2
 
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.graph.topology import SubTopology, Topology
 from streamrt.runtime.instance.metadata import StreamsMetadata
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 from streamrt.runtime.metadata import ThreadMetadata
 from streamrt.runtime.processor import Windowed
-from streamrt.runtime.topology import SubTopology, Topology
 
 __all__ = ("StoreNotReadyError", "StreamsQueries", "expand_instance_ids")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.group.log_writer import CoordinatorLogs, PartitionWriter, TopicView
+from streamrt.broker.coordination.log_writer import CoordinatorLogs, PartitionWriter, TopicView
 from streamrt.broker.group.rebalance import RebalanceEngine
 from streamrt.broker.group.service import CONSUMER_OFFSETS, GroupCoordinatorService
 from streamrt.broker.log.log_manager import LogManager

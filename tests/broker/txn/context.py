@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from streamrt.broker.coordination.appender import map_txn_append_error as map_append_error
 from streamrt.broker.group.timer import ManualTimer
-from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig, map_append_error
+from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from streamrt.broker.txn.records import TxnRecord
 from streamrt.broker.txn.result import TxnMarkers, TxnResult
 from streamrt.clock import ManualClock

@@ -8,12 +8,12 @@ import pytest
 
 from streamrt.errors import ConfigError
 from streamrt.runtime import App
-from streamrt.runtime.copartition import (
+from streamrt.runtime.dsl import JoinWindows
+from streamrt.runtime.graph.copartition import (
     CopartitionError,
     repartition_counts,
     validate_copartitioning,
 )
-from streamrt.runtime.joins import JoinWindows
 from streamrt.testing import TopologyTestDriver
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from apps.enrichment import build
 from streamrt.runtime import App
-from streamrt.runtime.copartition import CopartitionError
+from streamrt.runtime.graph.copartition import CopartitionError
 from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamrt.runtime import App
-from streamrt.runtime.tables import Materialized
+from streamrt.runtime.dsl import Materialized
 from streamrt.testing import TopologyTestDriver
 
 

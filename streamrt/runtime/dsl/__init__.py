@@ -1,0 +1,39 @@
+"""The DSL users call, as Kafka Streams' ``kstream``: :class:`StreamsBuilder`, :class:`KStream`,
+:class:`KTable`, grouped and windowed streams, :class:`GlobalKTable`, and their arguments.
+
+Layout: the API classes (``builder``, ``streams`` with the operators they inherit from
+``stream_ops`` and ``table_ops``, ``global_table``) wrap graph handles; the ``*_nodes`` modules
+add the operators' processors (from ``runtime.processors``) to the graph (``runtime.graph``).
+"""
+
+from streamrt.runtime.dsl.builder import StreamsBuilder
+from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.streams import (
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
+from streamrt.runtime.graph.materialized import Materialized
+from streamrt.runtime.graph.serdes import WindowedSerde
+from streamrt.runtime.processors.join_windows import JoinWindows
+from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
+
+__all__ = (
+    "BufferConfig",
+    "BufferFullError",
+    "GlobalKTable",
+    "JoinWindows",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
+    "Materialized",
+    "SessionWindowedKStream",
+    "StreamsBuilder",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "WindowedSerde",
+)

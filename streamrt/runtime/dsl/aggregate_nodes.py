@@ -1,0 +1,215 @@
+"""The graph nodes of stream aggregations: by key, by time/sliding/session window, and the
+``suppress`` that can follow a windowed one.
+
+Every ``count``/``reduce``/``aggregate`` of the API arrives here as an :class:`Aggregation`
+(see :mod:`streamrt.runtime.processors.aggregate`), so there is one path per kind of grouping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from streamrt.errors import ConfigError
+from streamrt.runtime.graph.materialized import store_kind
+from streamrt.runtime.graph.nodes import StreamNode, TableNode
+from streamrt.runtime.graph.serdes import WindowedSerde
+from streamrt.runtime.processor import Processor
+from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregation
+from streamrt.runtime.processors.suppress import (
+    BufferConfig,
+    BufferedSerde,
+    Suppressed,
+    SuppressProcessor,
+)
+from streamrt.runtime.processors.window_aggregate import (
+    SessionWindowAggregateProcessor,
+    SlidingWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from streamrt.runtime.stores import StoreSpec
+from streamrt.runtime.windows import (
+    DEFAULT_LEGACY_GRACE_MS,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    Windows,
+    check_retention,
+)
+from streamrt.serde import BytesSerde, SerdeLike, serde_for
+from streamrt.state.window_store import SegmentSpec
+
+__all__ = (
+    "EmitStrategy",
+    "WindowStoreOptions",
+    "aggregate_stream",
+    "suppress_table",
+    "windowed_aggregate",
+    "windows_argument",
+)
+
+EmitStrategy = Literal["on_window_update", "on_window_close"]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStoreOptions:
+    """How a windowed aggregation stores and emits: the store kind (None: the
+    ``default.dsl.store`` config), its retention (None: the windows' minimum) and when
+    results go downstream (``on_window_close`` adds an emit-final suppress)."""
+
+    in_memory: bool | None = None
+    retention: int | timedelta | None = None
+    emit_strategy: EmitStrategy = "on_window_update"
+
+
+def aggregate_stream(
+    stream: StreamNode,
+    aggregation: Aggregation,
+    store: str,
+    value_serde: SerdeLike,
+    in_memory: bool | None,
+    caching: bool,
+) -> TableNode:
+    """``new = adder(key, value, old or initializer())`` per key, into the store ``store``."""
+    topology = stream.topology
+    vser = serde_for(value_serde)
+    spec = StoreSpec(store, stream.key_serde, vser, store_kind(in_memory), caching)
+    topology.add_store(spec)
+    node = topology.add_processor(
+        topology.new_name("KSTREAM-AGGREGATE"),
+        lambda: AggregateProcessor(store, aggregation.initializer, aggregation.adder),
+        stream.name,
+        stores=(store,),
+    )
+    return TableNode.stored(topology, node, store, stream.key_serde, vser)
+
+
+def _window_supplier(
+    windows: Windows, store: str, aggregation: Aggregation
+) -> tuple[str, Callable[[], Processor]]:
+    """The processor (and its name prefix) aggregating into ``windows``."""
+    init, add = aggregation.initializer, aggregation.adder
+    if isinstance(windows, SessionWindows):
+        merger = aggregation.merger
+        if merger is None:
+            raise ConfigError("a session window aggregation needs a merger")
+        return "KSTREAM-SESSIONWINDOWAGGREGATE", lambda: SessionWindowAggregateProcessor(
+            store, windows, init, add, merger
+        )
+    if isinstance(windows, SlidingWindows):
+        return "KSTREAM-SLIDINGWINDOWAGGREGATE", lambda: SlidingWindowAggregateProcessor(
+            store, windows, init, add
+        )
+    return "KSTREAM-WINDOWED-AGGREGATE", lambda: TimeWindowAggregateProcessor(
+        store, windows, init, add
+    )
+
+
+def _on_window_close(strategy: str) -> bool:
+    if strategy not in ("on_window_update", "on_window_close"):
+        raise ConfigError(
+            f"emit_strategy must be 'on_window_update' or 'on_window_close', got {strategy!r}"
+        )
+    return strategy == "on_window_close"
+
+
+def windowed_aggregate(
+    stream: StreamNode,
+    windows: Windows,
+    aggregation: Aggregation,
+    store: str,
+    value_serde: SerdeLike,
+    options: WindowStoreOptions,
+) -> TableNode:
+    """Aggregate per key and window into a segmented window/session store ``store``
+    (retention: the windows' minimum by default); the table's keys are Windowed. Emitting
+    on window close is an emit-final suppress named ``<store>-suppress``."""
+    prefix, supplier = _window_supplier(windows, store, aggregation)
+    vser = serde_for(value_serde)
+    on_close = _on_window_close(options.emit_strategy)
+    ms = check_retention(windows, options.retention)
+    segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
+    spec = StoreSpec(
+        store,
+        stream.key_serde,
+        vser,
+        store_kind(options.in_memory),
+        segments=SegmentSpec(ms, segment_by),
+    )
+    topology = stream.topology
+    topology.add_store(spec)
+    node = topology.add_processor(
+        topology.new_name(prefix), supplier, stream.name, stores=(spec.name,)
+    )
+    table = TableNode.stored(
+        topology,
+        node,
+        store,
+        WindowedSerde(stream.key_serde),
+        vser,
+        window_close_delay_ms=windows.close_delay_ms,
+    )
+    if not on_close:
+        return table
+    final = Suppressed.until_window_closes(BufferConfig.unbounded())
+    return suppress_table(table, final.with_name(f"{store}-suppress"))
+
+
+def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
+    """A suppress processor (and its buffer store) after ``table``; reads still go to the
+    table's store. See :mod:`streamrt.runtime.processors.suppress`."""
+    if not isinstance(suppressed, Suppressed):
+        raise ConfigError(f"suppress needs a Suppressed, got {suppressed!r}")
+    close_delay_ms = table.window_close_delay_ms
+    if suppressed.until == "window_close" and close_delay_ms is None:
+        raise ConfigError(
+            f"suppress(until_window_closes) on table {table.store or table.name!r}: window "
+            "close time is only defined for windowed computations "
+            "(windowed_by(...).count/aggregate/reduce)"
+        )
+    topology = table.topology
+    base = suppressed.name or topology.new_name("KTABLE-SUPPRESS-STATE-STORE")
+    store = f"{base}-store"
+    topology.add_store(
+        StoreSpec(store, BytesSerde(), BufferedSerde(table.value_serde), caching=False)
+    )  # the buffer is the cache: every change goes to it and its changelog
+    key_serde = table.key_serde
+    node = topology.add_processor(
+        topology.new_name("KTABLE-SUPPRESS"),
+        lambda: SuppressProcessor(store, key_serde, suppressed, close_delay_ms),
+        table.name,
+        stores=(store,),
+    )
+    return TableNode(
+        topology,
+        node,
+        table.store,
+        table.key_serde,
+        table.value_serde,
+        table.getter,
+        table.window_close_delay_ms,
+    )
+
+
+def windows_argument(
+    windows: Windows | int | None, advance_ms: int | None, size_ms: int | None
+) -> Windows:
+    """The windows ``windowed_by`` was given, or the legacy size/advance as TimeWindows."""
+    if windows is None:
+        if size_ms is None:
+            raise ConfigError("windowed_by needs windows (TimeWindows, ...) or size_ms")
+        windows = size_ms
+    if isinstance(windows, bool):
+        raise ConfigError(f"windowed_by needs windows, got {windows!r}")
+    if isinstance(windows, int):
+        size = windows
+        if size <= 0:
+            raise ConfigError(f"window size must be positive, got {size} ms")
+        grace = max(DEFAULT_LEGACY_GRACE_MS - size, 0)
+        advance = size if advance_ms is None else advance_ms
+        return TimeWindows.of_size_and_grace(size, grace).advance_by(advance)
+    if advance_ms is not None:
+        raise ConfigError("advance_ms goes with a size in ms; use TimeWindows.advance_by")
+    return windows

@@ -1,0 +1,157 @@
+"""The graph nodes of the KTable-KTable foreign-key join (KIP-213; the protocol is described
+in :mod:`streamrt.runtime.processors.fk_join`): subscriptions out of the left table, answered
+next to the right table, responses joined next to the left table again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streamrt.runtime.dsl.join_nodes import join_result
+from streamrt.runtime.graph.materialized import MaterializedLike, materialize
+from streamrt.runtime.graph.nodes import TableNode, no_getter
+from streamrt.runtime.graph.topology import REPARTITION_SUFFIX
+from streamrt.runtime.processors.fk_join import (
+    ForeignTableUpdateProcessor,
+    ResponseJoinProcessor,
+    SubscriptionReceiveProcessor,
+    SubscriptionSendProcessor,
+)
+from streamrt.runtime.processors.join_windows import Joiner
+from streamrt.runtime.stores import StoreSpec
+from streamrt.serde import BytesSerde, Serde
+
+__all__ = ("foreign_key_join",)
+
+_RAW = BytesSerde()
+
+
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """The names one foreign-key join gives its topics, store and nodes."""
+
+    base: str
+
+    @property
+    def registration(self) -> str:
+        return f"{self.base}-subscription-registration{REPARTITION_SUFFIX}"
+
+    @property
+    def response(self) -> str:
+        return f"{self.base}-subscription-response{REPARTITION_SUFFIX}"
+
+    @property
+    def store(self) -> str:
+        return f"{self.base}-subscription-store"
+
+    @property
+    def send(self) -> str:
+        return f"{self.base}-subscription-send"
+
+    @property
+    def response_join(self) -> str:
+        return f"{self.base}-response-join"
+
+
+def foreign_key_join(
+    left: TableNode,
+    right: TableNode,
+    fk_of: Callable[[Any], Any],
+    joiner: Joiner,
+    left_join: bool,
+    materialized: MaterializedLike,
+    value_serde: Serde[Any] | None,
+) -> TableNode:
+    """``left`` joined with the ``right`` row keyed by ``fk_of(left value)``; an
+    unmaterialized result cannot be read by key (join it only after materializing it)."""
+    topology = left.topology
+    names = _Names(topology.new_name("KTABLE-FK-JOIN"))
+    topology.add_store(StoreSpec(names.store, _RAW, _RAW))
+    _send_subscriptions(names, left, right.key_serde, fk_of, left_join)
+    _answer_subscriptions(names, right)
+    _join_responses(names, left, right.value_serde, joiner, left_join)
+    stored = materialize(topology, materialized, left.key_serde, value_serde or left.value_serde)
+    unreadable = no_getter("join the result of a foreign-key join only after materializing it")
+    return join_result(
+        topology, names.response_join, f"{names.base}-materialize", stored, unreadable
+    )
+
+
+def _send_subscriptions(
+    names: _Names,
+    left: TableNode,
+    fk_serde: Serde[Any],
+    fk_of: Callable[[Any], Any],
+    left_join: bool,
+) -> None:
+    """1. Left updates become subscriptions keyed by FK (local answers for a null FK)."""
+    topology = left.topology
+    sink = f"{names.registration}-sink"
+    topology.add_processor(
+        names.send,
+        lambda: SubscriptionSendProcessor(
+            fk_of,
+            fk_serde,
+            left.key_serde,
+            left.value_serde,
+            left_join,
+            sink,
+            names.response_join,
+        ),
+        left.name,
+        accepts_changes=True,
+    )
+    topology.add_sink(sink, names.registration, _RAW, _RAW, names.send, internal=True)
+
+
+def _answer_subscriptions(names: _Names, right: TableNode) -> None:
+    """2. Next to the right table: subscriptions in, right updates out, both as responses
+    keyed by the primary key."""
+    topology = right.topology
+    registration = topology.add_source(
+        f"{names.registration}-source", names.registration, _RAW, _RAW, internal=True
+    )
+    getter, fk_serde, right_serde = right.getter, right.key_serde, right.value_serde
+    receive = topology.add_processor(
+        f"{names.base}-subscription-receive",
+        lambda: SubscriptionReceiveProcessor(names.store, getter, fk_serde, right_serde),
+        registration,
+        stores=(names.store, *getter.stores),
+    )
+    update = topology.add_processor(
+        f"{names.base}-foreign-update",
+        lambda: ForeignTableUpdateProcessor(names.store, fk_serde, right_serde),
+        right.name,
+        stores=(names.store,),
+        accepts_changes=True,
+    )
+    topology.add_sink(
+        f"{names.response}-sink", names.response, _RAW, _RAW, receive, update, internal=True
+    )
+    topology.add_copartition_group(registration, right.name)
+
+
+def _join_responses(
+    names: _Names,
+    left: TableNode,
+    right_serde: Serde[Any],
+    joiner: Joiner,
+    left_join: bool,
+) -> None:
+    """3. Next to the left table again: responses joined with the current left value."""
+    topology = left.topology
+    responses = topology.add_source(
+        f"{names.response}-source", names.response, _RAW, _RAW, internal=True
+    )
+    getter = left.getter
+    topology.add_processor(
+        names.response_join,
+        lambda: ResponseJoinProcessor(
+            getter, left.key_serde, left.value_serde, right_serde, joiner, left_join
+        ),
+        responses,
+        names.send,
+        stores=getter.stores,
+    )
+    topology.add_copartition_group(responses, left.name)

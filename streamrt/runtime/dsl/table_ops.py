@@ -1,0 +1,127 @@
+"""The operations every KTable has that stay tables: filter, map_values, suppress and the
+table-table joins (on the key or a foreign key) (:class:`TableOperations`).
+
+Generic in the table type it returns, as :mod:`.stream_ops` is: :class:`~.streams.KTable`
+subclasses it and wraps graph handles (``_wrap``); ``group_by`` and ``to_stream``, which lead
+to other API classes, are in :mod:`.streams`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from streamrt.errors import ConfigError
+from streamrt.runtime.dsl.aggregate_nodes import suppress_table
+from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
+from streamrt.runtime.dsl.join_nodes import table_join
+from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
+from streamrt.runtime.graph.materialized import MaterializedLike
+from streamrt.runtime.graph.nodes import TableNode
+from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.processors.join_windows import Joiner, JoinKind
+from streamrt.runtime.processors.suppress import Suppressed
+from streamrt.serde import SerdeLike, serde_for
+
+__all__ = ("TableOperations",)
+
+T = TypeVar("T", bound="TableOperations[Any]")
+Predicate = Callable[[Any, Any], bool]
+
+
+class TableOperations(ABC, Generic[T]):
+    """A table's operators that return a table (a changelog stream materialised in a named
+    store, or read through its parent's)."""
+
+    def __init__(self, node: TableNode) -> None:
+        self.node = node
+
+    @abstractmethod
+    def _wrap(self, node: TableNode) -> T:
+        """The API table over ``node``."""
+
+    @property
+    def topology(self) -> Topology:
+        return self.node.topology
+
+    @property
+    def store(self) -> str | None:
+        """The queryable store; None for a table read through its parent's store."""
+        return self.node.store
+
+    def suppress(self, suppressed: Suppressed) -> T:
+        """Hold updates back: ``Suppressed.until_window_closes(...)`` (emit-final, windowed
+        tables only) or ``Suppressed.until_time_limit(ms, ...)``; see processors.suppress."""
+        return self._wrap(suppress_table(self.node, suppressed))
+
+    def filter(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
+        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone."""
+        return self._wrap(filter_table(self.node, predicate, False, materialized))
+
+    def filter_not(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
+        return self._wrap(filter_table(self.node, predicate, True, materialized))
+
+    def map_values(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        value_serde: SerdeLike = None,
+        materialized: MaterializedLike = None,
+    ) -> T:
+        return self._wrap(map_values_table(self.node, fn, value_serde, materialized))
+
+    def join(
+        self,
+        other: T,
+        joiner: Joiner,
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> T:
+        """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
+        join: ``other`` is keyed by what ``foreign_key`` returns)."""
+        return self._join(other, joiner, "inner", foreign_key, materialized, value_serde)
+
+    def left_join(
+        self,
+        other: T,
+        joiner: Joiner,
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> T:
+        return self._join(other, joiner, "left", foreign_key, materialized, value_serde)
+
+    def outer_join(
+        self,
+        other: T,
+        joiner: Joiner,
+        *,
+        materialized: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+    ) -> T:
+        return self._join(other, joiner, "outer", None, materialized, value_serde)
+
+    def _join(
+        self,
+        other: object,
+        joiner: Joiner,
+        kind: JoinKind,
+        foreign_key: Callable[[Any], Any] | None,
+        materialized: MaterializedLike,
+        value_serde: SerdeLike,
+    ) -> T:
+        if not isinstance(other, TableOperations):
+            raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
+        vser = None if value_serde is None else serde_for(value_serde)
+        if foreign_key is not None:
+            left = kind == "left"
+            return self._wrap(
+                foreign_key_join(
+                    self.node, other.node, foreign_key, joiner, left, materialized, vser
+                )
+            )
+        return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser))

@@ -1,0 +1,52 @@
+"""Where a DSL result is stored: ``Materialized`` and the store specs it registers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.stores import StoreSpec
+from streamrt.serde import Serde, SerdeLike, serde_for
+from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
+
+__all__ = ("Materialized", "MaterializedLike", "materialize", "store_kind")
+
+
+@dataclass(frozen=True, slots=True)
+class Materialized:
+    """Where a table is stored: a queryable store name, optional serdes and store kind."""
+
+    name: str
+    key_serde: SerdeLike = None
+    value_serde: SerdeLike = None
+    in_memory: bool | None = None
+
+    @classmethod
+    def as_(cls, name: str, **kwargs: Any) -> Materialized:
+        """``Materialized.as_("store")``, as Kafka's ``Materialized.as(name)``."""
+        return cls(name, **kwargs)
+
+
+MaterializedLike = str | Materialized | None
+
+
+def store_kind(in_memory: bool | None) -> StoreKind | None:
+    """The store kind an ``in_memory=`` argument asks for (None: ``default.dsl.store``)."""
+    return None if in_memory is None else (IN_MEMORY if in_memory else ROCKS_DB)
+
+
+def materialize(
+    topology: Topology,
+    materialized: MaterializedLike,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
+) -> tuple[str | None, Serde[Any], Serde[Any]]:
+    """Register the store a ``materialized`` argument asks for; (None, serdes) if none."""
+    if materialized is None:
+        return None, key_serde, value_serde
+    spec = Materialized(materialized) if isinstance(materialized, str) else materialized
+    kser = serde_for(spec.key_serde) if spec.key_serde is not None else key_serde
+    vser = serde_for(spec.value_serde) if spec.value_serde is not None else value_serde
+    topology.add_store(StoreSpec(spec.name, kser, vser, store_kind(spec.in_memory)))
+    return spec.name, kser, vser

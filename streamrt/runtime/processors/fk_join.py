@@ -1,0 +1,231 @@
+"""The KTable-KTable foreign-key join's processors (KIP-213, through two internal topics).
+
+The left table is partitioned by its key, the right table by the foreign key, so they cannot be
+co-located. As in Kafka Streams:
+
+1. left updates send a *subscription* (instruction, hash of the new left value, primary key) to
+   ``<name>-subscription-registration-repartition``, keyed by the foreign key;
+2. next to the right table, a subscription store keyed by (FK, PK) remembers the subscribers; a
+   subscription is answered, and every right update is sent to all its subscribers, as a
+   *response* (hash, right value) keyed by the primary key on ``<name>-subscription-response-
+   repartition``;
+3. next to the left table again, a response is joined with the *current* left value only if the
+   hash still matches: a stale answer (the left row changed or moved to another FK since) is
+   dropped, so results never go back in time although responses come from different tasks.
+
+The hash is BLAKE2b-128 of the serialized left value (Kafka uses Murmur3-128).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from streamrt.runtime.graph.nodes import ValueGetter
+from streamrt.runtime.processor import Change, Processor, ProcessorContext
+from streamrt.runtime.processors.tables import as_change
+from streamrt.serde import Serde
+
+__all__ = (
+    "ForeignTableUpdateProcessor",
+    "ResponseJoinProcessor",
+    "SubscriptionReceiveProcessor",
+    "SubscriptionSendProcessor",
+)
+
+DELETE_KEY_AND_PROPAGATE = 0
+DELETE_KEY_NO_PROPAGATE = 1
+PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = 2
+PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = 3
+
+_U32 = struct.Struct(">I")
+_NO_HASH = b""
+
+
+def value_hash(data: bytes | None) -> bytes:
+    return _NO_HASH if data is None else hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _subscription(instruction: int, digest: bytes, pk: bytes) -> bytes:
+    return bytes([instruction, len(digest)]) + digest + pk
+
+
+def _parse_subscription(raw: bytes) -> tuple[int, bytes, bytes]:
+    n = raw[1]
+    return raw[0], raw[2 : 2 + n], raw[2 + n :]
+
+
+def _response(digest: bytes, value: bytes | None) -> bytes:
+    return bytes([len(digest), 0 if value is None else 1]) + digest + (value or b"")
+
+
+def _parse_response(raw: bytes) -> tuple[bytes, bytes | None]:
+    n, has = raw[0], raw[1]
+    return raw[2 : 2 + n], (raw[2 + n :] if has else None)
+
+
+def _prefix(fk: bytes) -> bytes:
+    return _U32.pack(len(fk)) + fk
+
+
+class SubscriptionSendProcessor(Processor):
+    """Left updates → subscriptions keyed by FK (and local answers for a null FK)."""
+
+    def __init__(
+        self,
+        fk_of: Callable[[Any], Any],
+        fk_serde: Serde[Any],
+        pk_serde: Serde[Any],
+        value_serde: Serde[Any],
+        left: bool,
+        sink: str,
+        local: str,
+    ) -> None:
+        self.fk_of = fk_of
+        self.fk_serde = fk_serde
+        self.pk_serde = pk_serde
+        self.value_serde = value_serde
+        self.left = left
+        self.sink = sink
+        self.local = local
+
+    def _fk(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        fk = self.fk_of(value)
+        return None if fk is None else self.fk_serde.serialize(fk)
+
+    def _send(self, fk: bytes, instruction: int, digest: bytes, pk: bytes) -> None:
+        self.context.forward(fk, _subscription(instruction, digest, pk), to=self.sink)
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            return
+        change = as_change(value)
+        pk = self.pk_serde.serialize(key) or b""
+        digest = value_hash(self.value_serde.serialize(change.new))
+        new_fk, old_fk = self._fk(change.new), self._fk(change.old)
+        if change.new is None:  # a delete: retract at the old FK (or here for a null FK)
+            if old_fk is not None:
+                self._send(old_fk, DELETE_KEY_AND_PROPAGATE, digest, pk)
+            elif change.old is not None:
+                self.context.forward(pk, _response(digest, None), to=self.local)
+            return
+        if old_fk is not None and old_fk != new_fk:
+            self._send(old_fk, DELETE_KEY_NO_PROPAGATE, digest, pk)
+            if new_fk is None:  # moved to no FK: inner gives a tombstone, left joiner(v, None)
+                self.context.forward(pk, _response(digest, None), to=self.local)
+            else:
+                self._send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
+            return
+        if new_fk is None:
+            if self.left:
+                self.context.forward(pk, _response(digest, None), to=self.local)
+            return
+        instruction = (
+            PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+            if self.left
+            else PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        )
+        self._send(new_fk, instruction, digest, pk)
+
+
+class SubscriptionReceiveProcessor(Processor):
+    """Keeps (FK, PK) → hash next to the right table and answers with the right value."""
+
+    def __init__(
+        self, store: str, right: ValueGetter, fk_serde: Serde[Any], right_serde: Serde[Any]
+    ) -> None:
+        self.store_name = store
+        self.right = right
+        self.fk_serde = fk_serde
+        self.right_serde = right_serde
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = context.get_store(self.store_name)
+        self.get_right = self.right.make(context)
+
+    def process(self, key: Any, value: Any) -> None:
+        fk: bytes = key
+        instruction, digest, pk = _parse_subscription(value)
+        entry = _prefix(fk) + pk
+        if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
+            self.store.delete(entry)
+        else:
+            self.store.put(entry, digest or b"\x00")
+        if instruction == DELETE_KEY_NO_PROPAGATE:
+            return
+        right = self.get_right(self.fk_serde.deserialize(fk))
+        if instruction == DELETE_KEY_AND_PROPAGATE:
+            self.context.forward(pk, _response(digest, None))
+        elif right is not None or instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            self.context.forward(pk, _response(digest, self._serialize_right(right)))
+
+    def _serialize_right(self, right: Any) -> bytes | None:
+        return None if right is None else self.right_serde.serialize(right)
+
+
+class ForeignTableUpdateProcessor(Processor):
+    """A right update goes to every subscriber of its key (prefix scan by FK)."""
+
+    def __init__(self, store: str, fk_serde: Serde[Any], right_serde: Serde[Any]) -> None:
+        self.store_name = store
+        self.fk_serde = fk_serde
+        self.right_serde = right_serde
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            return
+        change = as_change(value)
+        fk = self.fk_serde.serialize(key) or b""
+        prefix = _prefix(fk)
+        store = self.context.get_store(self.store_name)
+        new = None if change.new is None else self.right_serde.serialize(change.new)
+        end = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
+        for entry, digest in list(store.range(prefix, end)):
+            if not entry.startswith(prefix):
+                continue
+            pk = entry[len(prefix) :]
+            self.context.forward(pk, _response(b"" if digest == b"\x00" else digest, new))
+
+
+class ResponseJoinProcessor(Processor):
+    """Joins a response with the current left value if the hash still matches."""
+
+    def __init__(
+        self,
+        left: ValueGetter,
+        pk_serde: Serde[Any],
+        left_serde: Serde[Any],
+        right_serde: Serde[Any],
+        joiner: Callable[[Any, Any], Any],
+        left_join: bool,
+    ) -> None:
+        self.left = left
+        self.pk_serde = pk_serde
+        self.left_serde = left_serde
+        self.right_serde = right_serde
+        self.joiner = joiner
+        self.left_join = left_join
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.get_left = self.left.make(context)
+
+    def process(self, key: Any, value: Any) -> None:
+        digest, right_bytes = _parse_response(value)
+        pk = self.pk_serde.deserialize(key)
+        current = self.get_left(pk)
+        if value_hash(self.left_serde.serialize(current)) != digest:
+            return  # stale: the left row changed since this answer was asked for
+        right = None if right_bytes is None else self.right_serde.deserialize(right_bytes)
+        if current is None:
+            result = None
+        elif right is None:
+            result = self.joiner(current, None) if self.left_join else None
+        else:
+            result = self.joiner(current, right)
+        self.context.forward(pk, Change(result, None))

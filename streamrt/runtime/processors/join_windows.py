@@ -1,0 +1,64 @@
+"""The configuration of joins: ``JoinWindows`` (stream-stream), the join kinds, the joiner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from streamrt.errors import ConfigError
+
+__all__ = ("JoinKind", "JoinWindows", "Joiner")
+
+JoinKind = Literal["inner", "left", "outer"]
+Joiner = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class JoinWindows:
+    """A right record r joins a left record l iff ``l.ts - before <= r.ts <= l.ts + after``.
+
+    Records stay joinable (and left/outer results wait) until stream time passes their window
+    end plus ``grace_ms``. Negative values are refused when the windows are built.
+    """
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.before_ms + self.after_ms < 0:
+            raise ConfigError(
+                f"JoinWindows: before + after must be >= 0, got {self.before_ms} + {self.after_ms}"
+            )
+        if self.grace_ms < 0:
+            raise ConfigError(f"JoinWindows: grace must be >= 0, got {self.grace_ms}")
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, difference_ms: int) -> JoinWindows:
+        return cls.of_time_difference_and_grace(difference_ms, 0)
+
+    @classmethod
+    def of_time_difference_and_grace(cls, difference_ms: int, grace_ms: int) -> JoinWindows:
+        if difference_ms < 0:
+            raise ConfigError(f"JoinWindows: time difference must be >= 0, got {difference_ms}")
+        return cls(difference_ms, difference_ms, grace_ms)
+
+    of_time_difference = of_time_difference_with_no_grace
+
+    def before(self, ms: int) -> JoinWindows:
+        return replace(self, before_ms=ms)
+
+    def after(self, ms: int) -> JoinWindows:
+        return replace(self, after_ms=ms)
+
+    def grace(self, ms: int) -> JoinWindows:
+        return replace(self, grace_ms=ms)
+
+    @property
+    def size_ms(self) -> int:
+        return self.before_ms + self.after_ms
+
+    @property
+    def retention_ms(self) -> int:
+        return self.before_ms + self.after_ms + self.grace_ms

@@ -1,0 +1,204 @@
+"""The windowed KStream-KStream join (inner, left, outer), with Kafka Streams' semantics.
+
+Each side buffers its records in a window store (retention: before + after + grace) and looks
+the key up in the other side's; left/outer results without a partner wait in a shared store
+until their window closes. Both sides of one join in one task share one stream time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamrt.runtime.processor import Processor, ProcessorContext
+from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.serde import Serde
+
+__all__ = (
+    "LEFT",
+    "RIGHT",
+    "StreamJoinSpec",
+    "StreamStreamJoinSide",
+    "Trackers",
+    "window_store_entries",
+)
+
+
+_U32 = struct.Struct(">I")
+_TS = struct.Struct(">q")
+LEFT, RIGHT = 0, 1
+
+
+def _window_key(key: bytes, ts: int, seq: int) -> bytes:
+    return _U32.pack(len(key)) + key + _TS.pack(ts) + _U32.pack(seq)
+
+
+def _split_window_key(raw: bytes) -> tuple[bytes, int]:
+    (n,) = _U32.unpack_from(raw, 0)
+    return raw[4 : 4 + n], _TS.unpack_from(raw, 4 + n)[0]
+
+
+def _pending_key(ts: int, side: int, key: bytes) -> bytes:
+    return _TS.pack(ts) + bytes([side]) + key
+
+
+def _pack_list(values: list[bytes]) -> bytes:
+    return b"".join(_U32.pack(len(v)) + v for v in values)
+
+
+def _unpack_list(raw: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(raw):
+        (n,) = _U32.unpack_from(raw, pos)
+        out.append(raw[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+@dataclass(slots=True)
+class _TimeTracker:
+    """Stream time shared by both sides of one join in one task (max ts over both)."""
+
+    stream_time: int = -1
+    next_purge: int = 0
+    # each side's buffer keeps its own observed time (max ts put), as a window store does
+    put_time: list[int] = field(default_factory=lambda: [-1, -1])
+
+
+@dataclass(slots=True)
+class Trackers:
+    by_task: dict[str, _TimeTracker] = field(default_factory=dict)
+
+    def get(self, task_id: str) -> _TimeTracker:
+        return self.by_task.setdefault(task_id, _TimeTracker())
+
+
+@dataclass(frozen=True, slots=True)
+class StreamJoinSpec:
+    windows: JoinWindows
+    joiner: Joiner
+    kind: JoinKind
+    key_serde: Serde[Any]
+    left_serde: Serde[Any]
+    right_serde: Serde[Any]
+    left_store: str
+    right_store: str
+    pending_store: str | None  # left/outer: non-joined records wait here until windows close
+    trackers: Trackers
+
+
+class StreamStreamJoinSide(Processor):
+    """One side of a windowed join: look the key up in the other side's window store, then
+    buffer this record in its own (retention = before + after + grace)."""
+
+    def __init__(self, spec: StreamJoinSpec, side: int) -> None:
+        self.spec = spec
+        self.side = side
+        w = spec.windows
+        # the window around this side's record, in the other side's time
+        self.lo, self.hi = (w.before_ms, w.after_ms) if side == LEFT else (w.after_ms, w.before_ms)
+        self.outer = spec.kind == "outer" or (spec.kind == "left" and side == LEFT)
+        self.this_serde = spec.left_serde if side == LEFT else spec.right_serde
+        self.other_serde = spec.right_serde if side == LEFT else spec.left_serde
+        self.seq = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        spec = self.spec
+        mine, other = (
+            (spec.left_store, spec.right_store)
+            if self.side == LEFT
+            else (spec.right_store, spec.left_store)
+        )
+        self.mine = context.get_store(mine)
+        self.other = context.get_store(other)
+        self.pending = context.get_store(spec.pending_store) if spec.pending_store else None
+        self.tracker = spec.trackers.get(context.task_id)
+
+    def _join(self, this: Any, other: Any) -> Any:
+        if self.side == LEFT:
+            return self.spec.joiner(this, other)
+        return self.spec.joiner(other, this)
+
+    def process(self, key: Any, value: Any) -> None:
+        ctx = self.context
+        if key is None or value is None:
+            if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
+                ctx.forward(key, self._join(value, None))
+            return
+        ts = ctx.timestamp
+        tracker = self.tracker
+        tracker.stream_time = max(tracker.stream_time, ts)
+        now = tracker.stream_time
+        retention = self.spec.windows.retention_ms
+        if self.pending is not None and ts == now:
+            self._emit_closed(now)
+        kb = self.spec.key_serde.serialize(key) or b""
+        lo = max(0, ts - self.lo, tracker.put_time[1 - self.side] - retention + 1)
+        hi = max(0, ts + self.hi)
+        matched = False
+        if lo <= hi:
+            start = _U32.pack(len(kb)) + kb + _TS.pack(lo)
+            end = _U32.pack(len(kb)) + kb + _TS.pack(hi + 1)
+            for raw, vb in list(self.other.range(start, end)):
+                _k, other_ts = _split_window_key(raw)
+                matched = True
+                other_value = self.other_serde.deserialize(vb)
+                ctx.forward(key, self._join(value, other_value), timestamp=max(ts, other_ts))
+                if self.pending is not None:  # the other record found a partner after all
+                    self.pending.delete(_pending_key(other_ts, 1 - self.side, kb))
+        if not matched and self.outer:
+            if self.pending is None or ts + self.hi < now:
+                ctx.forward(key, self._join(value, None))
+            else:
+                pk = _pending_key(ts, self.side, kb)
+                vb = self.this_serde.serialize(value) or b""
+                self.pending.put(pk, _pack_list([*_unpack_list(self.pending.get(pk) or b""), vb]))
+        mine_time = max(tracker.put_time[self.side], ts)
+        if ts > mine_time - retention:  # older than the retention: the store would drop it
+            tracker.put_time[self.side] = mine_time
+            self.seq += 1
+            self.mine.put(_window_key(kb, ts, self.seq), self.this_serde.serialize(value) or b"")
+        if now >= tracker.next_purge:
+            self._purge(tracker.put_time, retention)
+            tracker.next_purge = now + max(retention // 2, 1)
+
+    def _emit_closed(self, now: int) -> None:
+        """Emit non-joined records whose window (plus grace) closed, in timestamp order."""
+        assert self.pending is not None
+        w = self.spec.windows
+        horizon = now - w.grace_ms - min(w.before_ms, w.after_ms)
+        if horizon <= 0:
+            return
+        for pk, raw in list(self.pending.range(None, _TS.pack(horizon))):
+            ets = _TS.unpack_from(pk, 0)[0]
+            side = pk[8]
+            # left records wait for right ones up to ts + after; right ones up to ts + before
+            reach = w.after_ms if side == LEFT else w.before_ms
+            if ets + reach + w.grace_ms >= now:
+                continue
+            key = self.spec.key_serde.deserialize(pk[9:])
+            serde = self.spec.left_serde if side == LEFT else self.spec.right_serde
+            for vb in _unpack_list(raw):
+                v = serde.deserialize(vb)
+                result = self.spec.joiner(v, None) if side == LEFT else self.spec.joiner(None, v)
+                self.context.forward(key, result, timestamp=ets)
+            self.pending.delete(pk)
+
+    def _purge(self, put_time: list[int], retention: int) -> None:
+        """Drop buffered records older than each store's retention (Kafka drops segments)."""
+        stores = {self.side: self.mine, 1 - self.side: self.other}
+        for side, store in stores.items():
+            expired_before = put_time[side] - retention + 1
+            for raw, _vb in list(store.range(None, None)):
+                if _split_window_key(raw)[1] < expired_before:
+                    store.delete(raw)
+
+
+def window_store_entries(store: Any) -> Iterator[tuple[bytes, int, bytes]]:
+    """(key bytes, ts, value bytes) of a join buffer, for tests and debugging."""
+    for raw, vb in store.range(None, None):
+        kb, ts = _split_window_key(raw)
+        yield kb, ts, vb

@@ -1,0 +1,271 @@
+"""Windowed aggregation processors: time (tumbling/hopping), sliding and session windows.
+
+Each keeps its own observed stream time (the largest record timestamp it saw, never below
+what its store already holds) as Kafka Streams' processors do; ``close = stream time - grace``
+decides which windows still accept records. A record that only reaches closed windows is
+dropped and counted (``dropped-records``). Output keys are :class:`Windowed`; session
+merges first forward a tombstone (value ``None``) for every session they replace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
+from streamrt.runtime.window_stores import SessionStoreView, TimestampedWindow, WindowStoreView
+from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, record_dropped
+
+__all__ = (
+    "SessionWindowAggregateProcessor",
+    "SlidingWindowAggregateProcessor",
+    "TimeWindowAggregateProcessor",
+)
+
+_NO_TIME = -(2**63)
+
+
+class _WindowProcessor(Processor):
+    def __init__(self, store: str, grace_ms: int) -> None:
+        self.store_name = store
+        self.grace_ms = grace_ms
+        self.observed = _NO_TIME
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.observed = _NO_TIME
+
+    def _advance(self, timestamp: int, store_time: int) -> int:
+        """Advance stream time with ``timestamp``; returns the close time."""
+        self.observed = max(self.observed, timestamp, store_time)
+        return self.observed - self.grace_ms
+
+
+class TimeWindowAggregateProcessor(_WindowProcessor):
+    """Adds each record to every (tumbling/hopping) window holding its timestamp whose end is
+    after the close time; the aggregate's timestamp is the largest in the window."""
+
+    def __init__(
+        self, store: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator
+    ) -> None:
+        super().__init__(store, windows.grace_ms)
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            record_dropped(self.context, "skipping a record with a null key")
+            return
+        store = cast(WindowStoreView, self.context.get_store(self.store_name))
+        ts = self.context.timestamp
+        close = self._advance(ts, store.observed_stream_time)
+        for start, end in self.windows.windows_for(ts):
+            if end <= close:
+                record_dropped(
+                    self.context,
+                    "skipping record for expired window",
+                    window_start=start,
+                    window_end=end,
+                    timestamp=ts,
+                    stream_time=self.observed,
+                )
+                continue
+            window = Windowed(key, start, end)
+            old = store.get_timestamped(window)
+            agg = self.initializer() if old is None else old.value
+            new = self.aggregator(key, value, agg)
+            store.put(window, new, ts if old is None else max(ts, old.timestamp))
+            self.context.forward(window, new)
+
+
+class SlidingWindowAggregateProcessor(_WindowProcessor):
+    """Kafka's sliding-window aggregation (KIP-450): windows ``[start, start + d]``; each record
+    gets a left window ending at it and, when later records exist within ``d``, a right window
+    starting just after it; existing windows that now hold it are updated."""
+
+    def __init__(
+        self,
+        store: str,
+        windows: SlidingWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+    ) -> None:
+        super().__init__(store, windows.grace_ms)
+        self.d = windows.time_difference_ms
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None or value is None:
+            record_dropped(self.context, "skipping a record with a null key or value")
+            return
+        store = cast(WindowStoreView, self.context.get_store(self.store_name))
+        ts = self.context.timestamp
+        close = self._advance(ts, store.observed_stream_time)
+        if ts + self.d < close:
+            record_dropped(
+                self.context,
+                "skipping record for expired window",
+                timestamp=ts,
+                stream_time=self.observed,
+            )
+            return
+        if ts < self.d:
+            self._process_early(store, key, value, ts, close)
+        else:
+            self._process_in_order(store, key, value, ts, close)
+
+    def _process_in_order(
+        self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
+    ) -> None:
+        starts: set[int] = set()
+        left_agg: TimestampedWindow | None = None
+        right_agg: TimestampedWindow | None = None
+        left_exists = right_exists = False
+        previous: int | None = None
+        for w in store.fetch_timestamped(key, max(0, ts - 2 * self.d), ts + 1):
+            starts.add(w.start)
+            end = w.start + self.d
+            if end < ts:
+                left_agg, previous = w, w.timestamp
+            elif end == ts:
+                left_exists = True
+                if w.timestamp < ts:
+                    previous = w.timestamp
+                self._update(store, key, value, w.start, w, ts, close)
+            elif w.start <= ts:
+                right_agg = w
+                self._update(store, key, value, w.start, w, ts, close)
+            elif w.start == ts + 1:
+                right_exists = True
+        if previous is not None:
+            prev_right = previous + 1
+            if prev_right not in starts and prev_right + self.d >= ts:
+                self._update(store, key, value, prev_right, None, ts, close)
+        if not left_exists:
+            if previous is not None and left_agg is not None and ts - self.d <= previous:
+                base = TimestampedWindow(ts - self.d, ts, left_agg.value, ts)
+                self._update(store, key, value, ts - self.d, base, ts, close)
+            else:
+                self._update(store, key, value, ts - self.d, None, ts, close)
+        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
+            self._create_right_window(store, key, ts, right_agg)
+
+    def _process_early(
+        self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
+    ) -> None:
+        """``ts < d``: one combined window ``[0, d]`` holds every early record."""
+        combined: TimestampedWindow | None = None
+        right_agg: TimestampedWindow | None = None
+        right_exists = False
+        starts: set[int] = set()
+        previous: int | None = None
+        for w in store.fetch_timestamped(key, 0, ts + 1):
+            starts.add(w.start)
+            if w.start == 0:
+                combined = w
+                if w.timestamp < ts:
+                    previous = w.timestamp
+            elif w.start <= ts:
+                right_agg = w
+                self._update(store, key, value, w.start, w, ts, close)
+            elif w.start == ts + 1:
+                right_exists = True
+        if right_agg is None and combined is not None and combined.timestamp > ts:
+            right_agg = combined
+        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
+            self._create_right_window(store, key, ts, right_agg)
+        if previous is not None and previous + 1 not in starts:
+            self._update(store, key, value, previous + 1, None, ts, close)
+        self._update(store, key, value, 0, combined, ts, close)
+
+    def _create_right_window(
+        self, store: WindowStoreView, key: Any, ts: int, agg: TimestampedWindow
+    ) -> None:
+        """The record's right window holds exactly the later records: ``agg`` without it."""
+        window = Windowed(key, ts + 1, ts + 1 + self.d)
+        store.put(window, agg.value, agg.timestamp)
+        self.context.forward(window, agg.value)
+
+    def _update(
+        self,
+        store: WindowStoreView,
+        key: Any,
+        value: Any,
+        start: int,
+        existing: TimestampedWindow | None,
+        ts: int,
+        close: int,
+    ) -> None:
+        end = start + self.d
+        if end <= close:
+            record_dropped(
+                self.context,
+                "skipping record for expired window",
+                window_start=start,
+                window_end=end,
+                timestamp=ts,
+                stream_time=self.observed,
+            )
+            return
+        agg = self.initializer() if existing is None else existing.value
+        new = self.aggregator(key, value, agg)
+        stamp = ts if existing is None else max(ts, existing.timestamp)
+        window = Windowed(key, start, end)
+        store.put(window, new, stamp)
+        self.context.forward(window, new)
+
+
+class SessionWindowAggregateProcessor(_WindowProcessor):
+    """Session windows: the record's session ``[ts, ts]`` merges with every session of the key
+    within the inactivity gap; merged sessions are removed (a tombstone is forwarded for each)
+    and the merged one is stored and forwarded."""
+
+    def __init__(
+        self,
+        store: str,
+        windows: SessionWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        merger: Merger,
+    ) -> None:
+        super().__init__(store, windows.grace_ms)
+        self.gap = windows.inactivity_gap_ms
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            record_dropped(self.context, "skipping a record with a null key")
+            return
+        store = cast(SessionStoreView, self.context.get_store(self.store_name))
+        ts = self.context.timestamp
+        close = self._advance(ts, store.observed_stream_time) - self.gap
+        merged = store.find_sessions(key, ts - self.gap, ts + self.gap)
+        agg = self.initializer()
+        start, end = ts, ts
+        for session in merged:
+            agg = self.merger(key, agg, session.value)
+            start, end = min(start, session.start), max(end, session.end)
+        if end < close:
+            record_dropped(
+                self.context,
+                "skipping record for expired session",
+                session_start=start,
+                session_end=end,
+                timestamp=ts,
+                stream_time=self.observed,
+            )
+            return
+        for session in merged:
+            if (session.start, session.end) != (start, end):
+                old = Windowed(key, session.start, session.end)
+                store.remove(old)
+                self.context.forward(old, None)
+        new = self.aggregator(key, value, agg)
+        stamp = max([ts] + [s.timestamp for s in merged])
+        window = Windowed(key, start, end)
+        store.put(window, new, stamp)
+        self.context.forward(window, new)

@@ -1,0 +1,32 @@
+"""Differential: the lying batches of issue 29 get the same answer from both brokers.
+
+A valid-CRC batch that claims more records than it holds (2^31-1, or one more), or fewer,
+is refused with INVALID_RECORD by Apache Kafka's ``LogValidator`` and by streamrt's
+validator, and the partition's end offset does not move.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.apache_kafka.support import BrokerEndpoint, create_topic, error_name
+from tests.broker.batches import batch, lie_count
+from tests.broker.raw_produce import RawProducer
+
+
+@pytest.mark.parametrize(
+    ("values", "claimed"),
+    [([b"a"], 2**31 - 1), ([b"a", b"b"], 3), ([b"a", b"b", b"c"], 2)],
+    ids=["claims-2^31-1", "claims-one-more", "claims-one-fewer"],
+)
+def test_lying_record_count_is_invalid_record(
+    any_broker: BrokerEndpoint, values: list[bytes], claimed: int
+) -> None:
+    topic = f"lies-{uuid.uuid4().hex[:8]}"
+    create_topic(any_broker.bootstrap, topic, 1)
+    with RawProducer(any_broker.bootstrap) as p:
+        code, _ = p.produce(topic, 0, bytes(lie_count(batch(values), claimed)))
+        assert error_name(code) == "INVALID_RECORD"
+        assert p.produce(topic, 0, bytes(batch([b"ok"]))) == (0, 0)

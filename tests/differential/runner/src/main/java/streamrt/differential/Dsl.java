@@ -1,0 +1,386 @@
+package streamrt.differential;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.function.Function;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.BranchedKStream;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.state.Stores;
+
+/** Builds a scenario's topology with Kafka Streams' DSL, node by node: each node names its
+ *  operator, its input ("from", default the previous node) and its parameters; the operator
+ *  vocabulary is the one tests/differential/topology.py builds with streamrt's DSL. */
+@SuppressWarnings({"unchecked", "rawtypes"})
+final class Dsl {
+    /** processValues' built-in: a value mapper as a FixedKeyProcessor (no user code). */
+    static final class MapValuesProcessor implements FixedKeyProcessor<String, Object, Object> {
+        private final org.apache.kafka.streams.kstream.ValueMapper<Object, Object> fn;
+        private FixedKeyProcessorContext<String, Object> context;
+
+        MapValuesProcessor(org.apache.kafka.streams.kstream.ValueMapper<Object, Object> fn) {
+            this.fn = fn;
+        }
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, Object> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, Object> record) {
+            context.forward(record.withValue(fn.apply(record.value())));
+        }
+    }
+
+    private final StreamsBuilder builder = new StreamsBuilder();
+    private final Map<String, Object> nodes = new HashMap<>();
+    private final java.util.Set<String> windowed = new java.util.HashSet<>();
+    final TreeSet<String> inputs = new TreeSet<>();
+    final TreeSet<String> outputs = new TreeSet<>();
+    private final JsonSerde json = new JsonSerde();
+    private static final java.util.Set<String> SOURCES = java.util.Set.of("stream", "table", "globalTable");
+
+    StreamsBuilder build(JsonNode topology) {
+        String previous = null;
+        int index = 0;
+        for (JsonNode node : topology) {
+            String id = node.has("id") ? node.get("id").asText() : String.valueOf(index);
+            String from = node.has("from") ? node.get("from").asText() : previous;
+            Object result = apply(node, from);
+            if (result != null) {
+                nodes.put(id, result);
+                boolean source = SOURCES.contains(node.get("op").asText());
+                if (!source && from != null && windowed.contains(from)) {
+                    windowed.add(id);
+                }
+                if (node.get("op").asText().equals("windowedBy")) {
+                    windowed.add(id);
+                }
+                if (result instanceof Map) {
+                    for (Map.Entry<String, Object> e : ((Map<String, Object>) result).entrySet()) {
+                        nodes.put(id + "." + e.getKey(), e.getValue());
+                    }
+                }
+            }
+            previous = id;
+            index++;
+        }
+        return builder;
+    }
+
+    private Object node(String id) {
+        Object n = nodes.get(id);
+        if (n == null) {
+            throw new IllegalArgumentException("no node " + id);
+        }
+        return n;
+    }
+
+    private static String text(JsonNode n, String field) {
+        JsonNode f = n.get(field);
+        if (f == null) {
+            throw new IllegalArgumentException(n.get("op").asText() + " needs " + field);
+        }
+        return f.asText();
+    }
+
+    private static Duration ms(JsonNode n, String field) {
+        return Duration.ofMillis(n.get(field).asLong());
+    }
+
+    private Object apply(JsonNode n, String from) {
+        String op = n.get("op").asText();
+        switch (op) {
+            case "stream":
+                inputs.add(text(n, "topic"));
+                return builder.stream(text(n, "topic"));
+            case "table":
+                inputs.add(text(n, "topic"));
+                return table(n);
+            case "globalTable":
+                inputs.add(text(n, "topic"));
+                return builder.globalTable(text(n, "topic"));
+            case "to":
+                outputs.add(text(n, "topic"));
+                to(n, from);
+                return null;
+            default:
+                break;
+        }
+        Object in = node(from);
+        if (in instanceof KStream) {
+            return streamOp(op, n, (KStream<String, Object>) in);
+        }
+        if (in instanceof KTable) {
+            return tableOp(op, n, (KTable<Object, Object>) in);
+        }
+        if (in instanceof KGroupedStream) {
+            return groupedOp(op, n, (KGroupedStream<String, Object>) in);
+        }
+        if (in instanceof KGroupedTable) {
+            return groupedTableOp(op, n, (KGroupedTable<String, Object>) in);
+        }
+        if (in instanceof TimeWindowedKStream || in instanceof SessionWindowedKStream) {
+            return windowedOp(op, n, in);
+        }
+        throw new IllegalArgumentException(op + " cannot follow " + in.getClass().getSimpleName());
+    }
+
+    private Object table(JsonNode n) {
+        String topic = text(n, "topic");
+        if (n.has("versioned_history_ms")) {
+            return builder.table(topic, Materialized.as(Stores.persistentVersionedKeyValueStore(
+                topic + "-versioned", ms(n, "versioned_history_ms"))));
+        }
+        return builder.table(topic);
+    }
+
+    private void to(JsonNode n, String from) {
+        KStream<Object, Object> s = (KStream<Object, Object>) node(from);
+        if (windowed.contains(from)) {
+            s = s.map((k, v) -> {
+                Windowed<String> w = (Windowed<String>) k;
+                return KeyValue.pair(w.key() + "@" + w.window().start() + "/" + w.window().end(), v);
+            });
+        }
+        s.to(text(n, "topic"), Produced.with((org.apache.kafka.common.serialization.Serde) Serdes.String(), json));
+    }
+
+    private Object streamOp(String op, JsonNode n, KStream<String, Object> s) {
+        switch (op) {
+            case "filter": return s.filter(Fns.predicate(text(n, "fn")));
+            case "filterNot": return s.filterNot(Fns.predicate(text(n, "fn")));
+            case "mapValues": return s.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "map": return s.map(Fns.mapper(text(n, "fn")));
+            case "selectKey": return s.selectKey(Fns.keySelector(text(n, "fn")));
+            case "flatMapValues": return s.flatMapValues(Fns.flatValues(text(n, "fn")));
+            case "flatMap": return s.flatMap(Fns.flatMapper(text(n, "fn")));
+            case "merge": return s.merge((KStream<String, Object>) node(text(n, "other")));
+            case "peek": return s.peek((k, v) -> { });
+            case "repartition": return s.repartition();
+            case "split": return split(n, s);
+            case "toTable": return s.toTable();
+            case "processValues": return s.processValues(() -> new MapValuesProcessor(Fns.valueMapper(text(n, "fn"))));
+            case "groupByKey": return s.groupByKey();
+            case "groupBy": return s.groupBy(Fns.keySelector(text(n, "fn")), Grouped.with(Serdes.String(), json));
+            case "join":
+            case "leftJoin":
+            case "outerJoin":
+                return streamJoin(op, n, s);
+            default: throw new IllegalArgumentException("unknown stream op " + op);
+        }
+    }
+
+    private Map<String, KStream<String, Object>> split(JsonNode n, KStream<String, Object> s) {
+        BranchedKStream<String, Object> b = s.split(Named.as("split-"));
+        int i = 0;
+        for (Iterator<JsonNode> it = n.get("predicates").elements(); it.hasNext(); i++) {
+            b = b.branch(Fns.predicate(it.next().asText()), Branched.as(String.valueOf(i)));
+        }
+        Map<String, KStream<String, Object>> out = n.path("default").asBoolean(false)
+            ? b.defaultBranch(Branched.as("default")) : b.noDefaultBranch();
+        Map<String, KStream<String, Object>> named = new HashMap<>();
+        out.forEach((k, v) -> named.put(k.substring("split-".length()), v));
+        return named;
+    }
+
+    private Object streamJoin(String op, JsonNode n, KStream<String, Object> s) {
+        Object other = node(text(n, "other"));
+        var joiner = Fns.joiner(text(n, "joiner"));
+        if (other instanceof KStream) {
+            KStream<String, Object> o = (KStream<String, Object>) other;
+            JoinWindows w = joinWindows(n.get("window"));
+            switch (op) {
+                case "join": return s.join(o, joiner, w);
+                case "leftJoin": return s.leftJoin(o, joiner, w);
+                default: return s.outerJoin(o, joiner, w);
+            }
+        }
+        if (other instanceof GlobalKTable) {
+            GlobalKTable<String, Object> g = (GlobalKTable<String, Object>) other;
+            var mapper = Fns.globalKey(text(n, "key_mapper"));
+            return op.equals("join") ? s.join(g, mapper, joiner) : s.leftJoin(g, mapper, joiner);
+        }
+        KTable<String, Object> t = (KTable<String, Object>) other;
+        Joined<String, Object, Object> joined = Joined.with(Serdes.String(), json, json);
+        if (n.has("grace_ms")) {
+            joined = joined.withGracePeriod(ms(n, "grace_ms"));
+        }
+        return op.equals("join") ? s.join(t, joiner, joined) : s.leftJoin(t, joiner, joined);
+    }
+
+    private static JoinWindows joinWindows(JsonNode w) {
+        Duration d = ms(w, "diff_ms");
+        JoinWindows j = w.has("grace_ms") ? JoinWindows.ofTimeDifferenceAndGrace(d, ms(w, "grace_ms"))
+            : JoinWindows.ofTimeDifferenceWithNoGrace(d);
+        if (w.has("before_ms")) {
+            j = j.before(ms(w, "before_ms"));
+        }
+        if (w.has("after_ms")) {
+            j = j.after(ms(w, "after_ms"));
+        }
+        return j;
+    }
+
+    private Object tableOp(String op, JsonNode n, KTable<Object, Object> t) {
+        KTable<String, Object> st = (KTable<String, Object>) (KTable) t;
+        switch (op) {
+            case "filter": return st.filter(Fns.predicate(text(n, "fn")));
+            case "filterNot": return st.filterNot(Fns.predicate(text(n, "fn")));
+            case "mapValues": return st.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "toStream": return t.toStream();
+            case "groupBy": return st.groupBy(Fns.mapper(text(n, "fn")), Grouped.with(Serdes.String(), json));
+            case "suppress": return t.suppress((Suppressed) suppressed(n));
+            case "join":
+            case "leftJoin":
+            case "outerJoin":
+                return tableJoin(op, n, st);
+            default: throw new IllegalArgumentException("unknown table op " + op);
+        }
+    }
+
+    private static Suppressed<?> suppressed(JsonNode n) {
+        Suppressed.BufferConfig<?> buffer = n.has("max_records")
+            ? Suppressed.BufferConfig.maxRecords(n.get("max_records").asLong())
+            : Suppressed.BufferConfig.unbounded();
+        if (text(n, "until").equals("window_close")) {
+            return Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) buffer);
+        }
+        return Suppressed.untilTimeLimit(ms(n, "ms"), buffer);
+    }
+
+    private Object tableJoin(String op, JsonNode n, KTable<String, Object> t) {
+        KTable<Object, Object> o = (KTable<Object, Object>) node(text(n, "other"));
+        var joiner = Fns.joiner(text(n, "joiner"));
+        if (n.has("foreign_key")) {
+            Function<Object, Object> fk = Fns.foreignKey(text(n, "foreign_key"));
+            return op.equals("join") ? t.join(o, fk, joiner) : t.leftJoin(o, fk, joiner);
+        }
+        KTable<String, Object> so = (KTable<String, Object>) (KTable) o;
+        switch (op) {
+            case "join": return t.join(so, joiner);
+            case "leftJoin": return t.leftJoin(so, joiner);
+            default: return t.outerJoin(so, joiner);
+        }
+    }
+
+    private Object groupedOp(String op, JsonNode n, KGroupedStream<String, Object> g) {
+        switch (op) {
+            case "count": return g.count(Materialized.with(Serdes.String(), Serdes.Long()));
+            case "reduce": return g.reduce(Fns.reducer(text(n, "fn")), Materialized.with(Serdes.String(), json));
+            case "aggregate":
+                return g.aggregate(Fns.initializer(text(n, "init")), Fns.aggregator(text(n, "fn")),
+                    Materialized.with(Serdes.String(), json));
+            case "windowedBy": return windowedBy(n.get("window"), g);
+            case "cogroup": return cogroup(n, g);
+            default: throw new IllegalArgumentException("unknown grouped-stream op " + op);
+        }
+    }
+
+    private Object cogroup(JsonNode n, KGroupedStream<String, Object> g) {
+        CogroupedKStream<String, Object> c = g.cogroup(Fns.aggregator(text(n, "fn")));
+        for (JsonNode other : n.get("with")) {
+            c = c.cogroup((KGroupedStream<String, Object>) node(text(other, "from")),
+                Fns.aggregator(text(other, "fn")));
+        }
+        return c.aggregate(Fns.initializer(text(n, "init")), Materialized.with(Serdes.String(), json));
+    }
+
+    private static Object windowedBy(JsonNode w, KGroupedStream<String, Object> g) {
+        String type = text(w, "type");
+        boolean grace = w.has("grace_ms");
+        switch (type) {
+            case "tumbling":
+            case "hopping": {
+                Duration size = ms(w, "size_ms");
+                TimeWindows t = grace ? TimeWindows.ofSizeAndGrace(size, ms(w, "grace_ms"))
+                    : TimeWindows.ofSizeWithNoGrace(size);
+                return g.windowedBy(type.equals("hopping") ? t.advanceBy(ms(w, "advance_ms")) : t);
+            }
+            case "sliding": {
+                Duration d = ms(w, "diff_ms");
+                return g.windowedBy(grace ? SlidingWindows.ofTimeDifferenceAndGrace(d, ms(w, "grace_ms"))
+                    : SlidingWindows.ofTimeDifferenceWithNoGrace(d));
+            }
+            case "session": {
+                Duration gap = ms(w, "gap_ms");
+                return g.windowedBy(grace ? SessionWindows.ofInactivityGapAndGrace(gap, ms(w, "grace_ms"))
+                    : SessionWindows.ofInactivityGapWithNoGrace(gap));
+            }
+            default: throw new IllegalArgumentException("unknown window type " + type);
+        }
+    }
+
+    private Object windowedOp(String op, JsonNode n, Object in) {
+        boolean close = n.path("emit").asText("on_window_update").equals("on_window_close");
+        if (in instanceof TimeWindowedKStream) {
+            TimeWindowedKStream<String, Object> w = (TimeWindowedKStream<String, Object>) in;
+            if (close) {
+                w = w.emitStrategy(EmitStrategy.onWindowClose());
+            }
+            switch (op) {
+                case "count": return w.count(Materialized.with(Serdes.String(), Serdes.Long()));
+                case "reduce": return w.reduce(Fns.reducer(text(n, "fn")), Materialized.with(Serdes.String(), json));
+                case "aggregate":
+                    return w.aggregate(Fns.initializer(text(n, "init")), Fns.aggregator(text(n, "fn")),
+                        Materialized.with(Serdes.String(), json));
+                default: throw new IllegalArgumentException("unknown windowed op " + op);
+            }
+        }
+        SessionWindowedKStream<String, Object> w = (SessionWindowedKStream<String, Object>) in;
+        if (close) {
+            w = w.emitStrategy(EmitStrategy.onWindowClose());
+        }
+        switch (op) {
+            case "count": return w.count(Materialized.with(Serdes.String(), Serdes.Long()));
+            case "reduce": return w.reduce(Fns.reducer(text(n, "fn")), Materialized.with(Serdes.String(), json));
+            case "aggregate":
+                return w.aggregate(Fns.initializer(text(n, "init")), Fns.aggregator(text(n, "fn")),
+                    Fns.merger(text(n, "merger")), Materialized.with(Serdes.String(), json));
+            default: throw new IllegalArgumentException("unknown session op " + op);
+        }
+    }
+
+    private Object groupedTableOp(String op, JsonNode n, KGroupedTable<String, Object> g) {
+        switch (op) {
+            case "count": return g.count(Materialized.with(Serdes.String(), Serdes.Long()));
+            case "reduce":
+                return g.reduce(Fns.reducer(text(n, "adder")), Fns.reducer(text(n, "subtractor")),
+                    Materialized.with(Serdes.String(), json));
+            case "aggregate":
+                return g.aggregate(Fns.initializer(text(n, "init")), Fns.aggregator(text(n, "adder")),
+                    Fns.aggregator(text(n, "subtractor")), Materialized.with(Serdes.String(), json));
+            default: throw new IllegalArgumentException("unknown grouped-table op " + op);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+package streamrt.differential;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Stream;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+
+/** The Kafka Streams 4.3.1 side of the differential suite (issue 23). Reads scenarios, one JSON
+ *  document a line, on stdin (so one JVM serves a whole pytest session, property runs
+ *  included), runs each through TopologyTestDriver with the record cache off and the internal
+ *  emit throttles at 0, and writes every output record as a JSON line: the scenario, the input
+ *  step after which it came out, topic, key, value and timestamp; then a "done" line. */
+public final class Oracle {
+    private Oracle() {}
+
+    public static void main(String[] args) throws IOException {
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode scenario = JsonSerde.MAPPER.readTree(line);
+            String name = scenario.path("name").asText("?");
+            try {
+                run(scenario, name);
+            } catch (Exception e) {
+                emit(name, -1).put("error", "build: " + describe(e));
+            }
+            emit(name, -1).put("done", true);
+            flush(out);
+        }
+    }
+
+    /** A scenario's lines, written together once it is done. */
+    private static final java.util.List<ObjectNode> PENDING = new java.util.ArrayList<>();
+
+    private static ObjectNode emit(String name, int step) {
+        ObjectNode o = JsonSerde.MAPPER.createObjectNode();
+        o.put("scenario", name);
+        o.put("step", step);
+        PENDING.add(o);
+        return o;
+    }
+
+    private static void flush(PrintStream out) {
+        for (ObjectNode o : PENDING) {
+            out.println(o.toString());
+        }
+        PENDING.clear();
+        out.flush();
+    }
+
+    private static String describe(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        return e.getClass().getSimpleName() + ": " + e.getMessage()
+            + (root == e ? "" : " (" + root.getClass().getSimpleName() + ": " + root.getMessage() + ")");
+    }
+
+    static Properties config(String name, Path stateDir) {
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, "diff-" + name.replaceAll("[^A-Za-z0-9_-]", "_"));
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+        p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, org.apache.kafka.common.serialization.Serdes.StringSerde.class);
+        p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, JsonSerde.class);
+        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        // Kafka Streams throttles these emissions by wall-clock time (1000 ms by default); at 0
+        // every record that closes a window or join window emits at once, as in streamrt.
+        p.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
+        p.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        return p;
+    }
+
+    private static Object scalar(JsonNode v) {
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (v.isIntegralNumber()) {
+            return v.asLong();
+        }
+        return v.asText();
+    }
+
+    private static void run(JsonNode scenario, String name) throws IOException {
+        Dsl dsl = new Dsl();
+        var builder = dsl.build(scenario.get("topology"));
+        Path stateDir = Files.createTempDirectory("diff-oracle-");
+        try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(), config(name, stateDir),
+                Instant.ofEpochMilli(0))) {
+            Map<String, TestInputTopic<String, Object>> inputs = new HashMap<>();
+            for (String t : dsl.inputs) {
+                inputs.put(t, driver.createInputTopic(t, new StringSerializer(), new JsonSerde().serializer()));
+            }
+            Map<String, TestOutputTopic<String, byte[]>> outputs = new java.util.TreeMap<>();
+            for (String t : dsl.outputs) {
+                outputs.put(t, driver.createOutputTopic(t, new StringDeserializer(), new ByteArrayDeserializer()));
+            }
+            int step = 0;
+            for (JsonNode s : scenario.get("steps")) {
+                try {
+                    apply(s, driver, inputs);
+                } catch (RuntimeException e) {
+                    emit(name, step).put("error", describe(e));
+                    return;
+                }
+                drain(outputs, name, step);
+                step++;
+            }
+        } finally {
+            try (Stream<Path> walk = Files.walk(stateDir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    private static void apply(JsonNode s, TopologyTestDriver driver, Map<String, TestInputTopic<String, Object>> inputs) {
+        if (s.has("advance_ms")) {
+            driver.advanceWallClockTime(Duration.ofMillis(s.get("advance_ms").asLong()));
+            return;
+        }
+        TestInputTopic<String, Object> topic = inputs.get(s.get("pipe").asText());
+        if (topic == null) {
+            throw new IllegalArgumentException("no source reads " + s.get("pipe").asText());
+        }
+        String key = s.hasNonNull("key") ? s.get("key").asText() : null;
+        topic.pipeInput(key, scalar(s.get("value")), s.get("ts").asLong());
+    }
+
+    private static void drain(Map<String, TestOutputTopic<String, byte[]>> outputs, String name, int step)
+            throws IOException {
+        for (Map.Entry<String, TestOutputTopic<String, byte[]>> e : outputs.entrySet()) {
+            while (!e.getValue().isEmpty()) {
+                TestRecord<String, byte[]> r = e.getValue().readRecord();
+                ObjectNode o = emit(name, step);
+                o.put("topic", e.getKey());
+                o.put("key", r.key());
+                o.set("value", r.value() == null ? JsonSerde.MAPPER.nullNode() : JsonSerde.MAPPER.readTree(r.value()));
+                o.put("ts", r.timestamp());
+            }
+        }
+    }
+}
