@@ -22,6 +22,7 @@ __all__ = (
     "Serde",
     "SerdeLike",
     "StrSerde",
+    "bind_serde",
     "serde_for",
 )
 
@@ -162,3 +163,10 @@ def serde_for(spec: SerdeLike) -> Serde[Any]:
     if hasattr(spec, "serialize") and hasattr(spec, "deserialize"):
         return spec
     raise ConfigError(f"{spec!r} is not a serde")
+
+
+def bind_serde(serde: Serde[Any], topic: str, *, is_key: bool) -> Serde[Any]:
+    """The serde as used on ``topic``: a serde with ``for_topic`` (a schema registry serde,
+    whose subject names the topic) gets its topic and role; any other is returned as is."""
+    bind = getattr(serde, "for_topic", None)
+    return serde if bind is None else bind(topic, is_key=is_key)  # type: ignore[no-any-return]

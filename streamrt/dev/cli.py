@@ -14,7 +14,7 @@ __all__ = ("register",)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    dev = sub.add_parser("dev", help="developer tools (Apache Kafka for comparison tests)")
+    dev = sub.add_parser("dev", help="developer tools (Apache Kafka, a schema registry)")
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="DEV_COMMAND")
     p = dev_sub.add_parser(
         "kafka",
@@ -43,6 +43,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--heap", default="320m", help="-Xmx of each JVM (default 320m)")
     p.set_defaults(func=run_kafka)
+    r = dev_sub.add_parser(
+        "registry",
+        help="run Apicurio Registry (Confluent-compatible API) on 127.0.0.1 until Ctrl-C",
+        description=(
+            "Start Apicurio Registry from Maven Central (downloaded once into "
+            "~/.cache/streamrt; Java 17) with in-memory storage and global compatibility "
+            "BACKWARD. Prints the schema.registry.url; stops cleanly on SIGTERM/SIGINT."
+        ),
+    )
+    r.add_argument("--port", type=int, default=None, help="HTTP port (default: a free one)")
+    r.add_argument("--data-dir", type=Path, help="work directory (default: a temporary one)")
+    r.add_argument("--heap", default="384m", help="-Xmx of the JVM (default 384m)")
+    r.set_defaults(func=run_registry)
     dev.set_defaults(func=lambda _args: dev.print_help() or 2)
 
 
@@ -83,5 +96,38 @@ def run_kafka(args: argparse.Namespace) -> int:
         return 1
     finally:
         kafka.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+def run_registry(args: argparse.Namespace) -> int:
+    from streamrt.dev.apicurio import ApicurioRegistry, RegistryUnavailable
+
+    work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-registry-"))
+    registry = ApicurioRegistry(work, port=args.port, heap=args.heap)
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        registry.start()
+    except RegistryUnavailable as exc:
+        print(f"streamrt: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Apicurio Registry {registry.version} ready", flush=True)
+    print(f"schema.registry.url={registry.url}", flush=True)
+    print(f"log in {registry.log_file}; Ctrl-C stops", flush=True)
+    try:
+        while not stop.wait(1.0):
+            if not registry.running():
+                print(
+                    f"streamrt: error: the registry died:\n{registry.log_tail()}", file=sys.stderr
+                )
+                return 1
+    finally:
+        registry.stop()
     print("stopped", flush=True)
     return 0

@@ -27,7 +27,7 @@ from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
 from streamrt.runtime.graph.topology import SourceNode, Topology, internal_topic
 from streamrt.runtime.instance.app import App
-from streamrt.serde import Serde, SerdeLike, serde_for
+from streamrt.serde import Serde, SerdeLike, bind_serde, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
 
 __all__ = ("TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver")
@@ -157,8 +157,8 @@ class TopologyTestDriver:
         return TestInputTopic(
             self,
             topic,
-            serde_for(key_serde),
-            serde_for(value_serde),
+            bind_serde(serde_for(key_serde), topic, is_key=True),
+            bind_serde(serde_for(value_serde), topic, is_key=False),
             start_timestamp,
             auto_advance_ms,
         )
@@ -166,7 +166,10 @@ class TopologyTestDriver:
     def create_output_topic(
         self, topic: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None
     ) -> TestOutputTopic:
-        return TestOutputTopic(self, topic, serde_for(key_serde), serde_for(value_serde))
+        key = bind_serde(serde_for(key_serde), topic, is_key=True)
+        return TestOutputTopic(
+            self, topic, key, bind_serde(serde_for(value_serde), topic, is_key=False)
+        )
 
     def produced_topic_names(self) -> list[str]:
         return sorted(self._outputs)

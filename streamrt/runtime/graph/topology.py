@@ -15,7 +15,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.stores import StoreSpec
-from streamrt.serde import Serde
+from streamrt.serde import Serde, bind_serde
 
 __all__ = (
     "REPARTITION_SUFFIX",
@@ -52,6 +52,10 @@ class SourceNode:
     timestamp_extractor: Callable[[Any], int] | None = None
     partitions: int | None = None  # an explicit repartition(n) topic's partition count
 
+    def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
+        self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
+        self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
+
 
 @dataclass(slots=True)
 class ProcessorNode:
@@ -73,6 +77,10 @@ class SinkNode:
     internal: bool = False
     children: list[str] = field(default_factory=list)
     accepts_changes: bool = False  # writes Change values (a KTable.group_by repartition)
+
+    def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
+        self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
+        self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
 
 
 Node = SourceNode | ProcessorNode | SinkNode
