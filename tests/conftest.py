@@ -132,17 +132,3 @@ def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     bootstrap = kafka.bootstrap  # type: ignore[attr-defined]
     yield BrokerEndpoint("apache-kafka", bootstrap)
     clean_slate(bootstrap)
-
-
-# With pytest-xdist (`make test` runs `-n 3 --dist loadgroup`), tests that share a session-scoped
-# JVM run on one worker each, so each JVM starts once: the Apache Kafka clusters, Spark, and the
-# Kafka Streams oracle of the differential suite. Everything else is spread over the workers.
-_JVM_GROUPS = ("kafka", "spark", "differential")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for group in _JVM_GROUPS:
-            if item.get_closest_marker(group) is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
