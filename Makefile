@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv bench-venv demo test test-fast lint bench clean kafka
+.PHONY: venv bench-venv demo test test-fast lint bench bench-test bench-medians clean kafka
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,27 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BIN)/python bench/spark_source.py --records 50000 --partitions 2
 	$(BIN)/python bench/rolling_deploy.py --runs static,dynamic,faust --users 2000 --rate 100 \
 		--out $(BENCH_OUT)/rolling_deploy --work-dir $(BENCH_OUT)/rolling_deploy-work
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/standby_failover.py --keys 2000
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/eos_kill.py --kills 3 --events 5000
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/broker_cpu.py --mb 20 --brokers streamrt
+
+# Every benchmark at a tiny size, completing and verifying its output (tests/bench, marked
+# slow: a few minutes). Quix Streams runs when $(BENCH_VENV) exists, faust and Kafka Streams
+# when installed; otherwise their tests skip with the reason.
+bench-test: $(STAMP)
+	$(BIN)/pytest -q tests/bench
+
+# The published peers figures: RUNS runs of the harness, then medians and spread per
+# contender with ratios taken within each run (docs/benchmarks.md, "Throughput against the
+# peers"). KAFKA=apache runs them on Apache Kafka 4.3.1.
+RUNS ?= 3
+PEERS_ARGS ?= --records 300000 --wordcount-records 50000 --session-records 100000 \
+	--timeout 300 --contenders streamrt-1t,quix,kafka-streams-1t
+bench-medians: $(STAMP) $(BENCH_VENV)/.installed
+	for i in $$(seq $(RUNS)); do PYTHONPATH=$(CURDIR) $(BIN)/python bench/peers_throughput.py \
+		--kafka $(KAFKA) $(PEERS_ARGS) --quix-python $(BENCH_VENV)/bin/python \
+		--out $(BENCH_OUT)/peers-$(KAFKA)-$$i || exit 1; done
+	$(BIN)/python bench/peers_medians.py $$(seq -f '$(BENCH_OUT)/peers-$(KAFKA)-%g' $(RUNS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy streamrt

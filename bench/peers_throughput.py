@@ -53,7 +53,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _broker import free_port, start_broker
+from _peers_proc import cpu_seconds, idle_seconds, runqueue_seconds, window
+from _peers_report import Result, add_ratios, chart, cores, table
 from _peers_workloads import WORKLOADS, expected_outputs, generate, verify
 
 HERE = Path(__file__).resolve().parent
@@ -79,27 +81,6 @@ LEVERS: dict[str, tuple[str, Any]] = {
     "l5": ("linger_ms", 5),
     "l20": ("linger_ms", 20),
 }
-
-
-@dataclass
-class Result:
-    workload: str
-    contender: str
-    records: int
-    rate: float | None = None  # input records/s between 10 % and 90 %
-    cpu_rate: float | None = None  # input records per CPU-second of the contender, 10 %-90 %
-    broker_cores: float | None = None  # broker CPU-s per wall-s, 10 %-90 % (embedded broker)
-    contender_cores: float | None = None  # contender CPU-s per wall-s, 10 %-90 %
-    # runnable-but-waiting-for-a-CPU seconds per wall-s of the contender, 10 %-90 %: with
-    # contender_cores, the cores it would have used on a free machine (roughly)
-    runqueue_cores: float | None = None
-    idle_cores: float | None = None  # the machine's idle cores during the window
-    seconds_to_done: float | None = None
-    outputs: int = 0
-    window_samples: int = 0  # 100 ms samples between 10 % and 90 %
-    verified: bool = False
-    error: str = ""
-    ratios: dict[str, float] = field(default_factory=dict)
 
 
 # -- broker helpers ------------------------------------------------------------------------------
@@ -152,7 +133,11 @@ class EndOffsets:
 
 
 def read_topic(bootstrap: str, topic: str) -> Iterator[tuple[bytes | None, bytes | None]]:
-    """Every record of ``topic``, partition by partition in offset order."""
+    """Every record of ``topic``, partition by partition in offset order.
+
+    ``consume`` waits its whole timeout unless it fills the batch, so the timeout is short: the
+    loop ends on the end offset, not on a quiet poll (2 s per partition made every read-back
+    of a small output take 8 s)."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer(
@@ -171,7 +156,7 @@ def read_topic(bootstrap: str, topic: str) -> Iterator[tuple[bytes | None, bytes
             c.assign([TopicPartition(topic, p, 0)])
             pos = 0
             while pos < end:
-                for msg in c.consume(10000, 2.0):
+                for msg in c.consume(10000, 0.2):
                     if msg.error():
                         continue
                     pos = msg.offset() + 1
@@ -281,78 +266,6 @@ def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-
-
-def descendants(pids: list[int]) -> list[int]:
-    """The processes and all their live descendants (stream thread processes), from /proc."""
-    parent_of: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent_of[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = list(pids), list(pids)
-    while todo:
-        parent = todo.pop()
-        kids = [p for p, pp in parent_of.items() if pp == parent]
-        out += kids
-        todo += kids
-    return out
-
-
-def cpu_seconds(pids: list[int], *, tree: bool = True) -> float:
-    """User + system CPU of the processes (every thread) and, with ``tree``, of their live
-    descendants, from /proc."""
-    total = 0
-    for pid in descendants(pids) if tree else pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rpartition(")")[2].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def runqueue_seconds(pids: list[int]) -> float:
-    """Seconds the processes' threads (and their descendants') were runnable but waiting for a
-    CPU (``/proc/<pid>/task/<tid>/schedstat``, field 2): demand the machine did not serve."""
-    total = 0
-    for pid in descendants(pids):
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return total / 1e9
-
-
-def idle_seconds() -> float:
-    """Idle + iowait CPU-seconds of the whole machine since boot (``/proc/stat``)."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:]]
-    return (values[3] + values[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def window(
-    samples: list[tuple[float, int, float]], low: float, high: float
-) -> tuple[tuple[float, float], tuple[float, float], int] | None:
-    """The 10 %-90 % window, conservatively: from the last sample below ``low`` to the first
-    at or above ``high`` (no interpolation, so output that arrives in big jumps cannot fake
-    a short window); ((t, cpu) start, (t, cpu) end, samples inside)."""
-    below = [i for i, s in enumerate(samples) if s[1] < low]
-    above = [i for i, s in enumerate(samples) if s[1] >= high]
-    if not below or not above:
-        return None
-    i, j = below[-1], above[0]
-    return (samples[i][0], samples[i][2]), (samples[j][0], samples[j][2]), j - i
 
 
 def run_contender(
@@ -478,100 +391,6 @@ def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-# -- report --------------------------------------------------------------------------------------
-
-
-def add_ratios(results: list[Result]) -> None:
-    for wl in WORKLOADS:
-        rows = {r.contender: r for r in results if r.workload == wl and r.rate}
-        for r in rows.values():
-            for ref_name, ref in (
-                ("streamrt-1t", "streamrt-1t"),
-                ("quix", "quix"),
-                ("faust", "faust"),
-                ("bare", "bare-confluent"),
-                ("kafka-streams", "kafka-streams-1t"),
-            ):
-                if ref in rows and r.rate:
-                    r.ratios[ref_name] = r.rate / (rows[ref].rate or 1)
-            if "quix" in rows and r.cpu_rate and rows["quix"].cpu_rate:
-                r.ratios["cpu-quix"] = r.cpu_rate / (rows["quix"].cpu_rate or 1)
-
-
-def threads_of(contender: str) -> int:
-    """Stream threads in all: ``streamrt-2x1`` 2, ``kafka-streams-2t`` 2, others 1."""
-    m = re.search(r"-(?:(\d+)x)?(\d+)[tp]?(?:\+|$)", contender)
-    if not m or not contender.startswith(("streamrt", "kafka-streams")):
-        return 1
-    return int(m.group(1) or 1) * int(m.group(2))
-
-
-def _cores(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
-
-
-def table(results: list[Result]) -> str:
-    head = (
-        "| workload | contender | records | records/s | per thread | ÷ streamrt-1t | ÷ Quix "
-        "| ÷ faust | ÷ Kafka Streams 1t | ÷ bare | records per CPU-s | CPU-s ÷ Quix "
-        "| contender cores | + waiting for a CPU | broker cores | idle cores |"
-    )
-    lines = [head, "|---|---|" + "---:|" * 14]
-    for r in results:
-        if r.error.startswith("skipped"):
-            continue
-        rate = f"{r.rate:,.0f}" if r.rate else f"— ({r.error or 'no rate'})"
-
-        def ratio(k: str, r: Result = r) -> str:
-            return f"{r.ratios[k]:.2f}" if k in r.ratios else ""
-
-        per_thread = f"{r.rate / threads_of(r.contender):,.0f}" if r.rate else ""
-        lines.append(
-            f"| {r.workload} | {r.contender} | {r.records:,} | {rate} | {per_thread} | "
-            f"{ratio('streamrt-1t')} | {ratio('quix')} | {ratio('faust')} | "
-            f"{ratio('kafka-streams')} | {ratio('bare')} | "
-            f"{f'{r.cpu_rate:,.0f}' if r.cpu_rate else ''} | {ratio('cpu-quix')} | "
-            f"{_cores(r.contender_cores)} | {_cores(r.runqueue_cores)} | "
-            f"{_cores(r.broker_cores)} | {_cores(r.idle_cores)} |"
-        )
-    return "\n".join(lines)
-
-
-def chart(results: list[Result], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    workloads = [w for w in WORKLOADS if any(r.workload == w and r.rate for r in results)]
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4.5), squeeze=False)
-    for ax, wl in zip(axes[0], workloads, strict=True):
-        rows = [r for r in results if r.workload == wl and r.rate]
-        colors = [
-            "tab:blue"
-            if r.contender.startswith("streamrt")
-            else "tab:orange"
-            if r.contender == "quix"
-            else "tab:green"
-            if r.contender == "faust"
-            else "tab:red"
-            if r.contender.startswith("kafka-streams")
-            else "tab:gray"
-            for r in rows
-        ]
-        ax.barh([r.contender for r in rows], [r.rate or 0 for r in rows], color=colors)
-        ax.invert_yaxis()
-        ax.set_title(f"{wl} ({rows[0].records:,} records)")
-        ax.set_xlabel("input records/s (10%-90%)")
-        for i, r in enumerate(rows):
-            ax.text(r.rate or 0, i, f" {r.rate:,.0f}", va="center", fontsize=8)
-        ax.margins(x=0.25)
-    fig.suptitle("Throughput against the peers (same broker, same input, one process each)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=200_000, help="stateless input records")
@@ -627,9 +446,9 @@ def main() -> None:
                     results.append(r)
                     shown = (
                         f"{r.rate:,.0f} records/s, {r.cpu_rate or 0:,.0f} per CPU-s, "
-                        f"cores: contender {_cores(r.contender_cores)} "
-                        f"(+{_cores(r.runqueue_cores)} waiting) "
-                        f"broker {_cores(r.broker_cores)} idle {_cores(r.idle_cores)}"
+                        f"cores: contender {cores(r.contender_cores)} "
+                        f"(+{cores(r.runqueue_cores)} waiting) "
+                        f"broker {cores(r.broker_cores)} idle {cores(r.idle_cores)}"
                         if r.rate
                         else r.error
                     )

@@ -57,7 +57,11 @@ def baseline(bootstrap: str, clicks: int) -> float:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def go() -> float:
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        # earliest, not only seek_to_beginning: assign() starts a reset to the default
+        # (latest) that can land after the seek and leave a partition at its end
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await c.start()
         tps = [TopicPartition("clicks", p) for p in range(2)]
         c.assign(tps)
@@ -81,7 +85,11 @@ def bare_fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def go() -> tuple[int, float]:
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        # earliest, not only seek_to_beginning: assign() starts a reset to the default
+        # (latest) that can land after the seek and leave a partition at its end
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await c.start()
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
@@ -98,6 +106,8 @@ def bare_fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]
                 n += len(msgs)
         elapsed = time.perf_counter() - t0
         await c.stop()
+        if n != sum(ends.values()):  # a partial fetch would make the ratio a lie
+            raise RuntimeError(f"bare fetch of {topic} read {n} of {sum(ends.values())}")
         return n, n / elapsed
 
     return asyncio.run(go())
