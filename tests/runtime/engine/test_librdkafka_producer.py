@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.rdkafka_producer import (
     SECURITY_KWARGS,
     TUNING_KWARGS,
+    DeliveryError,
+    LibrdkafkaCollector,
+    LibrdkafkaProducer,
     librdkafka_config,
 )
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
@@ -175,3 +179,33 @@ def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         return {tp.partition: md.offset for tp, md in offsets.items() if tp.topic == topic}
 
     return asyncio.run(go())
+
+
+def run_collector(bootstrap: str, config: dict[str, Any], records: list[tuple[str, bytes]]):  # type: ignore[no-untyped-def]
+    async def go() -> dict[Any, int]:
+        producer = LibrdkafkaProducer({"bootstrap.servers": bootstrap, **config})
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for topic, value in records:
+                collector.send(topic, b"k", value, 0, int(time.time() * 1000))
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    return asyncio.run(go())
+
+
+def test_a_full_librdkafka_queue_keeps_records_waiting_in_order(broker) -> None:
+    create_topic(broker.bootstrap, "rd-full", 1)
+    values = [str(i).encode() for i in range(200)]
+    tiny = {"queue.buffering.max.messages": 7, "linger.ms": 1}
+    reached = run_collector(broker.bootstrap, tiny, [("rd-full", v) for v in values])
+    assert list(reached.values()) == [200]
+    assert [r.value for r in read_all(broker.bootstrap, "rd-full")] == values
+
+
+def test_an_undelivered_record_fails_the_flush(broker) -> None:
+    create_topic(broker.bootstrap, "rd-small", 1, **{"max.message.bytes": "1000"})
+    with pytest.raises(DeliveryError, match="rd-small-0"):
+        run_collector(broker.bootstrap, {}, [("rd-small", b"x" * 5000)])
