@@ -134,7 +134,7 @@ class LibrdkafkaProducer:
                 key,
                 -1 if partition is None else partition,
                 on_delivery=self.on_delivery,
-                timestamp=max(timestamp_ms, 0),
+                timestamp=timestamp_ms if timestamp_ms > 0 else 0,
                 headers=headers,
             )
         except BufferError:
@@ -183,6 +183,7 @@ class LibrdkafkaCollector:
 
     def __init__(self, producer: LibrdkafkaProducer) -> None:
         self.producer = producer
+        self._produce = producer.produce  # bound once: one call per record
         self._waiting: deque[
             tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
         ] = deque()
@@ -196,9 +197,8 @@ class LibrdkafkaCollector:
         timestamp_ms: int,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        record = (topic, key, value, partition, timestamp_ms, headers)
-        if self._waiting or not self.producer.produce(*record):
-            self._waiting.append(record)
+        if self._waiting or not self._produce(topic, key, value, partition, timestamp_ms, headers):
+            self._waiting.append((topic, key, value, partition, timestamp_ms, headers))
 
     async def drain(self) -> None:
         """Hand the records that waited for room to librdkafka, in order; serve reports."""

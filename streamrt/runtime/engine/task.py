@@ -131,21 +131,9 @@ class _NodeContext:
         timestamp: int | None = None,
         headers: Headers | None = None,
     ) -> None:
-        if timestamp is None and headers is None:  # the common case: the record's context
-            self._deliver(key, value, to)
+        if timestamp is not None or headers is not None:
+            self._forward_with(key, value, to, timestamp, headers)
             return
-        record = self.task.record
-        saved = record.timestamp, record.headers
-        if timestamp is not None:
-            record.timestamp = timestamp
-        if headers is not None:
-            record.headers = headers
-        try:
-            self._deliver(key, value, to)
-        finally:
-            record.timestamp, record.headers = saved
-
-    def _deliver(self, key: Any, value: Any, to: str | None) -> None:
         # a table's Change reaches only the children that asked for it; others get the new value
         plain = value.new if isinstance(value, Change) else value
         task = self.task
@@ -153,6 +141,21 @@ class _NodeContext:
         for child in self.children:
             if to is None or child == to:
                 task.deliver(child, key, value if child in accepts else plain)
+
+    def _forward_with(
+        self, key: Any, value: Any, to: str | None, timestamp: int | None, headers: Headers | None
+    ) -> None:
+        """forward() under another timestamp and/or headers, the record's restored after."""
+        record = self.task.record
+        saved = record.timestamp, record.headers
+        if timestamp is not None:
+            record.timestamp = timestamp
+        if headers is not None:
+            record.headers = headers
+        try:
+            self.forward(key, value, to)
+        finally:
+            record.timestamp, record.headers = saved
 
     def get_store(self, name: str) -> KeyValueStore:
         return self.task.stores[name]  # type: ignore[return-value]  # window views differ
@@ -339,7 +342,7 @@ class StreamTask:
         :class:`RecordFailedError` before the offset is committed, so it is read again.
         """
         source = self._sources[topic]
-        hdrs: Headers = tuple(headers or ())
+        hdrs: Headers = tuple(headers) if headers else ()
         record = self.record
         record.topic, record.offset, record.timestamp, record.headers = (
             topic,
@@ -383,7 +386,8 @@ class StreamTask:
             self.stream_time = ts
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
-        self.punctuate_stream_time()
+        if self.stream_time_punctuation:
+            self.punctuate_stream_time()
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw
