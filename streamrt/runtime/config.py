@@ -7,6 +7,7 @@ Every value is checked once, at start, and a bad one is refused with a message n
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -23,9 +24,12 @@ from streamrt.runtime.timestamps import TimestampExtractor, resolve_extractor
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = (
+    "AIOKAFKA",
     "AT_LEAST_ONCE",
     "ENV_PREFIX",
     "EXACTLY_ONCE_V2",
+    "LIBRDKAFKA",
+    "STREAM_THREAD_PRODUCERS",
     "StreamsConfig",
     "load_config_file",
     "read_env",
@@ -41,6 +45,8 @@ _GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
 _GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
 #: Kafka Streams' commit.interval.ms default under exactly-once (30000 otherwise).
 EOS_COMMIT_INTERVAL_MS = 100
+AIOKAFKA, LIBRDKAFKA = "aiokafka", "librdkafka"
+STREAM_THREAD_PRODUCERS = (AIOKAFKA, LIBRDKAFKA)
 # Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
 _ALIASES = {
     "deserialization.exception.handler": "default.deserialization.exception.handler",
@@ -70,6 +76,9 @@ class StreamsConfig:
     # thread: stream threads are OS threads of this process (one GIL); process: each runs in a
     # child process supervised by this one (runtime/process_thread.py)
     stream_thread_mode: str = "thread"
+    # the client each stream thread produces with under at_least_once: aiokafka, or librdkafka
+    # (confluent-kafka; a third of the CPU per record, docs/benchmarks.md "data path")
+    stream_thread_producer: str = "aiokafka"
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -157,6 +166,7 @@ class StreamsConfig:
         except ConfigError as exc:
             raise ConfigError(f"client settings: {exc}") from None
         _raise_first(self._limit_rules())
+        _raise_first(self._producer_rules())
         self.error_handlers()  # dlq without a topic name is refused here
         self.timestamp_extractor()
 
@@ -186,6 +196,28 @@ class StreamsConfig:
             (self.statestore_cache_max_bytes < 0, "statestore.cache.max.bytes must be at least 0")
         )
         return rules
+
+    def _producer_rules(self) -> list[tuple[bool, str]]:
+        """(broken, message) for ``stream.thread.producer``."""
+        producer = self.stream_thread_producer
+        return [
+            (
+                producer not in STREAM_THREAD_PRODUCERS,
+                f"stream.thread.producer {producer!r} must be one of "
+                f"{', '.join(STREAM_THREAD_PRODUCERS)}",
+            ),
+            (
+                producer == LIBRDKAFKA and self.processing_guarantee == EXACTLY_ONCE_V2,
+                "stream.thread.producer 'librdkafka' is at_least_once only: exactly_once_v2 "
+                "keeps aiokafka's transactional producer (TxnOffsetCommit with the group's "
+                "metadata, fencing)",
+            ),
+            (
+                producer == LIBRDKAFKA and importlib.util.find_spec("confluent_kafka") is None,
+                "stream.thread.producer 'librdkafka' needs confluent-kafka "
+                "(pip install 'streamrt[librdkafka]')",
+            ),
+        ]
 
     def _limit_rules(self) -> list[tuple[bool, str]]:
         """(broken, message) for the numbers, modes and guarantees, in checking order."""

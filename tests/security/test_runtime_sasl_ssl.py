@@ -28,39 +28,42 @@ def _security(pki: Pki) -> dict[str, str]:
     }
 
 
+@pytest.mark.parametrize("producer", ["aiokafka", "librdkafka"])
 def test_word_count_over_sasl_ssl(
-    secure_broker, pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    secure_broker, pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture, producer: str
 ) -> None:
     plain = address(secure_broker, "PLAINTEXT")  # the test's own reads and writes
-    create_topic(plain, "sec-lines", 2)
-    create_topic(plain, "sec-counts", 2)
-    produce(plain, "sec-lines", [(None, b"a b a"), (None, b"b a")])
+    lines, sink = f"sec-lines-{producer}", f"sec-counts-{producer}"
+    create_topic(plain, lines, 2)
+    create_topic(plain, sink, 2)
+    produce(plain, lines, [(None, b"a b a"), (None, b"b a")])
     events: list[dict[str, Any]] = []
     app = App(
         {
-            "application.id": "sec-wc",
+            "application.id": f"sec-wc-{producer}",
             "bootstrap.servers": address(secure_broker, "SASL_SSL"),
             "state.dir": str(tmp_path),
             "commit.interval.ms": "200",
             "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "500",
             "ssl.endpoint.identification.algorithm": "",
+            "stream.thread.producer": producer,
             **_security(pki),
         }
     )
     (
-        app.stream("sec-lines", key_serde="str", value_serde="str")
+        app.stream(lines, key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
         .count("counts")
         .to_stream()
-        .to("sec-counts", value_serde="int")
+        .to(sink, value_serde="int")
     )
     app.on_event(events.append)
     caplog.set_level(logging.DEBUG)
 
     def counts() -> dict[str, int]:
-        records = read_all(plain, "sec-counts")
+        records = read_all(plain, sink)
         return {k.decode(): struct.unpack(">q", v)[0] for k, v in latest_by_key(records).items()}
 
     app.start()

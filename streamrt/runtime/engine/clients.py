@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
@@ -19,14 +19,20 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
+from streamrt.runtime.config import LIBRDKAFKA
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
 from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
 from streamrt.runtime.graph.topology import changelog_topic
 
-__all__ = ("ClientFactory", "ThreadClients")
+__all__ = ("ClientFactory", "Producer", "ThreadClients")
+
+#: A thread's producer: aiokafka's (transactional under exactly_once_v2) or, with
+#: ``stream.thread.producer=librdkafka`` under at_least_once, librdkafka's.
+Producer: TypeAlias = AIOKafkaProducer | LibrdkafkaProducer
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +41,7 @@ logger = logging.getLogger(__name__)
 class ThreadClients:
     """One thread's clients, as built (the exactly-once committer may renew the producer)."""
 
-    producer: AIOKafkaProducer
+    producer: Producer
     consumer: AIOKafkaConsumer
     restore_consumer: AIOKafkaConsumer
     purger: RepartitionPurger | None
@@ -68,8 +74,18 @@ class ClientFactory:
 
     def build(self, assignor: StreamsPartitionAssignor) -> ThreadClients:
         return ThreadClients(
-            self.producer(), self.consumer(assignor), self.restore_consumer(), self.purger()
+            self.thread_producer(),
+            self.consumer(assignor),
+            self.restore_consumer(),
+            self.purger(),
         )
+
+    def thread_producer(self) -> Producer:
+        """The producer ``stream.thread.producer`` names (config refuses librdkafka + EOS)."""
+        if self.env.config.stream_thread_producer == LIBRDKAFKA:
+            clients = self.env.config.client_config()
+            return LibrdkafkaProducer(librdkafka_config(clients, f"{self.client_id}-producer"))
+        return self.producer()
 
     def producer(self) -> AIOKafkaProducer:
         """The thread's producer; transactional (one per thread) under exactly_once_v2."""

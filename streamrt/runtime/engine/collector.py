@@ -9,13 +9,43 @@ partitions it registered (the collector does not know which topics are changelog
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaProducer
 
 from streamrt.state import TopicPartition
 
-__all__ = ("ProducerCollector",)
+__all__ = ("Collector", "ProducerCollector", "ThreadProducer")
+
+
+class ThreadProducer(Protocol):
+    """The life of a thread's producer, whichever client it is."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class Collector(Protocol):
+    """What the thread, its tasks and its committer need from the record collector: ordered
+    sends, a drain between batches, and a flush that reports the offsets delivered."""
+
+    @property
+    def producer(self) -> ThreadProducer: ...
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def flush(self) -> dict[TopicPartition, int]: ...
 
 
 class ProducerCollector:

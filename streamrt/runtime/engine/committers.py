@@ -19,7 +19,7 @@ from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.clients import ThreadClients
-from streamrt.runtime.engine.collector import ProducerCollector
+from streamrt.runtime.engine.collector import Collector, ProducerCollector
 from streamrt.runtime.engine.commit import commit
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.eos import (
@@ -28,6 +28,7 @@ from streamrt.runtime.engine.eos import (
     commit_transaction,
 )
 from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 
@@ -41,7 +42,7 @@ class Committer:
 
     def __init__(
         self,
-        collector: ProducerCollector,
+        collector: Collector,
         consumer: AIOKafkaConsumer,
         purger: RepartitionPurger | None,
         emit: Emit,
@@ -192,10 +193,13 @@ def committer_for(
     new_producer: Callable[[], AIOKafkaProducer],
     thread_name: str,
 ) -> Committer:
-    """The committer of ``processing.guarantee``."""
+    """The committer of ``processing.guarantee``, over the collector of the thread's producer."""
+    producer = clients.producer
     if config.exactly_once:
+        if not isinstance(producer, AIOKafkaProducer):  # StreamsConfig refuses it first
+            raise TypeError("exactly_once_v2 needs aiokafka's transactional producer")
         return ExactlyOnceCommitter(
-            TransactionalCollector(clients.producer),
+            TransactionalCollector(producer),
             clients.consumer,
             clients.purger,
             emit,
@@ -203,5 +207,9 @@ def committer_for(
             new_producer,
             thread_name,
         )
-    collector = ProducerCollector(clients.producer)
+    collector: Collector = (
+        LibrdkafkaCollector(producer)
+        if isinstance(producer, LibrdkafkaProducer)
+        else ProducerCollector(producer)
+    )
     return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit)

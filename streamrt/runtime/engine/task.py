@@ -14,6 +14,7 @@ from typing import Any
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
+from streamrt.runtime.engine.schedule import Schedule
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
     RecordErrorHandlers,
@@ -50,6 +51,7 @@ from streamrt.runtime.timestamps import (
     fail_on_invalid_timestamp,
 )
 from streamrt.runtime.window_stores import StoreView, store_view
+from streamrt.serde import Serde
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
 
 __all__ = (
@@ -84,41 +86,13 @@ class DeserializationError(RecordFailedError):
 
 
 @dataclass(slots=True)
-class _Schedule:
-    """One punctuation schedule; it is also the ``Cancellable`` handed to the processor."""
-
-    interval_ms: int
-    punctuator: Punctuator
-    kind: PunctuationType = PunctuationType.WALL_CLOCK_TIME
-    next_ms: int | None = None
-    cancelled: bool = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def due(self, now_ms: int) -> bool:
-        if self.cancelled:
-            return False
-        if self.next_ms is None:  # a wall-clock schedule made before the task knew the time
-            self.next_ms = now_ms + self.interval_ms
-            return False
-        return now_ms >= self.next_ms
-
-    def advance(self, now_ms: int) -> None:
-        """Next due = last + interval; missed slots are skipped, keeping the alignment."""
-        assert self.next_ms is not None
-        missed = (now_ms - self.next_ms) // self.interval_ms
-        self.next_ms += (missed + 1) * self.interval_ms
-
-
-@dataclass(slots=True)
 class _NodeContext:
     """The ProcessorContext of one node in one task."""
 
     task: StreamTask
     node: str
     children: list[str]
-    schedules: list[_Schedule] = field(default_factory=list)
+    schedules: list[Schedule] = field(default_factory=list)
 
     @property
     def task_id(self) -> str:
@@ -157,19 +131,29 @@ class _NodeContext:
         timestamp: int | None = None,
         headers: Headers | None = None,
     ) -> None:
+        if timestamp is not None or headers is not None:
+            self._forward_with(key, value, to, timestamp, headers)
+            return
+        # a table's Change reaches only the children that asked for it; others get the new value
+        plain = value.new if isinstance(value, Change) else value
+        task = self.task
+        accepts = task.accepts_changes
+        for child in self.children:
+            if to is None or child == to:
+                task.deliver(child, key, value if child in accepts else plain)
+
+    def _forward_with(
+        self, key: Any, value: Any, to: str | None, timestamp: int | None, headers: Headers | None
+    ) -> None:
+        """forward() under another timestamp and/or headers, the record's restored after."""
         record = self.task.record
         saved = record.timestamp, record.headers
         if timestamp is not None:
             record.timestamp = timestamp
         if headers is not None:
             record.headers = headers
-        # a table's Change reaches only the children that asked for it; others get the new value
-        plain = value.new if isinstance(value, Change) else value
-        accepts = self.task.accepts_changes
         try:
-            for child in self.children:
-                if to is None or child == to:
-                    self.task.deliver(child, key, value if child in accepts else plain)
+            self.forward(key, value, to)
         finally:
             record.timestamp, record.headers = saved
 
@@ -185,7 +169,7 @@ class _NodeContext:
         interval_ms: int,
         kind: PunctuationType | Punctuator,
         punctuator: Punctuator | None = None,
-    ) -> _Schedule:
+    ) -> Schedule:
         if interval_ms < 1:
             raise ValueError("punctuation interval must be at least 1 ms")
         if isinstance(kind, PunctuationType):
@@ -196,9 +180,10 @@ class _NodeContext:
             raise ValueError("schedule needs a punctuator")
         if ptype is PunctuationType.STREAM_TIME:
             first: int | None = 0  # fires as soon as stream time is known
+            self.task.stream_time_punctuation = True
         else:
             first = self.task.clock.now_ms() + interval_ms
-        schedule = _Schedule(interval_ms, fn, ptype, first)
+        schedule = Schedule(interval_ms, fn, ptype, first)
         self.schedules.append(schedule)
         return schedule
 
@@ -244,8 +229,8 @@ class StreamTask:
         self.clock: Clock = clock or SystemClock()
         self.default_extractor = timestamp_extractor
         self.stream_time = -1  # largest timestamp processed; punctuation and joins follow it
+        self.stream_time_punctuation = False  # a stream-time schedule exists: check per record
         self.partition_time: dict[str, int] = {}
-        self.dropped_records = 0
         self.accepts_changes = frozenset(
             n for n in subtopology.nodes if getattr(topology.nodes[n], "accepts_changes", False)
         )
@@ -260,6 +245,7 @@ class StreamTask:
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
+        self._sinks: dict[str, tuple[str, Serde[Any], Serde[Any]]] = {}  # topic, serdes
         self._contexts: dict[str, _NodeContext] = {}
         self._sources = {
             topology.topic_of(n, application_id): n
@@ -319,6 +305,9 @@ class StreamTask:
                     processor = node.supplier()
                     processor.init(ctx)
                     self._processors[name] = processor
+                elif isinstance(node, SinkNode):
+                    topic = self.topology.topic_of(node, self.application_id)
+                    self._sinks[name] = (topic, node.key_serde, node.value_serde)
         except BaseException:
             self.close()
             raise
@@ -331,6 +320,7 @@ class StreamTask:
             except Exception:
                 logger.exception("processor close failed", extra=fields(task=str(self.task_id)))
         self._processors.clear()
+        self._sinks.clear()
         self._contexts.clear()
         self.stores.clear()
         self.state.close()
@@ -352,14 +342,10 @@ class StreamTask:
         :class:`RecordFailedError` before the offset is committed, so it is read again.
         """
         source = self._sources[topic]
-        hdrs: Headers = tuple(headers or ())
+        hdrs: Headers = tuple(headers) if headers else ()
         record = self.record
-        record.topic, record.offset, record.timestamp, record.headers = (
-            topic,
-            offset,
-            timestamp,
-            hdrs,
-        )
+        record.topic, record.offset = topic, offset
+        record.timestamp, record.headers = timestamp, hdrs
         source_partition = self._input_of[topic]
         self.processed[source_partition] = self.positions[source_partition] = offset + 1
         self._raw = (key, value, hdrs)
@@ -375,11 +361,14 @@ class StreamTask:
             return
         extractor = source.timestamp_extractor or self.default_extractor
         partition_time = self.partition_time.get(topic, -1)
-        ts = extractor(
-            ConsumedRecord(
-                topic, self.task_id.partition, offset, timestamp, k, v, hdrs, partition_time
+        if extractor is fail_on_invalid_timestamp and timestamp >= 0:
+            ts = timestamp  # what it returns, without building its argument per record
+        else:
+            ts = extractor(
+                ConsumedRecord(
+                    topic, self.task_id.partition, offset, timestamp, k, v, hdrs, partition_time
+                )
             )
-        )
         if ts < 0:  # as Kafka Streams: a negative extracted timestamp drops the record
             logger.warning(
                 "dropping a record with a negative timestamp",
@@ -394,7 +383,8 @@ class StreamTask:
             self.stream_time = ts
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
-        self.punctuate_stream_time()
+        if self.stream_time_punctuation:
+            self.punctuate_stream_time()
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw
@@ -412,31 +402,32 @@ class StreamTask:
         )
 
     def deliver(self, node_name: str, key: Any, value: Any) -> None:
-        node = self.topology.nodes[node_name]
-        if isinstance(node, SinkNode):
-            try:
-                key_bytes = node.key_serde.serialize(key)
-                value_bytes = node.value_serde.serialize(value)
-            except Exception as exc:  # a sink serde error: the production handler decides
-                context = self._error_context(Stage.PRODUCTION, node_name)
-                self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
-                return
-            self.collector.send(
-                self.topology.topic_of(node, self.application_id),
-                key_bytes,
-                value_bytes,
-                None,
-                self.record.timestamp,
-                list(self.record.headers) or None,
-            )
+        processor = self._processors.get(node_name)
+        if processor is None:
+            self._send(node_name, key, value)
             return
         try:
-            self._processors[node_name].process(key, value)
+            processor.process(key, value)
         except RecordFailedError:
             raise  # a descendant's handler already decided
         except Exception as exc:  # user code: the processing handler decides for this node
             context = self._error_context(Stage.PROCESSING, node_name)
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
+
+    def _send(self, node_name: str, key: Any, value: Any) -> None:
+        """A sink: serialize and hand the record to the collector."""
+        topic, key_serde, value_serde = self._sinks[node_name]
+        try:
+            key_bytes = key_serde.serialize(key)
+            value_bytes = value_serde.serialize(value)
+        except Exception as exc:  # a sink serde error: the production handler decides
+            context = self._error_context(Stage.PRODUCTION, node_name)
+            self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
+            return
+        record = self.record
+        self.collector.send(
+            topic, key_bytes, value_bytes, None, record.timestamp, list(record.headers) or None
+        )
 
     def punctuate(self, now_ms: int) -> int:
         """Run due wall-clock punctuators at ``now_ms`` (the thread's clock); returns how many
@@ -445,7 +436,7 @@ class StreamTask:
 
     def punctuate_stream_time(self) -> int:
         """Run due stream-time punctuators (stream time advances only with records)."""
-        if self.stream_time < 0:
+        if self.stream_time < 0 or not self.stream_time_punctuation:
             return 0
         return self._punctuate(PunctuationType.STREAM_TIME, self.stream_time)
 

@@ -1,0 +1,215 @@
+"""librdkafka (confluent-kafka) as a stream thread's producer, under at-least-once.
+
+Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
+socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
+batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
+Chosen with ``stream.thread.producer=librdkafka``. The group consumer, the restore consumer
+and exactly-once (a transactional producer that commits offsets with the group's metadata)
+stay on aiokafka.
+
+:class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
+librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.
+:meth:`LibrdkafkaCollector.flush` waits for every delivery report and returns the offsets
+reached per partition, as :class:`~streamrt.runtime.engine.collector.ProducerCollector`
+does; a failed delivery raises there, so a commit stops before the offsets move.
+
+Differences from aiokafka: a record timestamp of 0 is sent as "now" (librdkafka's meaning of
+0); keyed records are partitioned with murmur2 as Java and aiokafka do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from streamrt.client_config import ClientConfig
+from streamrt.runtime import client_settings
+from streamrt.state import TopicPartition
+
+__all__ = ("DeliveryError", "LibrdkafkaCollector", "LibrdkafkaProducer", "librdkafka_config")
+
+logger = logging.getLogger(__name__)
+
+# aiokafka keyword (what client_settings parses a Kafka name into) → librdkafka property
+_TUNING: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "acks": ("acks", str),
+    "linger_ms": ("linger.ms", int),
+    "max_batch_size": ("batch.size", int),
+    "max_request_size": ("message.max.bytes", int),
+    "compression_type": ("compression.type", lambda v: "none" if v is None else str(v)),
+    "enable_idempotence": ("enable.idempotence", bool),
+    "request_timeout_ms": ("request.timeout.ms", int),
+    "retry_backoff_ms": ("retry.backoff.ms", int),
+    "metadata_max_age_ms": ("metadata.max.age.ms", int),
+    "connections_max_idle_ms": ("connections.max.idle.ms", int),
+}
+# aiokafka keywords whose librdkafka form comes from ClientConfig.librdkafka (security, id)
+SECURITY_KWARGS = frozenset(
+    {
+        "bootstrap_servers",
+        "client_id",
+        "security_protocol",
+        "ssl_context",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+    }
+)
+TUNING_KWARGS = frozenset(_TUNING)
+
+
+def librdkafka_config(cfg: ClientConfig, client_id: str) -> dict[str, Any]:
+    """The producer's librdkafka config: the same defaults and ``producer.``/bare settings the
+    aiokafka producer gets (parsed and checked by ``client_settings``), and security."""
+    kwargs = client_settings.producer_kwargs(cfg, client_id)
+    out: dict[str, Any] = dict(cfg.librdkafka("producer"))
+    for kwarg, value in kwargs.items():
+        if kwarg in _TUNING:
+            name, convert = _TUNING[kwarg]
+            out[name] = convert(value)
+        elif kwarg not in SECURITY_KWARGS:
+            raise ValueError(f"producer setting {kwarg!r} has no librdkafka mapping")
+    out["client.id"] = client_id
+    # Java's and aiokafka's partitioner for keyed records (librdkafka's default is crc32):
+    # repartition and sink topics must place a key where every other client does.
+    out["partitioner"] = "murmur2_random"
+    # Ordered retries per partition, as aiokafka's one in-flight batch per partition: the
+    # idempotent producer (Kafka's default with acks=all); without it, one request in flight.
+    idempotent = bool(kwargs.get("enable_idempotence", kwargs["acks"] == "all"))
+    out["enable.idempotence"] = idempotent
+    if not idempotent:
+        out["max.in.flight.requests.per.connection"] = 1
+    return out
+
+
+class DeliveryError(Exception):
+    """librdkafka could not deliver a record (or its producer failed fatally)."""
+
+
+class LibrdkafkaProducer:
+    """A confluent-kafka ``Producer`` with the start/stop/flush life of the thread's producer."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._config = config
+        self._producer: Any = None
+        self._error: str | None = None
+        self._reached: dict[tuple[str, int], int] = {}
+        self.on_delivery = self._delivered  # bound once: passed with every record
+
+    async def start(self) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(
+            {**self._config, "error_cb": self._client_error, "logger": logger}
+        )
+
+    async def stop(self) -> None:
+        """Deliver what is queued (as aiokafka's stop does), then drop the client."""
+        if self._producer is None:
+            return
+        producer = self._producer
+        try:
+            await self._flush_queue()
+        finally:
+            self._producer = None
+            await asyncio.to_thread(producer.close)
+
+    def produce(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> bool:
+        """Hand one record to librdkafka; False if its local queue is full (retry later)."""
+        try:
+            self._producer.produce(
+                topic,
+                value,
+                key,
+                -1 if partition is None else partition,
+                on_delivery=self.on_delivery,
+                timestamp=timestamp_ms if timestamp_ms > 0 else 0,
+                headers=headers,
+            )
+        except BufferError:
+            return False
+        return True
+
+    def poll(self) -> None:
+        """Serve delivery reports (non-blocking)."""
+        self._producer.poll(0)
+
+    async def make_room(self) -> None:
+        """The local queue is full: let librdkafka's threads send, without blocking the loop."""
+        self._producer.poll(0)
+        await asyncio.sleep(0.005)
+
+    async def flush(self) -> dict[TopicPartition, int]:
+        """Wait for every delivery report; the next offset reached per partition since the
+        last flush. Raises :class:`DeliveryError` if any record was not delivered."""
+        await self._flush_queue()
+        reached, self._reached = self._reached, {}
+        error, self._error = self._error, None
+        if error is not None:
+            raise DeliveryError(error)
+        return {TopicPartition(t, p): off for (t, p), off in reached.items()}
+
+    async def _flush_queue(self) -> None:
+        # off the event loop (heartbeats go on); in slices, so a stop is never stuck for long
+        while await asyncio.to_thread(self._producer.flush, 1.0) > 0:
+            pass
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            if self._error is None:
+                self._error = f"{msg.topic()}-{msg.partition()}: {err}"
+            return
+        self._reached[(msg.topic(), msg.partition())] = msg.offset() + 1
+
+    def _client_error(self, err: Any) -> None:
+        if err.fatal():  # e.g. the idempotent producer lost its sequence: nothing more goes
+            self._error = self._error or f"fatal producer error: {err}"
+        logger.warning("librdkafka producer: %s", err)
+
+
+class LibrdkafkaCollector:
+    """The thread's record collector over a :class:`LibrdkafkaProducer` (see module doc)."""
+
+    def __init__(self, producer: LibrdkafkaProducer) -> None:
+        self.producer = producer
+        self._produce = producer.produce  # bound once: one call per record
+        self._waiting: deque[
+            tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
+        ] = deque()
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        if self._waiting or not self._produce(topic, key, value, partition, timestamp_ms, headers):
+            self._waiting.append((topic, key, value, partition, timestamp_ms, headers))
+
+    async def drain(self) -> None:
+        """Hand the records that waited for room to librdkafka, in order; serve reports."""
+        while self._waiting:
+            if self.producer.produce(*self._waiting[0]):
+                self._waiting.popleft()
+            else:
+                await self.producer.make_room()
+        self.producer.poll()
+
+    async def flush(self) -> dict[TopicPartition, int]:
+        """Send and wait for delivery of everything (see :meth:`LibrdkafkaProducer.flush`)."""
+        await self.drain()
+        return await self.producer.flush()

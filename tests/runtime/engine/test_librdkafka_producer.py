@@ -1,0 +1,215 @@
+"""``stream.thread.producer=librdkafka``: every producer setting reaches librdkafka, security
+included; exactly-once refuses it; a stateful app on a real broker gives exact results with
+keys partitioned as Java/aiokafka place them, changelogs written and offsets committed."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import confluent_kafka
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import murmur2
+
+from streamrt.errors import ConfigError
+from streamrt.runtime import App
+from streamrt.runtime import client_settings as cs
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine.rdkafka_producer import (
+    SECURITY_KWARGS,
+    TUNING_KWARGS,
+    DeliveryError,
+    LibrdkafkaCollector,
+    LibrdkafkaProducer,
+    librdkafka_config,
+)
+from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
+
+SETTINGS = {
+    "producer.acks": "1",
+    "producer.linger.ms": "7",
+    "producer.batch.size": "65536",
+    "producer.max.request.size": "2000000",
+    "producer.compression.type": "lz4",
+    "producer.enable.idempotence": "false",
+    "request.timeout.ms": "12345",  # bare: every client
+    "producer.retry.backoff.ms": "77",
+    "producer.metadata.max.age.ms": "60000",
+    "producer.connections.max.idle.ms": "90000",
+}
+
+
+def config_of(**settings: str) -> dict[str, Any]:
+    cfg = StreamsConfig.from_mapping(
+        {"application.id": "rd", "stream.thread.producer": "librdkafka", **settings}
+    )
+    return librdkafka_config(cfg.client_config(), "rd-thread-1-producer")
+
+
+def test_every_kafka_producer_setting_has_a_librdkafka_mapping() -> None:
+    kwargs = {kwarg for kwarg, _parse in cs.PRODUCER_KEYS.values()}
+    assert kwargs <= TUNING_KWARGS
+    assert not TUNING_KWARGS & SECURITY_KWARGS
+
+
+def test_settings_reach_librdkafka_and_the_client_accepts_them() -> None:
+    config = config_of(**SETTINGS)
+    assert config["acks"] == "1" and config["linger.ms"] == 7
+    assert config["batch.size"] == 65536 and config["compression.type"] == "lz4"
+    assert config["message.max.bytes"] == 2000000 and config["request.timeout.ms"] == 12345
+    assert config["retry.backoff.ms"] == 77 and config["metadata.max.age.ms"] == 60000
+    assert config["connections.max.idle.ms"] == 90000
+    # not idempotent: one request in flight keeps retries in order, as aiokafka does
+    assert config["enable.idempotence"] is False
+    assert config["max.in.flight.requests.per.connection"] == 1
+    assert config["client.id"] == "rd-thread-1-producer"
+    confluent_kafka.Producer(config).flush(0)  # librdkafka checks every name and value
+
+
+def test_defaults_are_the_runtimes_with_java_partitioning_and_ordered_retries() -> None:
+    config = config_of(**{"bootstrap.servers": "127.0.0.1:9999"})
+    assert config["bootstrap.servers"] == "127.0.0.1:9999"
+    assert config["acks"] == "all" and config["linger.ms"] == 10
+    assert config["batch.size"] == cs.PRODUCER_DEFAULTS["max_batch_size"]
+    assert config["partitioner"] == "murmur2_random"
+    assert config["enable.idempotence"] is True
+    assert "max.in.flight.requests.per.connection" not in config
+    confluent_kafka.Producer(config).flush(0)
+
+
+def test_sasl_settings_reach_librdkafka() -> None:
+    """TLS too: tests/security/test_runtime_sasl_ssl.py runs this producer over SASL_SSL."""
+    config = config_of(
+        **{
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+            "producer.sasl.username": "bob",  # the producer's own, as Kafka's prefixes
+        }
+    )
+    assert config["security.protocol"] == "sasl_plaintext"
+    assert config["sasl.mechanisms"] == "SCRAM-SHA-256"
+    assert (config["sasl.username"], config["sasl.password"]) == ("bob", "alice-secret")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"processing.guarantee": "exactly_once_v2"}, "at_least_once only"),
+        ({"stream.thread.producer": "kafka-python"}, "must be one of aiokafka, librdkafka"),
+    ],
+)
+def test_bad_producer_choices_are_refused(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        StreamsConfig.from_mapping(
+            {"application.id": "rd", "stream.thread.producer": "librdkafka", **settings}
+        )
+
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def test_word_count_through_librdkafka_is_exact_and_partitioned_as_java(
+    any_broker, tmp_path: Path
+) -> None:
+    bootstrap = any_broker.bootstrap
+    create_topic(bootstrap, "rd-lines", 2)
+    create_topic(bootstrap, "rd-counts", 3)
+    lines = [" ".join(WORDS[i : i + 4]) for i in range(0, 40, 2)]
+    produce(
+        bootstrap, "rd-lines", [(str(i).encode(), line.encode()) for i, line in enumerate(lines)]
+    )
+    app = App(
+        {
+            "application.id": "rdwc",
+            "bootstrap.servers": bootstrap,
+            "state.dir": str(tmp_path / "state"),
+            "commit.interval.ms": "200",
+            "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "500",
+            "stream.thread.producer": "librdkafka",
+        }
+    )
+    (
+        app.stream("rd-lines", key_serde="str", value_serde="str")
+        .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
+        .group_by_key(name="words")
+        .count("counts")
+        .to_stream()
+        .to("rd-counts", value_serde="int")
+    )
+    expected = {w: sum(line.split().count(w) for line in lines) for w in WORDS}
+
+    def counts() -> dict[str, int]:
+        latest = latest_by_key(read_all(bootstrap, "rd-counts"))
+        return {k.decode(): struct.unpack(">q", v)[0] for k, v in latest.items()}
+
+    app.start()
+    try:
+        wait_until(lambda: counts() == expected, what="word counts")
+    finally:
+        app.stop()
+    assert app.fatal_error is None
+    # keyed records go where Java's and aiokafka's murmur2 put them (repartition and sink)
+    for rec in read_all(bootstrap, "rd-counts"):
+        assert rec.partition == (murmur2(rec.key) & 0x7FFFFFFF) % 3
+    for rec in read_all(bootstrap, "rdwc-words-repartition"):
+        assert rec.partition == (murmur2(rec.key) & 0x7FFFFFFF) % 2
+    changelog = read_all(bootstrap, "rdwc-counts-changelog")
+    assert {r.key.decode() for r in changelog} == set(WORDS)
+    # the final commit moved the input offsets to the end: every line committed once
+    ends = Counter(r.partition for r in read_all(bootstrap, "rd-lines"))  # fresh: from 0
+    assert committed(bootstrap, "rdwc", "rd-lines") == dict(ends)
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    async def go() -> dict[int, int]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
+        return {tp.partition: md.offset for tp, md in offsets.items() if tp.topic == topic}
+
+    return asyncio.run(go())
+
+
+def run_collector(
+    bootstrap: str, config: dict[str, Any], records: list[tuple[str, bytes]]
+) -> dict[Any, int]:
+    """Send ``records`` to partition 0 through a collector, flush; the offsets reached."""
+
+    async def go() -> dict[Any, int]:
+        producer = LibrdkafkaProducer({"bootstrap.servers": bootstrap, **config})
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for topic, value in records:
+                collector.send(topic, b"k", value, 0, int(time.time() * 1000))
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    return asyncio.run(go())
+
+
+def test_a_full_librdkafka_queue_keeps_records_waiting_in_order(broker) -> None:
+    create_topic(broker.bootstrap, "rd-full", 1)
+    values = [str(i).encode() for i in range(200)]
+    tiny = {"queue.buffering.max.messages": 7, "linger.ms": 1}
+    reached = run_collector(broker.bootstrap, tiny, [("rd-full", v) for v in values])
+    assert list(reached.values()) == [200]
+    assert [r.value for r in read_all(broker.bootstrap, "rd-full")] == values
+
+
+def test_an_undelivered_record_fails_the_flush(broker) -> None:
+    create_topic(broker.bootstrap, "rd-small", 1, **{"max.message.bytes": "1000"})
+    with pytest.raises(DeliveryError, match="rd-small-0"):
+        run_collector(broker.bootstrap, {}, [("rd-small", b"x" * 5000)])
