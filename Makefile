@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,spark,faust,registry]'
+	$(BIN)/pip install -q -e '.[test,spark,faust,registry,librdkafka]'
 	touch $(STAMP)
 
 venv: $(STAMP)
