@@ -14,6 +14,7 @@ from typing import Any
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
+from streamrt.runtime.engine.partition_group import head_timestamp
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
     RecordErrorHandlers,
@@ -344,8 +345,10 @@ class StreamTask:
         key: bytes | None,
         value: bytes | None,
         headers: Any = (),
+        extracted: int | None = None,
     ) -> None:
-        """Run one input record through the sub-topology (depth first).
+        """Run one input record through the sub-topology (depth first); ``extracted``: its
+        timestamp as the PartitionGroup extracted it (None: extract it here).
 
         A record its handlers skip still counts as consumed; a FAIL raises
         :class:`RecordFailedError` before the offset is committed, so it is read again.
@@ -373,11 +376,12 @@ class StreamTask:
             return
         extractor = source.timestamp_extractor or self.default_extractor
         partition_time = self.partition_time.get(topic, -1)
-        ts = extractor(
-            ConsumedRecord(
-                topic, self.task_id.partition, offset, timestamp, k, v, hdrs, partition_time
+        part = self.task_id.partition
+        ts = extracted
+        if ts is None:
+            ts = extractor(
+                ConsumedRecord(topic, part, offset, timestamp, k, v, hdrs, partition_time)
             )
-        )
         if ts < 0:  # as Kafka Streams: a negative extracted timestamp drops the record
             logger.warning(
                 "dropping a record with a negative timestamp",
@@ -393,6 +397,12 @@ class StreamTask:
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
         self.punctuate_stream_time()
+
+    def timestamp_of(self, record: Any, partition_time: int) -> int | None:
+        """A fetched record's extracted timestamp (its PartitionGroup order; None: failed)."""
+        source = self._sources[record.topic]
+        extractor = source.timestamp_extractor or self.default_extractor
+        return head_timestamp(record, source, extractor, self.task_id.partition, partition_time)
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw
