@@ -151,8 +151,9 @@ class TopologyTestDriver:
             for topic in sub.source_topics:
                 self._by_topic[topic] = task
         # Kafka's driver has one task, so one PartitionGroup, over all its source topics
-        self._group: PartitionGroup[str] = PartitionGroup(
-            self._by_topic, self._timestamp_of, self.config.max_task_idle_ms
+        self._group = PartitionGroup(
+            {t: task.head_extractor(t) for t, task in self._by_topic.items()},
+            self.config.max_task_idle_ms,
         )
         for topic in self._by_topic:
             self._group.set_lag(topic, 0)  # as Kafka's MockConsumer: always caught up
@@ -218,9 +219,6 @@ class TopologyTestDriver:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
         self._group.add(topic, [_Fetched(topic, offset, ts, key, value, headers)])
-
-    def _timestamp_of(self, record: _Fetched, partition_time: int) -> int | None:
-        return self._by_topic[record.topic].timestamp_of(record, partition_time)
 
     def _complete_processable_work(self) -> None:
         """Kafka's ``completeAllProcessableWork``: take records in PartitionGroup order while

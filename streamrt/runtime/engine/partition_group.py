@@ -10,8 +10,8 @@ Whether a task may process at all follows ``max.task.idle.ms`` (Kafka Streams'
 always may; otherwise an empty partition whose fetched lag is unknown or positive makes the
 task wait (the data is on the broker, wait for the fetch), and one with zero lag makes it wait
 until ``max.task.idle.ms`` after it was first seen empty (0: not at all), then processing is
-enforced. A record's timestamp for the ordering is given by ``timestamp_of`` (the task's
-extracted timestamp); stream time is the largest timestamp taken out.
+enforced. A record's timestamp for the ordering is its own, or what the task's custom
+extractor gives it (``head_extractor``); stream time is the largest timestamp taken out.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import heapq
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from streamrt.runtime.graph.topology import SourceNode
@@ -32,7 +32,13 @@ from streamrt.runtime.timestamps import (
     use_partition_time_on_invalid_timestamp,
 )
 
-__all__ = ("MAX_TASK_IDLE_DISABLED", "PartitionGroup", "RecordQueue", "head_timestamp")
+__all__ = (
+    "MAX_TASK_IDLE_DISABLED",
+    "PartitionGroup",
+    "RecordQueue",
+    "TimestampOf",
+    "head_extractor",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +48,10 @@ MAX_TASK_IDLE_DISABLED = -1
 P = TypeVar("P")  # a partition key (a TopicPartition, or a topic name in the driver)
 
 
-#: ``timestamp_of(record, partition_time)``: the record's extracted timestamp, or None to order
-#: it by its own timestamp and let the task's process() extract it (a built-in extractor, or
-#: one that failed: process() meets the failure again and handles it as configured).
+#: ``timestamp_of(record, partition_time)``: a custom extractor's timestamp for the record, or
+#: None when it failed (the record is ordered by its own timestamp and the task's process()
+#: meets the failure again, to handle it as configured). A partition without one (None) is
+#: ordered by the records' own timestamps and process() runs the built-in extractor.
 TimestampOf = Callable[[Any, int], "int | None"]
 
 
@@ -55,7 +62,7 @@ class RecordQueue:
 
     __slots__ = ("extracted", "head_ts", "partition", "partition_time", "records", "timestamp_of")
 
-    def __init__(self, partition: Any, timestamp_of: TimestampOf) -> None:
+    def __init__(self, partition: Any, timestamp_of: TimestampOf | None) -> None:
         self.partition = partition
         self.records: deque[Any] = deque()
         self.timestamp_of = timestamp_of
@@ -78,8 +85,11 @@ class RecordQueue:
 
     def _update_head(self) -> None:
         head = self.records[0]
-        self.extracted = self.timestamp_of(head, self.partition_time)
-        self.head_ts = head.timestamp if self.extracted is None else self.extracted
+        if self.timestamp_of is None:
+            self.head_ts = head.timestamp
+        else:
+            self.extracted = self.timestamp_of(head, self.partition_time)
+            self.head_ts = head.timestamp if self.extracted is None else self.extracted
         if self.head_ts > self.partition_time:
             self.partition_time = self.head_ts
 
@@ -92,12 +102,12 @@ class PartitionGroup(Generic[P]):
     head timestamp, and say whether the task may process now (``max.task.idle.ms``)."""
 
     def __init__(
-        self,
-        partitions: Iterable[P],
-        timestamp_of: TimestampOf,
-        max_task_idle_ms: int = 0,
+        self, extractors: Mapping[P, TimestampOf | None], max_task_idle_ms: int = 0
     ) -> None:
-        self.queues: dict[P, RecordQueue] = {p: RecordQueue(p, timestamp_of) for p in partitions}
+        """``extractors``: each partition's head extractor (None: the records' own time)."""
+        self.queues: dict[P, RecordQueue] = {p: RecordQueue(p, f) for p, f in extractors.items()}
+        # one partition: never waits, no order to choose (the thread's usual case)
+        self.single = next(iter(self.queues.values())) if len(self.queues) == 1 else None
         self.max_task_idle_ms = max_task_idle_ms
         self.stream_time = -1  # largest timestamp taken out
         self.enforced_processing = 0  # Kafka's ``enforced-processing`` sensor, as a count
@@ -149,6 +159,20 @@ class PartitionGroup(Generic[P]):
         partition: P = queue.partition
         return partition, record, extracted
 
+    def drain_single(self) -> Iterator[tuple[Any, int | None]]:
+        """A one-partition group's records and extracted timestamps in offset order, with no
+        ready check and no heap (one partition never waits)."""
+        queue = self.single
+        assert queue is not None, "drain_single needs a one-partition group"
+        while queue.records:
+            record, extracted = queue.poll()
+            self._buffered -= 1
+            ts = record.timestamp if extracted is None else extracted
+            if ts > self.stream_time:
+                self.stream_time = ts
+            yield record, extracted
+        self._by_time.clear()
+
     def ready(self, now_ms: int) -> bool:
         """May the task process now? Kafka Streams' ``readyToProcess`` (see the module doc)."""
         if not self._buffered:
@@ -192,30 +216,31 @@ _RECORD_TIME_EXTRACTORS = frozenset(
 )
 
 
-def head_timestamp(
-    record: Any,
-    source: SourceNode,
-    extractor: TimestampExtractor,
-    partition: int,
-    partition_time: int,
-) -> int | None:
-    """The timestamp a custom extractor gives ``record`` (Kafka extracts it when the record
-    reaches its queue's head; it sees the deserialized record). None for the built-ins, which
-    return the record's own timestamp (process() runs them: their checks stay there), and when
-    extraction fails (process() meets the failure again and handles it as configured)."""
+def head_extractor(
+    source: SourceNode, extractor: TimestampExtractor, partition: int
+) -> TimestampOf | None:
+    """How a partition's head timestamp is extracted (Kafka extracts it when the record
+    reaches its queue's head): None for the built-ins, which return the record's own timestamp
+    (process() runs them, so their checks stay there); a custom extractor sees the deserialized
+    record and the partition time, and a failure there gives None (process() meets it again
+    and handles it as configured)."""
     if extractor in _RECORD_TIME_EXTRACTORS:
         return None
-    try:
-        consumed = ConsumedRecord(
-            record.topic,
-            partition,
-            record.offset,
-            record.timestamp,
-            source.key_serde.deserialize(record.key),
-            source.value_serde.deserialize(record.value),
-            tuple(record.headers or ()),
-            partition_time,
-        )
-        return int(extractor(consumed))
-    except Exception:
-        return None
+
+    def extract(record: Any, partition_time: int) -> int | None:
+        try:
+            consumed = ConsumedRecord(
+                record.topic,
+                partition,
+                record.offset,
+                record.timestamp,
+                source.key_serde.deserialize(record.key),
+                source.value_serde.deserialize(record.value),
+                tuple(record.headers or ()),
+                partition_time,
+            )
+            return int(extractor(consumed))
+        except Exception:
+            return None
+
+    return extract

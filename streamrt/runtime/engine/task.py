@@ -14,7 +14,7 @@ from typing import Any
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
-from streamrt.runtime.engine.partition_group import head_timestamp
+from streamrt.runtime.engine.partition_group import TimestampOf, head_extractor
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
     RecordErrorHandlers,
@@ -398,11 +398,11 @@ class StreamTask:
         self.records_processed += 1
         self.punctuate_stream_time()
 
-    def timestamp_of(self, record: Any, partition_time: int) -> int | None:
-        """A fetched record's extracted timestamp (its PartitionGroup order; None: failed)."""
-        source = self._sources[record.topic]
+    def head_extractor(self, topic: str) -> TimestampOf | None:
+        """How its PartitionGroup extracts a head's timestamp (None: the record's own)."""
+        source = self._sources[topic]
         extractor = source.timestamp_extractor or self.default_extractor
-        return head_timestamp(record, source, extractor, self.task_id.partition, partition_time)
+        return head_extractor(source, extractor, self.task_id.partition)
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw

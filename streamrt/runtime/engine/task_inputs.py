@@ -68,9 +68,8 @@ class TaskInputs:
 
     def open(self, task: StreamTask) -> None:
         """The task takes records from now on (its stores are restored)."""
-        group: PartitionGroup[KafkaTP] = PartitionGroup(
-            (KafkaTP(*tp) for tp in task.inputs), task.timestamp_of, self.max_task_idle_ms
-        )
+        extractors = {KafkaTP(*tp): task.head_extractor(tp.topic) for tp in task.inputs}
+        group = PartitionGroup(extractors, self.max_task_idle_ms)
         self._groups[str(task.task_id)] = (task, group)
 
     def close(self, task_id: str) -> None:
@@ -110,6 +109,11 @@ class TaskInputs:
         """
         processed = 0
         for task, group in self._groups.values():
+            if group.single is not None:  # one input: offset order, never waits
+                for r, ts in group.drain_single():
+                    task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts)
+                    processed += 1
+                continue
             while group.ready(now_ms):
                 taken = group.next_record()
                 if taken is None:

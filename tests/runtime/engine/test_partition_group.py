@@ -24,17 +24,12 @@ class Rec:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
-def own_time(record: Any, partition_time: int) -> int | None:
-    del partition_time
-    return None  # ordered by the record's own timestamp
-
-
 def recs(topic: str, *stamps: int) -> list[Rec]:
     return [Rec(topic, i, ts) for i, ts in enumerate(stamps)]
 
 
 def caught_up(*partitions: str, idle: int = 0) -> PartitionGroup[str]:
-    group: PartitionGroup[str] = PartitionGroup(partitions, own_time, idle)
+    group: PartitionGroup[str] = PartitionGroup(dict.fromkeys(partitions), idle)
     for p in partitions:
         group.set_lag(p, 0)
     return group
@@ -74,7 +69,7 @@ def test_equal_heads_go_in_the_order_the_partitions_got_data() -> None:
 
 
 def test_idle_zero_waits_while_an_empty_partition_may_have_data() -> None:
-    group: PartitionGroup[str] = PartitionGroup(["a", "b"], own_time, max_task_idle_ms=0)
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, max_task_idle_ms=0)
     group.add("a", recs("a", 1))
     assert not group.ready(0)  # b's lag unknown: wait for its first fetch
     group.set_lag("b", 3)
@@ -99,7 +94,7 @@ def test_positive_idle_waits_that_long_for_a_caught_up_partition() -> None:
 
 
 def test_idle_disabled_never_waits() -> None:
-    group: PartitionGroup[str] = PartitionGroup(["a", "b"], own_time, MAX_TASK_IDLE_DISABLED)
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, MAX_TASK_IDLE_DISABLED)
     assert not group.ready(0)  # nothing buffered
     group.add("a", recs("a", 4))
     assert group.ready(0)  # b's lag unknown, yet no wait
@@ -107,7 +102,7 @@ def test_idle_disabled_never_waits() -> None:
 
 
 def test_all_partitions_buffered_needs_no_lag() -> None:
-    group: PartitionGroup[str] = PartitionGroup(["a", "b"], own_time, max_task_idle_ms=10_000)
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, max_task_idle_ms=10_000)
     group.add("a", recs("a", 4))
     group.add("b", recs("b", 3))
     assert group.ready(0)
@@ -121,7 +116,7 @@ def test_heads_are_extracted_once_with_the_partition_time() -> None:
         seen.append((record.offset, partition_time))
         return int(record.timestamp) * 10
 
-    group: PartitionGroup[str] = PartitionGroup(["a"], extract)
+    group: PartitionGroup[str] = PartitionGroup({"a": extract})
     group.add("a", recs("a", 3, 1, 5))
     taken = [group.next_record() for _ in range(3)]
     assert [t[2] for t in taken if t is not None] == [30, 10, 50]
@@ -129,7 +124,7 @@ def test_heads_are_extracted_once_with_the_partition_time() -> None:
 
 
 def test_clear_drops_everything_buffered() -> None:
-    group: PartitionGroup[str] = PartitionGroup(["a", "b"], own_time)
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None})
     group.add("a", recs("a", 1, 2))
     group.clear()
     assert group.buffered == 0
