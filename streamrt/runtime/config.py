@@ -84,6 +84,9 @@ class StreamsConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000
+    # how long a task with an empty input partition (known to have no more data on the broker)
+    # waits before processing its other partitions out of time order; -1: never waits
+    max_task_idle_ms: int = 0
     application_server: str | None = None
     processing_guarantee: str = "at_least_once"
     default_deserialization_exception_handler: HandlerSpec = "fail"
@@ -250,6 +253,7 @@ class StreamsConfig:
                 f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'",
             ),
             (self.commit_interval_ms < 1, "commit.interval.ms must be positive"),
+            (self.max_task_idle_ms < -1, "max.task.idle.ms must be -1 (never idle) or at least 0"),
             (self.session_timeout_ms < 1, "session.timeout.ms must be positive"),
             (
                 not 0 < self.heartbeat_interval_ms < self.session_timeout_ms,

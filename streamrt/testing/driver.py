@@ -1,11 +1,14 @@
 """TopologyTestDriver: run an app's topology synchronously, with no broker and no disk.
 
 It drives the runtime's own :class:`StreamTask` (one per sub-topology, partition 0, as Kafka's
-driver runs everything as one partition) with an in-memory collector: records written to the
-app's internal topics (repartition, foreign-key subscriptions) are fed back at once, records to
-other topics are kept for :class:`TestOutputTopic`. After each input record the driver commits
-(stores flush), so every update is visible downstream and in stores. Stream time advances with
-input timestamps; wall-clock punctuation only through :meth:`advance_wall_clock_time`.
+driver runs everything as one partition) with an in-memory collector. As in Kafka's driver, a
+piped record and the records the app writes to its own input topics (repartition, foreign-key
+subscriptions) are buffered in one :class:`PartitionGroup` over every source topic and taken in
+head-timestamp order while ``max.task.idle.ms`` allows (every topic counts as caught up, so
+with a positive value a task waits for the wall clock); records to other topics are kept for
+:class:`TestOutputTopic`. After each processed record the driver commits (stores flush), so
+every update is visible downstream and in stores. Stream time advances with input timestamps;
+wall-clock punctuation only through :meth:`advance_wall_clock_time`.
 Stores are in memory unless the config asks for ``default.dsl.store=rocksDB`` (then a temporary
 state directory is used and removed on :meth:`close`).
 """
@@ -23,9 +26,10 @@ from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
+from streamrt.runtime.engine.partition_group import PartitionGroup
 from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
-from streamrt.runtime.graph.topology import SourceNode, Topology, internal_topic
+from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology, internal_topic
 from streamrt.runtime.instance.app import App
 from streamrt.serde import Serde, SerdeLike, bind_serde, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
@@ -45,6 +49,18 @@ class TestRecord:
     value: Any
     timestamp: int = 0
     headers: Headers = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """A record buffered for a task, as a consumer would have fetched it."""
+
+    topic: str
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
 
 
 @dataclass(slots=True)
@@ -116,12 +132,28 @@ class TopologyTestDriver:
         self._internal = set(topology.repartition_topics(app_id))
         self._tasks: list[StreamTask] = []
         self._by_topic: dict[str, StreamTask] = {}
+        self._open_tasks(subs, state_dir, persistent)
+        # Kafka's driver has one task, so one PartitionGroup, over all its source topics
+        self._group = PartitionGroup(
+            {t: task.head_extractor(t) for t, task in self._by_topic.items()},
+            self.config.max_task_idle_ms,
+        )
+        for topic in self._by_topic:
+            self._group.set_lag(topic, 0)  # as Kafka's MockConsumer: always caught up
+        self._globals: dict[str, GlobalStore] = {}
+        for spec in topology.global_tables.values():
+            self._globals[spec.topic] = spec.bind()
+        self._changelog_suffix = "-changelog"
+        self._app_id = app_id
+
+    def _open_tasks(self, subs: list[SubTopology], state_dir: Path, persistent: bool) -> None:
+        """One task per sub-topology, partition 0, as Kafka's driver runs them."""
         for sub in subs:
             task = StreamTask(
                 TaskId(sub.id, 0),
                 sub,
-                topology,
-                app_id,
+                self.topology,
+                self.config.application_id,
                 state_dir,
                 self._collector,
                 default_store=self.config.default_dsl_store,
@@ -134,11 +166,6 @@ class TopologyTestDriver:
             self._tasks.append(task)
             for topic in sub.source_topics:
                 self._by_topic[topic] = task
-        self._globals: dict[str, GlobalStore] = {}
-        for spec in topology.global_tables.values():
-            self._globals[spec.topic] = spec.bind()
-        self._changelog_suffix = "-changelog"
-        self._app_id = app_id
 
     # -- topics ------------------------------------------------------------------------------
 
@@ -184,22 +211,40 @@ class TopologyTestDriver:
         timestamp: int,
         headers: Headers = (),
     ) -> None:
-        """Process one serialized record, everything it causes, then commit."""
+        """Buffer one serialized record, then process everything that may be processed."""
         if topic in self._globals:
             self._globals[topic].apply(key, value)
+            self._drain()
+            self._commit()
         else:
-            self._process(topic, key, value, timestamp, headers)
-        self._drain()
-        self._commit()
+            self._enqueue(topic, key, value, timestamp, headers)
+            self._complete_processable_work()
 
-    def _process(
+    def _enqueue(
         self, topic: str, key: bytes | None, value: bytes | None, ts: int, headers: Headers
     ) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        self._by_topic[topic].process(topic, offset, ts, key, value, headers)
+        self._group.add(topic, [_Fetched(topic, offset, ts, key, value, headers)])
+
+    def _complete_processable_work(self) -> None:
+        """Kafka's ``completeAllProcessableWork``: take records in PartitionGroup order while
+        the group may process, committing and collecting what each one wrote."""
+        self._drain()
+        now = self.clock.now_ms()
+        while self._group.ready(now):
+            taken = self._group.next_record()
+            if taken is None:
+                break
+            _, r, ts = taken
+            self._by_topic[r.topic].process(
+                r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts
+            )
+            self._commit()
+            self._drain()
 
     def _drain(self) -> None:
+        """What the tasks wrote: outputs kept, the app's own input topics buffered again."""
         sent = self._collector.sent
         while sent:
             topic, raw = sent.popleft()
@@ -210,7 +255,7 @@ class TopologyTestDriver:
             if topic not in self._internal:
                 self._outputs.setdefault(topic, deque()).append(raw)
             if topic in self._by_topic:  # internal topics, and outputs the app reads again
-                self._process(topic, raw.key, raw.value, raw.timestamp, raw.headers)
+                self._enqueue(topic, raw.key, raw.value, raw.timestamp, raw.headers)
 
     def _commit(self) -> None:
         for task in self._tasks:
@@ -224,8 +269,8 @@ class TopologyTestDriver:
         now = self.clock.advance(ms)
         for task in self._tasks:
             task.punctuate(now)
-        self._drain()
         self._commit()
+        self._complete_processable_work()
 
     # -- stores ------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
+from streamrt.runtime.engine.partition_group import TimestampOf, head_extractor
 from streamrt.runtime.engine.schedule import Schedule
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
@@ -335,12 +336,12 @@ class StreamTask:
         key: bytes | None,
         value: bytes | None,
         headers: Any = (),
+        extracted: int | None = None,
     ) -> None:
-        """Run one input record through the sub-topology (depth first).
-
-        A record its handlers skip still counts as consumed; a FAIL raises
-        :class:`RecordFailedError` before the offset is committed, so it is read again.
-        """
+        """Run one input record through the sub-topology (depth first); ``extracted``: its
+        timestamp as the PartitionGroup extracted it (None: extract it here). A record its
+        handlers skip still counts as consumed; a FAIL raises :class:`RecordFailedError`
+        before the offset is committed, so it is read again."""
         source = self._sources[topic]
         hdrs: Headers = tuple(headers) if headers else ()
         record = self.record
@@ -361,13 +362,14 @@ class StreamTask:
             return
         extractor = source.timestamp_extractor or self.default_extractor
         partition_time = self.partition_time.get(topic, -1)
-        if extractor is fail_on_invalid_timestamp and timestamp >= 0:
+        if extracted is not None:  # the PartitionGroup extracted it when the record was a head
+            ts = extracted
+        elif extractor is fail_on_invalid_timestamp and timestamp >= 0:
             ts = timestamp  # what it returns, without building its argument per record
         else:
+            part = self.task_id.partition
             ts = extractor(
-                ConsumedRecord(
-                    topic, self.task_id.partition, offset, timestamp, k, v, hdrs, partition_time
-                )
+                ConsumedRecord(topic, part, offset, timestamp, k, v, hdrs, partition_time)
             )
         if ts < 0:  # as Kafka Streams: a negative extracted timestamp drops the record
             logger.warning(
@@ -385,6 +387,12 @@ class StreamTask:
         self.records_processed += 1
         if self.stream_time_punctuation:
             self.punctuate_stream_time()
+
+    def head_extractor(self, topic: str) -> TimestampOf | None:
+        """How its PartitionGroup extracts a head's timestamp (None: the record's own)."""
+        source = self._sources[topic]
+        extractor = source.timestamp_extractor or self.default_extractor
+        return head_extractor(source, extractor, self.task_id.partition)
 
     def _error_context(self, stage: Stage, node: str | None) -> ErrorContext:
         key, value, headers = self._raw

@@ -27,6 +27,7 @@ from streamrt.runtime.engine.restore import ChangelogRestorer
 from streamrt.runtime.engine.standby import StandbyUpdater
 from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.engine.task_factory import TaskFactory
+from streamrt.runtime.engine.task_inputs import LagReader, TaskInputs, caught_up
 from streamrt.runtime.engine.task_progress import task_progress
 from streamrt.state import StateLockedError
 
@@ -70,8 +71,11 @@ class TaskManager:
         standbys: StandbyUpdater,
         events: TaskEvents,
         thread_name: str,
+        inputs: TaskInputs | None = None,
     ) -> None:
         self.factory = factory
+        # each running task's buffered records, taken in timestamp order (max.task.idle.ms)
+        self.inputs = inputs or TaskInputs(factory.env.config.max_task_idle_ms)
         self.consumer = consumer
         self.restorer = restorer
         self.standbys = standbys
@@ -93,9 +97,10 @@ class TaskManager:
         restore_consumer: AIOKafkaConsumer,
         events: TaskEvents,
         thread_name: str,
+        lags: LagReader = caught_up,
     ) -> TaskManager:
         """Restorer and standbys share the restore consumer; standbys pause while actives
-        restore (the restorer then owns it)."""
+        restore (the restorer then owns it). ``lags`` reads an input partition's fetched lag."""
         restorer = ChangelogRestorer(restore_consumer, thread_name, events.emit)
         standbys = StandbyUpdater(
             restore_consumer,
@@ -104,7 +109,8 @@ class TaskManager:
             thread_name,
             events.emit,
         )
-        return cls(factory, consumer, restorer, standbys, events, thread_name)
+        inputs = TaskInputs(factory.env.config.max_task_idle_ms, lags)
+        return cls(factory, consumer, restorer, standbys, events, thread_name, inputs)
 
     # -- what the thread asks ----------------------------------------------------------------
 
@@ -200,26 +206,29 @@ class TaskManager:
     def _ready(self, task: StreamTask) -> None:
         task_id = str(task.task_id)
         self.restoring.discard(task_id)
+        self.inputs.open(task)
         self.consumer.resume(*[KafkaTP(*tp) for tp in task.inputs])
         self.events.emit("restore_ready", task=task_id)
         if self.all_running:
             self.events.on_running()
 
-    def process(self, batches: Mapping[KafkaTP, list[Any]]) -> int:
-        """Run polled records through their tasks; returns how many were processed.
+    @property
+    def buffered(self) -> bool:
+        """Some running task has polled records it has not processed yet."""
+        return any(self.inputs.buffered(tid) for tid in self.tasks)
+
+    async def process(self, batches: Mapping[KafkaTP, list[Any]], now_ms: int) -> int:
+        """Buffer polled records with their tasks, then run every task that may process
+        (its PartitionGroup: timestamp order, ``max.task.idle.ms``); returns how many ran.
 
         A RecordFailedError (the handler said FAIL) propagates and ends the thread.
         """
-        processed = 0
         for ktp, records in batches.items():
             task = self.task_for(ktp)
-            if task is None:
+            if task is None or not self.inputs.add(task, ktp, records):
                 self._unread(ktp, records)
-                continue
-            for r in records:
-                task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers)
-            processed += len(records)
-        return processed
+        await self.inputs.update_lags()
+        return self.inputs.process(now_ms)
 
     def _unread(self, ktp: KafkaTP, records: list[Any]) -> None:
         """Put records no task can take back on the consumer. A partition is fetchable from
@@ -252,6 +261,7 @@ class TaskManager:
             for tp in task.inputs:
                 self._by_input.pop(KafkaTP(*tp), None)
             await self.restorer.remove(task_id)
+            self.inputs.close(task_id)
             self.restoring.discard(task_id)
             self.locked.discard(task_id)
             self.records_processed_closed += task.records_processed

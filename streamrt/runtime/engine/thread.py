@@ -33,6 +33,7 @@ from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.rebalance_listener import RebalanceListener
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
+from streamrt.runtime.engine.task_inputs import ConsumerLags
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
 from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
@@ -288,6 +289,7 @@ class StreamThread:
             clients.restore_consumer,
             TaskEvents(self.emit, self.mark, self.tasks_running),
             self.name,
+            ConsumerLags(clients.consumer, read_committed=self.env.config.exactly_once),
         )
         # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
         # and aborts its open transaction, which releases the changelogs' last stable offset
@@ -367,8 +369,9 @@ class StreamThread:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
         while not self._stop_requested.is_set():
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
-            # A task waiting for a lock (a previous owner still closing it) retries every 10 ms.
-            timeout_ms = 0 if tasks.restoring else 10 if tasks.locked else 100
+            # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
+            # one waiting for input on another partition (max.task.idle.ms) looks again as often.
+            timeout_ms = 0 if tasks.restoring else 10 if tasks.locked or tasks.buffered else 100
             batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
             if batches:
                 self.mark("first_fetch")
@@ -377,7 +380,7 @@ class StreamThread:
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                if tasks.process(batches):
+                if await tasks.process(batches, self.env.clock.now_ms()):
                     self.mark("first_record")
                 tasks.punctuate(self.env.clock.now_ms())
                 await committer.collector.drain()

@@ -1,0 +1,125 @@
+"""A stream thread's buffered input: one :class:`PartitionGroup` per open task.
+
+Each poll's records go to their task's group; a task then processes records in head-timestamp
+order for as long as ``max.task.idle.ms`` lets it (see :mod:`.partition_group`). Whether an
+empty partition has more data on the broker comes from a :data:`LagReader` (the consumer's
+last fetch: high watermark, or last stable offset under read_committed, minus its position).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import IllegalStateError
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
+from streamrt.runtime.engine.task import StreamTask
+
+__all__ = ("ConsumerLags", "LagReader", "TaskInputs", "caught_up")
+
+#: ``lag(partition)``: records on the broker past the consumer's position (None: not known).
+LagReader = Callable[[KafkaTP], Awaitable[int | None]]
+
+
+async def caught_up(partition: KafkaTP) -> int | None:
+    """A lag reader for consumers that say nothing: every partition caught up (as Kafka's
+    MockConsumer, which its TopologyTestDriver uses)."""
+    del partition
+    return 0
+
+
+class ConsumerLags:
+    """The lag an aiokafka consumer's last fetch reported for a partition (Kafka's
+    ``ConsumerRecords.Metadata.lag()``): its end (the high watermark, or the last stable
+    offset under read_committed) minus its position; None before the first fetch."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, read_committed: bool) -> None:
+        self.consumer = consumer
+        self.read_committed = read_committed
+
+    async def __call__(self, partition: KafkaTP) -> int | None:
+        consumer = self.consumer
+        end = (
+            consumer.last_stable_offset(partition)
+            if self.read_committed
+            else consumer.highwater(partition)
+        )
+        if end is None:
+            return None
+        try:  # no wait when the position is known (a fetched partition); never block the loop
+            position: int = await asyncio.wait_for(consumer.position(partition), 0.05)
+        except (TimeoutError, IllegalStateError):
+            return None
+        lag: int = max(0, end - position)
+        return lag
+
+
+class TaskInputs:
+    """Responsibilities: buffer each open task's polled records in its PartitionGroup, read
+    the lags of its empty partitions, and run records through the task in group order."""
+
+    def __init__(self, max_task_idle_ms: int, lags: LagReader = caught_up) -> None:
+        self.max_task_idle_ms = max_task_idle_ms
+        self.lags = lags
+        self._groups: dict[str, tuple[StreamTask, PartitionGroup[KafkaTP]]] = {}
+
+    def open(self, task: StreamTask) -> None:
+        """The task takes records from now on (its stores are restored)."""
+        extractors = {KafkaTP(*tp): task.head_extractor(tp.topic) for tp in task.inputs}
+        group = PartitionGroup(extractors, self.max_task_idle_ms)
+        self._groups[str(task.task_id)] = (task, group)
+
+    def close(self, task_id: str) -> None:
+        """Drop the task's buffered records: not processed, so not committed; whoever owns the
+        partitions next reads them again from the committed offsets."""
+        entry = self._groups.pop(task_id, None)
+        if entry is not None:
+            entry[1].clear()
+
+    def add(self, task: StreamTask, partition: KafkaTP, records: list[Any]) -> bool:
+        """Buffer polled records; False if the task takes no records (not open here)."""
+        entry = self._groups.get(str(task.task_id))
+        if entry is None or entry[0] is not task:
+            return False
+        entry[1].add(partition, records)
+        return True
+
+    def buffered(self, task_id: str) -> int:
+        entry = self._groups.get(task_id)
+        return entry[1].buffered if entry is not None else 0
+
+    async def update_lags(self) -> None:
+        """Read the fetched lag of each input partition of a task with several inputs and
+        records waiting: a partition that is or becomes empty decides by it whether the task
+        waits (one input never waits; with -1 nothing waits, so nothing is read)."""
+        if self.max_task_idle_ms == MAX_TASK_IDLE_DISABLED:
+            return
+        for _, group in self._groups.values():
+            if group.buffered and len(group.queues) > 1:
+                for partition in group.queues:
+                    group.set_lag(partition, await self.lags(partition))
+
+    def process(self, now_ms: int) -> int:
+        """Run every ready task's buffered records in group order; returns how many ran.
+
+        A RecordFailedError (the handler said FAIL) propagates and ends the thread.
+        """
+        processed = 0
+        for task, group in self._groups.values():
+            if group.single is not None:  # one input: offset order, never waits
+                for r, ts in group.drain_single():
+                    task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts)
+                    processed += 1
+                continue
+            while group.ready(now_ms):
+                taken = group.next_record()
+                if taken is None:
+                    break
+                _, r, ts = taken
+                task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts)
+                processed += 1
+        return processed

@@ -1,0 +1,184 @@
+"""PartitionGroup without a broker: timestamp order across partitions, max.task.idle.ms."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.runtime import App
+from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
+from streamrt.runtime.engine.task_inputs import TaskInputs
+from streamrt.testing import TopologyTestDriver
+
+
+@dataclass(frozen=True)
+class Rec:
+    topic: str
+    offset: int
+    timestamp: int
+    key: bytes | None = b"k"
+    value: bytes | None = b"v"
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def recs(topic: str, *stamps: int) -> list[Rec]:
+    return [Rec(topic, i, ts) for i, ts in enumerate(stamps)]
+
+
+def caught_up(*partitions: str, idle: int = 0) -> PartitionGroup[str]:
+    group: PartitionGroup[str] = PartitionGroup(dict.fromkeys(partitions), idle)
+    for p in partitions:
+        group.set_lag(p, 0)
+    return group
+
+
+def drain(group: PartitionGroup[str], now: int = 0) -> list[tuple[str, int]]:
+    out = []
+    while group.ready(now):
+        taken = group.next_record()
+        assert taken is not None
+        out.append((taken[0], taken[1].timestamp))
+    return out
+
+
+def test_smallest_head_timestamp_first_and_each_partition_in_offset_order() -> None:
+    group = caught_up("a", "b")
+    group.add("a", recs("a", 1, 5, 3, 9))
+    group.add("b", recs("b", 2, 4, 10))
+    # b's head (2) < a's next head (5); a's 3 stays behind its 5 (a partition is never reordered)
+    assert drain(group) == [
+        ("a", 1),
+        ("b", 2),
+        ("b", 4),
+        ("a", 5),
+        ("a", 3),
+        ("a", 9),
+        ("b", 10),
+    ]
+    assert group.stream_time == 10
+
+
+def test_equal_heads_go_in_the_order_the_partitions_got_data() -> None:
+    group = caught_up("a", "b")
+    group.add("b", recs("b", 7))
+    group.add("a", recs("a", 7))
+    assert drain(group) == [("b", 7), ("a", 7)]
+
+
+def test_idle_zero_waits_while_an_empty_partition_may_have_data() -> None:
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, max_task_idle_ms=0)
+    group.add("a", recs("a", 1))
+    assert not group.ready(0)  # b's lag unknown: wait for its first fetch
+    group.set_lag("b", 3)
+    assert not group.ready(0)  # b has data on the broker: wait for it
+    group.set_lag("b", 0)
+    assert group.ready(0)  # b is caught up: process a (enforced)
+    assert group.enforced_processing == 1
+
+
+def test_positive_idle_waits_that_long_for_a_caught_up_partition() -> None:
+    group = caught_up("a", "b", idle=100)
+    group.add("a", recs("a", 1))
+    assert not group.ready(1_000)  # b empty since 1_000: the deadline is 1_100
+    assert not group.ready(1_099)
+    assert group.ready(1_100)
+    # data on b ends b's idling; a empties once its record is taken: a new deadline for a
+    group.add("b", recs("b", 2))
+    assert group.ready(1_200)
+    assert drain(group, 1_200) == [("a", 1)]
+    assert not group.ready(1_299)
+    assert drain(group, 1_300) == [("b", 2)]
+
+
+def test_idle_disabled_never_waits() -> None:
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, MAX_TASK_IDLE_DISABLED)
+    assert not group.ready(0)  # nothing buffered
+    group.add("a", recs("a", 4))
+    assert group.ready(0)  # b's lag unknown, yet no wait
+    assert drain(group) == [("a", 4)]
+
+
+def test_all_partitions_buffered_needs_no_lag() -> None:
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None}, max_task_idle_ms=10_000)
+    group.add("a", recs("a", 4))
+    group.add("b", recs("b", 3))
+    assert group.ready(0)
+    assert group.enforced_processing == 0
+
+
+def test_heads_are_extracted_once_with_the_partition_time() -> None:
+    seen: list[tuple[int, int]] = []
+
+    def extract(record: Any, partition_time: int) -> int | None:
+        seen.append((record.offset, partition_time))
+        return int(record.timestamp) * 10
+
+    group: PartitionGroup[str] = PartitionGroup({"a": extract})
+    group.add("a", recs("a", 3, 1, 5))
+    taken = [group.next_record() for _ in range(3)]
+    assert [t[2] for t in taken if t is not None] == [30, 10, 50]
+    assert seen == [(0, -1), (1, 30), (2, 30)]
+
+
+def test_clear_drops_everything_buffered() -> None:
+    group: PartitionGroup[str] = PartitionGroup({"a": None, "b": None})
+    group.add("a", recs("a", 1, 2))
+    group.clear()
+    assert group.buffered == 0
+    assert group.next_record() is None
+
+
+# -- a thread's TaskInputs: real tasks, a lag reader instead of a consumer -------------------
+
+
+def join_app() -> App:
+    app = App({"application.id": "pg"})
+    left = app.stream("left", key_serde="str", value_serde="str")
+    table = app.table("right", key_serde="str", value_serde="str")
+    left.join(table, lambda lv, rv: f"{lv}+{rv}").to("out", value_serde="str")
+    return app
+
+
+def test_task_inputs_wait_for_a_lagging_partition(tmp_path: Any) -> None:
+    from tests.runtime.test_task import ListCollector, make_task
+
+    collector = ListCollector()
+    task = make_task(join_app(), 0, 0, tmp_path, collector)
+    task.open()
+    lags: dict[KafkaTP, int | None] = {}
+
+    async def lag(partition: KafkaTP) -> int | None:
+        return lags.get(partition)
+
+    inputs = TaskInputs(0, lag)
+    inputs.open(task)
+    left, right = KafkaTP("left", 0), KafkaTP("right", 0)
+    inputs.add(task, left, [Rec("left", 0, 5, b"a", b"L")])
+    lags[left], lags[right] = 0, 1  # the table's record is on the broker, not fetched yet
+    asyncio.run(inputs.update_lags())
+    assert inputs.process(0) == 0
+    inputs.add(task, right, [Rec("right", 0, 1, b"a", b"R")])
+    lags[right] = 0
+    asyncio.run(inputs.update_lags())
+    assert inputs.process(0) == 2  # the table's older record first: the join finds it
+    assert collector.to("out") == [(b"a", b"L+R")]
+    task.close()
+
+
+def test_driver_with_positive_idle_waits_for_the_wall_clock() -> None:
+    with TopologyTestDriver(join_app(), {"max.task.idle.ms": 100}) as driver:
+        left = driver.create_input_topic("left", "str", "str")
+        right = driver.create_input_topic("right", "str", "str")
+        out = driver.create_output_topic("out", "str", "str")
+        right.pipe_input("a", "R", timestamp=1)  # left is empty (caught up): wait 100 ms
+        assert driver.stream_time() == -1
+        left.pipe_input("a", "L", timestamp=5)  # both buffered: R (ts 1) goes first ...
+        assert driver.stream_time() == 1
+        assert out.is_empty()  # ... then right is empty again and L waits
+        driver.advance_wall_clock_time(100)
+        assert out.read_key_values_to_list() == [("a", "L+R")]
+        left.pipe_input("a", "L2", timestamp=6)  # right's deadline has passed: no wait
+        assert out.read_key_values_to_list() == [("a", "L2+R")]
