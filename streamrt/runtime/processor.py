@@ -183,6 +183,8 @@ class TupleForwarder:
     def _forward(self, key: Any, new: Any, old: Any) -> None:
         self.context.forward(key, Change(new, old))
 
-    def maybe_forward(self, key: Any, new: Any, old: Any) -> None:
+    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int | None = None) -> None:
+        """Forward at once unless cached; ``timestamp`` (default: the record's) is the
+        result's, which the cache keeps with the row for its flush."""
         if not self.cached:
-            self._forward(key, new, old)
+            self.context.forward(key, Change(new, old), timestamp=timestamp)
