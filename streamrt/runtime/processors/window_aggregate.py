@@ -202,7 +202,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         close: int,
     ) -> None:
         end = start + self.d
-        if end <= close:
+        if end < close:  # sliding bounds are inclusive: a window ending at close still counts
             record_dropped(
                 self.context,
                 "skipping record for expired window",
