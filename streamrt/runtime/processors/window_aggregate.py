@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
 from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
+from streamrt.runtime.processors.emit_final import FinalEmitter, WindowKind
 from streamrt.runtime.window_stores import SessionStoreView, TimestampedWindow, WindowStoreView
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, record_dropped
 
@@ -28,14 +29,28 @@ _NO_TIME = -(2**63)
 
 
 class _WindowProcessor(Processor):
-    def __init__(self, store: str, grace_ms: int) -> None:
+    kind: WindowKind
+
+    def __init__(self, store: str, grace_ms: int, emit_final: bool) -> None:
         self.store_name = store
         self.grace_ms = grace_ms
+        self.emit_final = emit_final
         self.observed = _NO_TIME
+        self.emitter: FinalEmitter | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.observed = _NO_TIME
+        if self.emit_final:
+            self.emitter = self._emitter(context)
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        raise NotImplementedError
+
+    def _forward(self, window: Windowed, value: Any, timestamp: int) -> None:
+        """An update goes downstream at once, unless the results are emitted final."""
+        if self.emitter is None:
+            self.context.forward(window, value, timestamp=timestamp)
 
     def _advance(self, timestamp: int, store_time: int) -> int:
         """Advance stream time with ``timestamp``; returns the close time."""
@@ -48,12 +63,21 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
     after the close time; the aggregate's timestamp is the largest in the window."""
 
     def __init__(
-        self, store: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator
+        self,
+        store: str,
+        windows: TimeWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        size = self.windows.size_ms
+        return FinalEmitter(context, self.store_name, "time", size, self.windows.windows_for)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None:
@@ -79,7 +103,9 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
             new = self.aggregator(key, value, agg)
             stamp = ts if old is None else max(ts, old.timestamp)
             store.put(window, new, stamp)
-            self.context.forward(window, new, timestamp=stamp)
+            self._forward(window, new, stamp)
+        if self.emitter is not None:
+            self.emitter.maybe_emit(close)
 
 
 class SlidingWindowAggregateProcessor(_WindowProcessor):
@@ -93,11 +119,15 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         windows: SlidingWindows,
         initializer: Initializer,
         aggregator: Aggregator,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.d = windows.time_difference_ms
         self.initializer = initializer
         self.aggregator = aggregator
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        return FinalEmitter(context, self.store_name, "sliding", self.d)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
@@ -114,10 +144,12 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
                 stream_time=self.observed,
             )
             return
-        if ts < self.d:
+        if ts < self.d:  # Kafka emits no final results after an early record
             self._process_early(store, key, value, ts, close)
-        else:
-            self._process_in_order(store, key, value, ts, close)
+            return
+        self._process_in_order(store, key, value, ts, close)
+        if self.emitter is not None:
+            self.emitter.maybe_emit(close)
 
     def _process_in_order(
         self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
@@ -189,7 +221,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         """The record's right window holds exactly the later records: ``agg`` without it."""
         window = Windowed(key, ts + 1, ts + 1 + self.d)
         store.put(window, agg.value, agg.timestamp)
-        self.context.forward(window, agg.value, timestamp=agg.timestamp)
+        self._forward(window, agg.value, agg.timestamp)
 
     def _update(
         self,
@@ -217,7 +249,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         stamp = ts if existing is None else max(ts, existing.timestamp)
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new, timestamp=stamp)
+        self._forward(window, new, stamp)
 
 
 class SessionWindowAggregateProcessor(_WindowProcessor):
@@ -232,12 +264,16 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
         initializer: Initializer,
         aggregator: Aggregator,
         merger: Merger,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.gap = windows.inactivity_gap_ms
         self.initializer = initializer
         self.aggregator = aggregator
         self.merger = merger
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        return FinalEmitter(context, self.store_name, "session", self.gap)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None:
@@ -246,6 +282,11 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
         store = cast(SessionStoreView, self.context.get_store(self.store_name))
         ts = self.context.timestamp
         close = self._advance(ts, store.observed_stream_time) - self.gap
+        self._merge(store, key, value, ts, close)
+        if self.emitter is not None:  # Kafka: also after a record dropped as too late
+            self.emitter.maybe_emit(close)
+
+    def _merge(self, store: SessionStoreView, key: Any, value: Any, ts: int, close: int) -> None:
         merged = store.find_sessions(key, ts - self.gap, ts + self.gap)
         agg = self.initializer()
         start, end = ts, ts
@@ -266,9 +307,9 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
             for session in merged:
                 old = Windowed(key, session.start, session.end)
                 store.remove(old)
-                self.context.forward(old, None, timestamp=session.end)
+                self._forward(old, None, session.end)
         new = self.aggregator(key, value, agg)
         stamp = max([ts] + [s.timestamp for s in merged])
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new, timestamp=end)  # a session's result: its end
+        self._forward(window, new, end)  # a session's result carries its end
