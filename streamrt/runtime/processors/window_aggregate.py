@@ -11,6 +11,7 @@ timestamp in it) and a session's result and tombstones carry the session's end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
@@ -108,6 +109,18 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
             self.emitter.maybe_emit(close)
 
 
+@dataclass(slots=True)
+class _Scan:
+    """What a sliding-window record learns from the key's existing windows."""
+
+    starts: set[int] = field(default_factory=set)
+    left_agg: TimestampedWindow | None = None
+    right_agg: TimestampedWindow | None = None
+    left_exists: bool = False
+    right_exists: bool = False
+    previous: int | None = None  # the latest record before this one in its left window
+
+
 class SlidingWindowAggregateProcessor(_WindowProcessor):
     """Kafka's sliding-window aggregation (KIP-450): windows ``[start, start + d]``; each record
     gets a left window ending at it and, when later records exist within ``d``, a right window
@@ -154,38 +167,46 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
     def _process_in_order(
         self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
     ) -> None:
-        starts: set[int] = set()
-        left_agg: TimestampedWindow | None = None
-        right_agg: TimestampedWindow | None = None
-        left_exists = right_exists = False
-        previous: int | None = None
-        for w in store.fetch_timestamped(key, max(0, ts - 2 * self.d), ts + 1):
-            starts.add(w.start)
+        """Kafka's processReverse: the key's windows newest first, so updates go downstream
+        in that order; stops at the first window ending before the record."""
+        scan = _Scan()
+        for w in reversed(store.fetch_timestamped(key, max(0, ts - 2 * self.d), ts + 1)):
+            scan.starts.add(w.start)
             end = w.start + self.d
-            if end < ts:
-                left_agg, previous = w, w.timestamp
+            if w.start == ts + 1:
+                scan.right_exists = True
+            elif end > ts:
+                scan.right_agg = scan.right_agg or w
+                self._update(store, key, value, w.start, w, ts, close)
             elif end == ts:
-                left_exists = True
-                if w.timestamp < ts:
-                    previous = w.timestamp
+                scan.left_exists = True
                 self._update(store, key, value, w.start, w, ts, close)
-            elif w.start <= ts:
-                right_agg = w
-                self._update(store, key, value, w.start, w, ts, close)
-            elif w.start == ts + 1:
-                right_exists = True
+                if w.timestamp >= ts:
+                    return  # Kafka: a record at the same time as the window's latest
+                scan.previous = w.timestamp
+            else:
+                scan.left_agg, scan.previous = w, w.timestamp
+                break
+        self._create_windows(store, key, value, ts, close, scan)
+
+    def _create_windows(
+        self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int, scan: _Scan
+    ) -> None:
+        """The previous record's right window, the record's left and right windows."""
+        previous = scan.previous
         if previous is not None:
             prev_right = previous + 1
-            if prev_right not in starts and prev_right + self.d >= ts:
+            if prev_right not in scan.starts and prev_right + self.d >= ts:
                 self._update(store, key, value, prev_right, None, ts, close)
-        if not left_exists:
-            if previous is not None and left_agg is not None and ts - self.d <= previous:
-                base = TimestampedWindow(ts - self.d, ts, left_agg.value, ts)
+        if not scan.left_exists:
+            if previous is not None and scan.left_agg is not None and ts - self.d <= previous:
+                base = TimestampedWindow(ts - self.d, ts, scan.left_agg.value, ts)
                 self._update(store, key, value, ts - self.d, base, ts, close)
             else:
                 self._update(store, key, value, ts - self.d, None, ts, close)
-        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
-            self._create_right_window(store, key, ts, right_agg)
+        right = scan.right_agg
+        if not scan.right_exists and right is not None and right.timestamp > ts:
+            self._create_right_window(store, key, ts, right)
 
     def _process_early(
         self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
