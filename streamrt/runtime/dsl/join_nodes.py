@@ -156,6 +156,14 @@ def table_join(
         f"{base}-merge", PassThroughProcessor, this, other, accepts_changes=True
     )
     topology.add_copartition_group(left.name, right.name)
+    # Kafka: a left join makes the left table send old values, an outer join both; a request
+    # for the result's old values reaches both tables
+    if kind != "inner":
+        topology.request_old_values(left.name)
+    if kind == "outer":
+        topology.request_old_values(right.name)
+    for node in (merged, f"{base}-materialize"):
+        topology.old_value_parents[node] = (left.name, right.name)
     stored = materialize(topology, materialized, left.key_serde, value_serde or left.value_serde)
     return join_result(topology, merged, f"{base}-materialize", stored, getter)
 

@@ -17,7 +17,16 @@ from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, Topology
 from streamrt.runtime.processor import Processor, ProcessorContext
 from streamrt.serde import Serde
 
-__all__ = ("StreamNode", "TableNode", "ValueGetter", "no_getter", "store_getter")
+__all__ = ("NullKeyFilter", "StreamNode", "TableNode", "ValueGetter", "no_getter", "store_getter")
+
+
+class NullKeyFilter(Processor):
+    """Drops records with a null key before a repartition topic's sink: graph plumbing, like
+    the sink itself (Kafka adds the same filter in ``createRepartitionedSource``)."""
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is not None:
+            self.context.forward(key, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +95,10 @@ class StreamNode:
         tasks downstream follow the current key."""
         topology = self.topology
         base = (name or topology.new_name("KSTREAM-AGGREGATE-STATE-STORE")) + REPARTITION_SUFFIX
+        # as Kafka's repartition: a record with a null key cannot be partitioned by it, dropped
+        keyed = topology.add_processor(f"{base}-filter", NullKeyFilter, self.name)
         topology.add_sink(
-            f"{base}-sink", base, self.key_serde, self.value_serde, self.name, internal=True
+            f"{base}-sink", base, self.key_serde, self.value_serde, keyed, internal=True
         )
         source = topology.add_source(
             f"{base}-source",

@@ -50,12 +50,22 @@ class _StoringProcessor(Processor):
 
 
 class TableFilterProcessor(_StoringProcessor):
-    """A failed predicate forwards a tombstone; nothing if both results are null."""
+    """A failed predicate forwards a tombstone. Only when old values are sent downstream (a
+    grouping, a suppress, a left/outer join asked for them) is an update whose new and old
+    results are both null dropped, as Kafka's ``KTableFilter``: a plain ``to_stream`` sees the
+    tombstone."""
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool, store: str | None):
+    def __init__(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        negate: bool,
+        store: str | None,
+        send_old_values: bool = True,
+    ):
         super().__init__(store)
         self.predicate = predicate
         self.negate = negate
+        self.send_old_values = send_old_values
 
     def keep(self, key: Any, value: Any) -> Any:
         if value is None or bool(self.predicate(key, value)) == self.negate:
@@ -65,7 +75,7 @@ class TableFilterProcessor(_StoringProcessor):
     def process(self, key: Any, value: Any) -> None:
         change = as_change(value)
         new, old = self.keep(key, change.new), self.keep(key, change.old)
-        if new is None and old is None:
+        if new is None and old is None and self.send_old_values:
             return
         self.emit(key, Change(new, old))
 
