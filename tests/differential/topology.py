@@ -15,6 +15,8 @@ from typing import Any
 
 from streamrt.runtime import (
     BufferConfig,
+    JoinWindows,
+    Processor,
     SessionWindowedKStream,
     SessionWindows,
     SlidingWindows,
@@ -24,9 +26,6 @@ from streamrt.runtime import (
     TimeWindows,
     Windowed,
 )
-
-# Not yet exported by streamrt.runtime (issue 23, Deliver 3): the one import of a submodule.
-from streamrt.runtime.dsl import JoinWindows
 from tests.differential import builtins as fn
 
 JSON = "json"
@@ -133,12 +132,23 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
     if op == "toTable":
         return Node(s.to_table(), "table")
     if op == "processValues":
-        return Node(s.process_values(fn.value_mapper(spec["fn"])), "stream")
+        mapper = fn.value_mapper(spec["fn"])
+        return Node(s.process_values(lambda: _MapValuesProcessor(mapper)), "stream")
     if op == "groupByKey":
         return Node(s.group_by_key(), "grouped")
     if op == "groupBy":
         return Node(s.group_by(fn.key_selector(spec["fn"]), key_serde=STR), "grouped")
     return Node(_stream_join(built, op, spec, s), "stream")
+
+
+class _MapValuesProcessor(Processor):
+    """processValues' built-in, as the runner's: a value mapper as a key-keeping processor."""
+
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, key: Any, value: Any) -> None:
+        self.context.forward(key, self.mapper(value))
 
 
 def _stream_join(built: Built, op: str, spec: dict[str, Any], s: Any) -> Any:

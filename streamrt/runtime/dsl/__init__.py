@@ -9,6 +9,7 @@ add the operators' processors (from ``runtime.processors``) to the graph (``runt
 from streamrt.runtime.dsl.builder import StreamsBuilder
 from streamrt.runtime.dsl.global_table import GlobalKTable
 from streamrt.runtime.dsl.streams import (
+    CogroupedKStream,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -24,6 +25,7 @@ from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, 
 __all__ = (
     "BufferConfig",
     "BufferFullError",
+    "CogroupedKStream",
     "GlobalKTable",
     "JoinWindows",
     "KGroupedStream",

@@ -90,6 +90,12 @@ class StreamOperations(ABC, Generic[S]):
     def filter(self, predicate: Predicate) -> S:
         return self._then("KSTREAM-FILTER", lambda: ops.FilterProcessor(predicate))
 
+    def filter_not(self, predicate: Predicate) -> S:
+        """The records ``predicate`` rejects (Kafka's ``filterNot``)."""
+        return self._then(
+            "KSTREAM-FILTER", lambda: ops.FilterProcessor(lambda k, v: not predicate(k, v))
+        )
+
     def flat_map(
         self,
         fn: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
@@ -148,6 +154,20 @@ class StreamOperations(ABC, Generic[S]):
                 value_serde=opt_serde(value_serde),
                 stores=stores,
             )
+        )
+
+    def process_values(
+        self,
+        supplier: Callable[[], Processor],
+        *,
+        stores: tuple[str, ...] = (),
+        value_serde: SerdeLike = None,
+    ) -> S:
+        """Attach a processor that keeps each record's key (Kafka's ``processValues``, KIP-820):
+        it must forward the key it was given, so no repartition follows (unlike ``process``)."""
+        name = self.topology.new_name("KSTREAM-PROCESSVALUES")
+        return self._wrap(
+            self.node.then(name, supplier, value_serde=opt_serde(value_serde), stores=stores)
         )
 
     def split(self, *predicates: Predicate, default: bool = False) -> list[S]:

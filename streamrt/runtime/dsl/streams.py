@@ -25,6 +25,7 @@ from streamrt.runtime.dsl.aggregate_nodes import (
     windowed_aggregate,
     windows_argument,
 )
+from streamrt.runtime.dsl.cogroup_nodes import cogroup_aggregate, stream_to_table
 from streamrt.runtime.dsl.global_table import GlobalKTable
 from streamrt.runtime.dsl.stream_ops import KeyValueMapper, StreamOperations, opt_serde
 from streamrt.runtime.dsl.table_nodes import aggregate_table, group_table
@@ -38,6 +39,7 @@ from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows
 from streamrt.serde import IntSerde, SerdeLike
 
 __all__ = (
+    "CogroupedKStream",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -126,6 +128,11 @@ class KStream(StreamOperations["KStream"]):
             return KStream(join_nodes.stream_global_join(self.node, spec, key_mapper, joiner, left))
         raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
+    def to_table(self, materialized: MaterializedLike = None) -> KTable:
+        """This stream as a table: each record an update of its key (null keys dropped, a
+        null value a delete); repartitioned first if the key changed (Kafka's ``toTable``)."""
+        return KTable(stream_to_table(self.node, materialized))
+
     def group_by_key(
         self, *, name: str | None = None, key_serde: SerdeLike = None, value_serde: SerdeLike = None
     ) -> KGroupedStream:
@@ -194,6 +201,10 @@ class KGroupedStream:
             aggregate_stream(self.stream, aggregation, store, value_serde, in_memory, caching)
         )
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogrouped aggregation with this stream's ``aggregator`` (KIP-150)."""
+        return CogroupedKStream([(self.stream, aggregator)])
+
     def windowed_by(
         self,
         windows: Windows | int | None = None,
@@ -212,6 +223,31 @@ class KGroupedStream:
         raise ConfigError(
             f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
         )
+
+
+class CogroupedKStream:
+    """Grouped streams aggregated together into one table, each with its own aggregator
+    (Kafka's ``CogroupedKStream``); all must be keyed alike (co-partitioned)."""
+
+    def __init__(self, streams: list[tuple[StreamNode, Callable[[Any, Any, Any], Any]]]):
+        self.streams = streams
+
+    def cogroup(
+        self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]
+    ) -> CogroupedKStream:
+        return CogroupedKStream([*self.streams, (grouped.stream, aggregator)])
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        materialized: MaterializedLike = None,
+        *,
+        value_serde: SerdeLike = "json",
+    ) -> KTable:
+        """The aggregate per key in ``materialized`` (None: an internal store)."""
+        vser = opt_serde(value_serde)
+        assert vser is not None
+        return KTable(cogroup_aggregate(self.streams, initializer, materialized, vser))
 
 
 class KTable(TableOperations["KTable"]):
