@@ -23,6 +23,7 @@ __all__ = (
     "PunctuationType",
     "Punctuator",
     "TupleForwarder",
+    "ValueAndTimestamp",
     "Windowed",
 )
 
@@ -53,6 +54,15 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class ValueAndTimestamp:
+    """A stored row and its timestamp, as Kafka Streams' ``ValueAndTimestamp`` (the timestamp
+    is -1 in a store that keeps none: only tables' and aggregates' stores keep it)."""
+
+    value: Any
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
 class Windowed:
     """The key of a windowed aggregate: the record key and its window ``[start, end)`` in ms."""
 
@@ -68,7 +78,13 @@ class KeyValueStore(Protocol):
 
     def get(self, key: Any) -> Any: ...
 
-    def put(self, key: Any, value: Any) -> None: ...
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        """The row and its timestamp (Kafka's ``TimestampedKeyValueStore``)."""
+        ...
+
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Store the row with ``timestamp`` (default: the current record's)."""
+        ...
 
     def delete(self, key: Any) -> None: ...
 
@@ -167,6 +183,8 @@ class TupleForwarder:
     def _forward(self, key: Any, new: Any, old: Any) -> None:
         self.context.forward(key, Change(new, old))
 
-    def maybe_forward(self, key: Any, new: Any, old: Any) -> None:
+    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int | None = None) -> None:
+        """Forward at once unless cached; ``timestamp`` (default: the record's) is the
+        result's, which the cache keeps with the row for its flush."""
         if not self.cached:
-            self._forward(key, new, old)
+            self.context.forward(key, Change(new, old), timestamp=timestamp)

@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from streamrt.runtime.processor import ValueAndTimestamp
 from streamrt.serde import Serde
 from streamrt.state import KeyValueStore, TopicPartition
+from streamrt.state import timestamped as ts_format
 from streamrt.state.store import StoreKind
 from streamrt.state.window_store import SegmentSpec
 
@@ -46,6 +48,7 @@ class StoreSpec:
     kind: StoreKind | None = None
     caching: bool = True
     segments: SegmentSpec | None = None
+    timestamped: bool = False  # Kafka's TimestampedKeyValueStore: rows keep their timestamp
 
 
 # forward(key, value) of the store's processor, called with the record context of the update
@@ -97,25 +100,31 @@ class ChangeLoggingStore:
         self._context = context
 
     def get(self, key: Any) -> Any:
-        raw = self._store.get(self.key_bytes(key))
-        return None if raw is None else self.spec.value_serde.deserialize(raw)
+        found = self.get_with_timestamp(key)
+        return None if found is None else found.value
 
-    def put(self, key: Any, value: Any) -> None:
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        """The row and its timestamp (``NO_TIMESTAMP`` if the store keeps none)."""
+        found = self.raw_get_with_timestamp(self.key_bytes(key))
+        if found is None:
+            return None
+        return ValueAndTimestamp(self.spec.value_serde.deserialize(found[0]), found[1])
+
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Store ``value`` with ``timestamp`` (default: the current record's), which is also
+        the changelog record's timestamp."""
         kb = self.key_bytes(key)
         vb = self.spec.value_serde.serialize(value)
         if vb is None:
             self.delete(key)
             return
-        self._store.put(kb, vb)
-        self._log(kb, vb)
+        self.raw_write(kb, bytes(vb), self._context.timestamp if timestamp is None else timestamp)
 
     def delete(self, key: Any) -> None:
-        kb = self.key_bytes(key)
-        self._store.delete(kb)
-        self._log(kb, None)
+        self.raw_write(self.key_bytes(key), None, self._context.timestamp)
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        for kb, vb in self._store.items():
+        for kb, vb in self.raw_items():
             yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
@@ -130,7 +139,8 @@ class ChangeLoggingStore:
         joins use it with bytes keys they lay out for prefix and time-range scans."""
         lo = None if start is None else self.key_bytes(start)
         hi = None if end is None else self.key_bytes(end)
-        for kb, vb in self._store.range(lo, hi):
+        for kb, raw in self._store.range(lo, hi):
+            vb = ts_format.decode(raw)[0] if self.spec.timestamped else raw
             yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
 
     def key_bytes(self, key: Any) -> bytes:
@@ -139,28 +149,34 @@ class ChangeLoggingStore:
             raise ValueError(f"store {self.name}: keys must not be None")
         return bytes(kb)
 
-    def _log(self, key: bytes, value: bytes | None) -> None:
-        self._collector.send(
-            self.changelog.topic, key, value, self.changelog.partition, self._context.timestamp
-        )
+    # -- the bytes-level path (value bytes without the timestamp), a CachingStore's too ------
 
-    # -- the bytes-level write path a CachingStore flushes through ---------------------------
+    def raw_get_with_timestamp(self, key: bytes) -> tuple[bytes, int] | None:
+        raw = self._store.get(key)
+        if raw is None:
+            return None
+        return ts_format.decode(raw) if self.spec.timestamped else (raw, ts_format.NO_TIMESTAMP)
 
     def raw_get(self, key: bytes) -> bytes | None:
-        return self._store.get(key)
+        found = self.raw_get_with_timestamp(key)
+        return None if found is None else found[0]
 
     def decode_value(self, raw: bytes) -> Any:
         return self.spec.value_serde.deserialize(raw)
 
     def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
-        return self._store.items()
+        if not self.spec.timestamped:
+            return self._store.items()
+        return ((kb, ts_format.decode(raw)[0]) for kb, raw in self._store.items())
 
     def raw_write(self, key: bytes, value: bytes | None, timestamp: int) -> None:
-        """Write serialized bytes to the store and its changelog with ``timestamp``."""
+        """Write value bytes (with ``timestamp`` in a timestamped store) to the store, and to
+        its changelog as a record with ``timestamp`` (Kafka's changelog format)."""
         if value is None:
             self._store.delete(key)
         else:
-            self._store.put(key, value)
+            stored = ts_format.encode(value, timestamp) if self.spec.timestamped else value
+            self._store.put(key, stored)
         self._collector.send(self.changelog.topic, key, value, self.changelog.partition, timestamp)
 
 
@@ -216,17 +232,26 @@ class CachingStore:
         return len(self._dirty)
 
     def get(self, key: Any) -> Any:
+        found = self.get_with_timestamp(key)
+        return None if found is None else found.value
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
         kb = self._logged.key_bytes(key)
         entry = self._dirty.get(kb)
-        raw = self._logged.raw_get(kb) if entry is None else entry[0]
-        return None if raw is None else self.spec.value_serde.deserialize(raw)
+        found = self._logged.raw_get_with_timestamp(kb) if entry is None else (entry[0], entry[3])
+        if found is None or found[0] is None:
+            return None
+        ts = found[1] if self.spec.timestamped else ts_format.NO_TIMESTAMP
+        return ValueAndTimestamp(self.spec.value_serde.deserialize(found[0]), ts)
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
+        """Cache ``value`` with ``timestamp`` (default: the current record's); the flush
+        writes and forwards it with that timestamp."""
         vb = self.spec.value_serde.serialize(value)
-        self._update(key, value, None if vb is None else bytes(vb))
+        self._update(key, value, None if vb is None else bytes(vb), timestamp)
 
     def delete(self, key: Any) -> None:
-        self._update(key, None, None)
+        self._update(key, None, None, None)
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         merged: dict[bytes, bytes | None] = dict(self._logged.raw_items())
@@ -237,13 +262,14 @@ class CachingStore:
             if vb is not None:
                 yield kser.deserialize(kb), vser.deserialize(vb)
 
-    def _update(self, key: Any, value: Any, vb: bytes | None) -> None:
+    def _update(self, key: Any, value: Any, vb: bytes | None, timestamp: int | None) -> None:
         kb = self._logged.key_bytes(key)
         ctx = self._context
+        ts = ctx.timestamp if timestamp is None else timestamp
         size = len(kb) + (0 if vb is None else len(vb)) + _ENTRY_OVERHEAD
         old = self._dirty.pop(kb, None)  # re-inserted last: dict order is LRU order
         self._cache.added(size - (0 if old is None else old[6]))
-        self._dirty[kb] = [vb, key, value, ctx.timestamp, ctx.topic, ctx.offset, size]
+        self._dirty[kb] = [vb, key, value, ts, ctx.topic, ctx.offset, size]
         if self._cache.over_budget():
             # Kafka Streams evicts this store's least recent entry; a dirty one flushes the
             # whole store. Every entry here is dirty: flush the store.

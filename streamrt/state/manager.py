@@ -20,6 +20,7 @@ from streamrt.state.lock import DirectoryLock
 from streamrt.state.memory import InMemoryStore
 from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
+from streamrt.state.timestamped import NO_TIMESTAMP, encode
 from streamrt.state.window_store import SegmentedStore, SegmentSpec
 
 __all__ = ("TopicPartition", "StateManager", "StoreRegistration", "make_store")
@@ -55,6 +56,7 @@ class StoreRegistration:
     changelog: TopicPartition
     kind: StoreKind
     segments: SegmentSpec | None = None
+    timestamped: bool = False  # values stored with their row timestamp (see .timestamped)
 
 
 class _NoLock:
@@ -91,11 +93,12 @@ class StateManager:
         kind: StoreKind,
         *,
         segments: SegmentSpec | None = None,
+        timestamped: bool = False,
     ) -> None:
         """Declare a store and its changelog partition; done before :meth:`open`."""
         if name in self._registered or changelog in self._by_changelog:
             raise ValueError(f"task {self.task_id}: store {name} or {changelog} registered twice")
-        self._registered[name] = StoreRegistration(name, changelog, kind, segments)
+        self._registered[name] = StoreRegistration(name, changelog, kind, segments, timestamped)
         self._by_changelog[changelog] = name
 
     def open(self) -> dict[TopicPartition, int | None]:
@@ -190,11 +193,21 @@ class StateManager:
     def restore_batch(
         self,
         changelog: TopicPartition,
-        records: Iterable[tuple[bytes, bytes | None]],
+        records: Iterable[tuple[bytes, bytes | None] | tuple[bytes, bytes | None, int]],
         next_offset: int,
     ) -> None:
-        """Apply a batch of changelog records and the offset after them, atomically."""
-        self._stores[self._by_changelog[changelog]].write_batch(records, next_offset)
+        """Apply a batch of changelog records ``(key, value[, record timestamp])`` and the
+        offset after them, atomically; a timestamped store keeps the timestamp with the value
+        (:data:`NO_TIMESTAMP` when the record's is not given)."""
+        name = self._by_changelog[changelog]
+        if not self._registered[name].timestamped:
+            self._stores[name].write_batch(((r[0], r[1]) for r in records), next_offset)
+            return
+        pairs = [
+            (r[0], None if r[1] is None else encode(r[1], r[2] if len(r) > 2 else NO_TIMESTAMP))
+            for r in records
+        ]
+        self._stores[name].write_batch(pairs, next_offset)
 
     def mark_restored(self, changelog: TopicPartition, end: int) -> None:
         """Record that the store is complete up to ``end`` (the position may pass compacted

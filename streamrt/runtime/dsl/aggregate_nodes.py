@@ -75,7 +75,9 @@ def aggregate_stream(
     """``new = adder(key, value, old or initializer())`` per key, into the store ``store``."""
     topology = stream.topology
     vser = serde_for(value_serde)
-    spec = StoreSpec(store, stream.key_serde, vser, store_kind(in_memory), caching)
+    spec = StoreSpec(
+        store, stream.key_serde, vser, store_kind(in_memory), caching, timestamped=True
+    )
     topology.add_store(spec)
     node = topology.add_processor(
         topology.new_name("KSTREAM-AGGREGATE"),

@@ -49,7 +49,9 @@ def table_source(
     """A table materialised from ``topic`` into ``store``; tombstones delete."""
     kser, vser = serdes
     source = topology.add_source(topology.new_name("KTABLE-SOURCE"), topic, kser, vser)
-    topology.add_store(StoreSpec(store, kser, vser, store_kind(in_memory), caching))
+    topology.add_store(
+        StoreSpec(store, kser, vser, store_kind(in_memory), caching, timestamped=True)
+    )
     node = topology.add_processor(
         topology.new_name("KTABLE-MATERIALIZE"),
         lambda: TableSourceProcessor(store),

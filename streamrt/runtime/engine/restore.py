@@ -141,9 +141,9 @@ class ChangelogRestorer:
             return
         store_name = state.store_for(tp)
         next_offset = records[-1].offset + 1
-        pairs = [(r.key, r.value) for r in records]
-        state.restore_batch(tp, pairs, next_offset)
-        size = sum(len(k or b"") + len(v or b"") for k, v in pairs)
+        triples = [(r.key, r.value, r.timestamp) for r in records]
+        state.restore_batch(tp, triples, next_offset)
+        size = sum(len(k or b"") + len(v or b"") for k, v, _ts in triples)
         self.stats.records += len(records)
         self.stats.bytes += size
         pending = self._pending[state.task_id]

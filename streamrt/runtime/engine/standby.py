@@ -50,9 +50,12 @@ class StandbyTask:
         partition = int(task_id.partition("_")[2])
         self.state = StateManager(task_id, state_dir / application_id / task_id)
         for name in subtopology.stores:
-            kind = topology.stores[name].kind or default_store
+            spec = topology.stores[name]
             self.state.register(
-                name, TopicPartition(changelog_topic(application_id, name), partition), kind
+                name,
+                TopicPartition(changelog_topic(application_id, name), partition),
+                spec.kind or default_store,
+                timestamped=spec.timestamped,
             )
         self.ends: dict[TopicPartition, int] = {}  # last known changelog end per partition
         self.records_applied = 0
@@ -74,7 +77,7 @@ class StandbyTask:
         if not records:
             return
         self.state.restore_batch(
-            changelog, [(r.key, r.value) for r in records], records[-1].offset + 1
+            changelog, [(r.key, r.value, r.timestamp) for r in records], records[-1].offset + 1
         )
         self.records_applied += len(records)
 

@@ -273,7 +273,13 @@ class StreamTask:
             changelog = TopicPartition(
                 changelog_topic(self.application_id, name), self.task_id.partition
             )
-            self.state.register(name, changelog, spec.kind or default_store, segments=spec.segments)
+            self.state.register(
+                name,
+                changelog,
+                spec.kind or default_store,
+                segments=spec.segments,
+                timestamped=spec.timestamped,
+            )
 
     @property
     def directory(self) -> Path:

@@ -48,5 +48,7 @@ def materialize(
     spec = Materialized(materialized) if isinstance(materialized, str) else materialized
     kser = serde_for(spec.key_serde) if spec.key_serde is not None else key_serde
     vser = serde_for(spec.value_serde) if spec.value_serde is not None else value_serde
-    topology.add_store(StoreSpec(spec.name, kser, vser, store_kind(spec.in_memory)))
+    topology.add_store(
+        StoreSpec(spec.name, kser, vser, store_kind(spec.in_memory), timestamped=True)
+    )
     return spec.name, kser, vser

@@ -14,6 +14,7 @@ from typing import Any
 
 from streamrt.runtime.processor import Change, Processor, ProcessorContext, TupleForwarder
 from streamrt.runtime.processors.tables import as_change
+from streamrt.runtime.windows import record_dropped
 
 __all__ = (
     "AggregateProcessor",
@@ -81,7 +82,11 @@ def reducing(
 
 
 class AggregateProcessor(Processor):
-    """``aggregate``/``count``/``reduce``: new = aggregator(key, value, old or initializer())."""
+    """``aggregate``/``count``/``reduce``: new = aggregator(key, value, old or initializer()).
+
+    As Kafka Streams' KStreamAggregate/KStreamReduce: a record with a null key or a null value
+    is skipped (counted in ``dropped-records``); the result's timestamp is the record's for a
+    new aggregate, else the max of the stored aggregate's and the record's."""
 
     def __init__(
         self,
@@ -99,16 +104,28 @@ class AggregateProcessor(Processor):
         self.forwarder = TupleForwarder(context, self.store_name)
 
     def process(self, key: Any, value: Any) -> None:
-        if key is None:  # as in Kafka Streams: records with a null key are not aggregated
+        if key is None or value is None:
+            record_dropped(self.context, "skipping a record with a null key or value")
             return
-        old = self.store.get(key)
-        new = self.aggregator(key, value, self.initializer() if old is None else old)
-        self.store.put(key, new)
-        self.forwarder.maybe_forward(key, new, old)  # children that are not tables get ``new``
+        ts = self.context.timestamp
+        stored = self.store.get_with_timestamp(key)
+        if stored is None:
+            old, new_ts = None, ts
+            agg = self.initializer()
+        else:
+            old, new_ts = stored.value, max(ts, stored.timestamp)
+            agg = old
+        new = self.aggregator(key, value, agg)
+        self.store.put(key, new, new_ts)
+        # children that are not tables get ``new``; a cached store forwards on flush
+        self.forwarder.maybe_forward(key, new, old, new_ts)
 
 
 class TableAggregateProcessor(Processor):
-    """subtractor(old) if there is an aggregate, then adder(new); stores and forwards."""
+    """subtractor(old) if there is an aggregate, then adder(new); stores and forwards.
+
+    As Kafka Streams' KTableAggregate: the result's timestamp is the update's, or the max of
+    the stored aggregate's and the update's when the stored aggregate took part."""
 
     def __init__(
         self,
@@ -127,14 +144,21 @@ class TableAggregateProcessor(Processor):
             return
         change = as_change(value)
         store = self.context.get_store(self.store_name)
-        old_agg = store.get(key)
+        stored = store.get_with_timestamp(key)
+        old_agg = None if stored is None else stored.value
+        ts = self.context.timestamp
+        new_ts = ts if stored is None else max(ts, stored.timestamp)
         agg = old_agg
+        touched = False  # did the stored aggregate take part (Kafka's timestamp rule)
         if change.old is not None and agg is not None:
-            agg = self.subtractor(key, change.old, agg)
+            agg, touched = self.subtractor(key, change.old, agg), True
         if change.new is not None:
             agg = self.adder(key, change.new, self.initializer() if agg is None else agg)
+            touched = touched or stored is not None
+        if not touched:
+            new_ts = ts
         if agg is None:
             store.delete(key)
         else:
-            store.put(key, agg)
-        self.context.forward(key, Change(agg, old_agg))
+            store.put(key, agg, new_ts)
+        self.context.forward(key, Change(agg, old_agg), timestamp=new_ts)

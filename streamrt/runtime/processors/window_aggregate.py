@@ -4,7 +4,9 @@ Each keeps its own observed stream time (the largest record timestamp it saw, ne
 what its store already holds) as Kafka Streams' processors do; ``close = stream time - grace``
 decides which windows still accept records. A record that only reaches closed windows is
 dropped and counted (``dropped-records``). Output keys are :class:`Windowed`; session
-merges first forward a tombstone (value ``None``) for every session they replace.
+merges first forward a tombstone (value ``None``) for every session they replace. As in Kafka
+Streams, a window's result carries the window's aggregate timestamp (the largest record
+timestamp in it) and a session's result and tombstones carry the session's end.
 """
 
 from __future__ import annotations
@@ -75,8 +77,9 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
             old = store.get_timestamped(window)
             agg = self.initializer() if old is None else old.value
             new = self.aggregator(key, value, agg)
-            store.put(window, new, ts if old is None else max(ts, old.timestamp))
-            self.context.forward(window, new)
+            stamp = ts if old is None else max(ts, old.timestamp)
+            store.put(window, new, stamp)
+            self.context.forward(window, new, timestamp=stamp)
 
 
 class SlidingWindowAggregateProcessor(_WindowProcessor):
@@ -186,7 +189,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         """The record's right window holds exactly the later records: ``agg`` without it."""
         window = Windowed(key, ts + 1, ts + 1 + self.d)
         store.put(window, agg.value, agg.timestamp)
-        self.context.forward(window, agg.value)
+        self.context.forward(window, agg.value, timestamp=agg.timestamp)
 
     def _update(
         self,
@@ -214,7 +217,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         stamp = ts if existing is None else max(ts, existing.timestamp)
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new)
+        self.context.forward(window, new, timestamp=stamp)
 
 
 class SessionWindowAggregateProcessor(_WindowProcessor):
@@ -259,13 +262,13 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
                 stream_time=self.observed,
             )
             return
-        for session in merged:
-            if (session.start, session.end) != (start, end):
+        if (start, end) != (ts, ts):  # Kafka: every merged session goes, even one unchanged
+            for session in merged:
                 old = Windowed(key, session.start, session.end)
                 store.remove(old)
-                self.context.forward(old, None)
+                self.context.forward(old, None, timestamp=session.end)
         new = self.aggregator(key, value, agg)
         stamp = max([ts] + [s.timestamp for s in merged])
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new)
+        self.context.forward(window, new, timestamp=end)  # a session's result: its end

@@ -81,6 +81,7 @@ class Record:
     offset: int
     key: bytes
     value: bytes | None
+    timestamp: int = -1  # aiokafka's ConsumerRecord has one; restoration keeps it for rows
 
 
 class FakeRestoreConsumer:
