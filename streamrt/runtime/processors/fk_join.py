@@ -146,7 +146,7 @@ class SubscriptionReceiveProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_store(self.store_name)
-        self.get_right = self.right.make(context)
+        self.get_right = self.right.make_timed(context)
 
     def process(self, key: Any, value: Any) -> None:
         fk: bytes = key
@@ -158,11 +158,15 @@ class SubscriptionReceiveProcessor(Processor):
             self.store.put(entry, digest or b"\x00")
         if instruction == DELETE_KEY_NO_PROPAGATE:
             return
-        right = self.get_right(self.fk_serde.deserialize(fk))
+        found = self.get_right(self.fk_serde.deserialize(fk))
+        right = None if found is None else found.value
+        # Kafka: the answer carries max(subscription's, FK row's timestamp)
+        ts = self.context.timestamp
+        ts = ts if found is None else max(ts, found.timestamp)
         if instruction == DELETE_KEY_AND_PROPAGATE:
-            self.context.forward(pk, _response(digest, None))
+            self.context.forward(pk, _response(digest, None), timestamp=ts)
         elif right is not None or instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            self.context.forward(pk, _response(digest, self._serialize_right(right)))
+            self.context.forward(pk, _response(digest, self._serialize_right(right)), timestamp=ts)
 
     def _serialize_right(self, right: Any) -> bytes | None:
         return None if right is None else self.right_serde.serialize(right)
