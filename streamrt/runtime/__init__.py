@@ -16,6 +16,7 @@ from streamrt.runtime.dsl import (
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
+    ValueJoinerWithKey,
 )
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
 from streamrt.runtime.instance.app import App, AppError, Health
@@ -56,5 +57,6 @@ __all__ = (
     "ThreadState",
     "TimeWindowedKStream",
     "TimeWindows",
+    "ValueJoinerWithKey",
     "Windowed",
 )

@@ -19,7 +19,7 @@ from streamrt.runtime.dsl.streams import (
 )
 from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.serdes import WindowedSerde
-from streamrt.runtime.processors.join_windows import JoinWindows
+from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
 
 __all__ = (
@@ -37,5 +37,6 @@ __all__ = (
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",
+    "ValueJoinerWithKey",
     "WindowedSerde",
 )

@@ -27,13 +27,14 @@ from streamrt.runtime.dsl.aggregate_nodes import (
 )
 from streamrt.runtime.dsl.cogroup_nodes import cogroup_aggregate, stream_to_table
 from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.join_nodes import StreamJoiner
 from streamrt.runtime.dsl.stream_ops import KeyValueMapper, StreamOperations, opt_serde
 from streamrt.runtime.dsl.table_nodes import aggregate_table, group_table
 from streamrt.runtime.dsl.table_ops import TableOperations
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.processors.aggregate import Aggregation, counting, reducing
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows
 from streamrt.serde import IntSerde, SerdeLike
@@ -60,7 +61,7 @@ class KStream(StreamOperations["KStream"]):
     def join(
         self,
         other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows | None = None,
         key_mapper: KeyValueMapper | None = None,
@@ -74,7 +75,7 @@ class KStream(StreamOperations["KStream"]):
     def left_join(
         self,
         other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows | None = None,
         key_mapper: KeyValueMapper | None = None,
@@ -87,7 +88,7 @@ class KStream(StreamOperations["KStream"]):
     def outer_join(
         self,
         other: KStream,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows,
         name: str | None = None,
@@ -100,7 +101,7 @@ class KStream(StreamOperations["KStream"]):
     def _join(
         self,
         other: object,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         kind: JoinKind,
         windows: JoinWindows | None,
         key_mapper: KeyValueMapper | None,

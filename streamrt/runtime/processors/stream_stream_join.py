@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamrt.runtime.processor import Processor, ProcessorContext
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows, KeyJoiner
 from streamrt.serde import Serde
 
 __all__ = (
@@ -102,7 +102,7 @@ class Trackers:
 @dataclass(frozen=True, slots=True)
 class StreamJoinSpec:
     windows: JoinWindows
-    joiner: Joiner
+    joiner: KeyJoiner  # (key, left, right)
     kind: JoinKind
     key_serde: Serde[Any]
     left_serde: Serde[Any]
@@ -141,10 +141,10 @@ class StreamStreamJoinSide(Processor):
         self.pending = context.get_store(spec.pending_store) if spec.pending_store else None
         self.tracker = spec.trackers.get(context.task_id)
 
-    def _join(self, this: Any, other: Any) -> Any:
+    def _join(self, key: Any, this: Any, other: Any) -> Any:
         if self.side == LEFT:
-            return self.spec.joiner(this, other)
-        return self.spec.joiner(other, this)
+            return self.spec.joiner(key, this, other)
+        return self.spec.joiner(key, other, this)
 
     def process(self, key: Any, value: Any) -> None:
         ctx = self.context
@@ -154,7 +154,7 @@ class StreamStreamJoinSide(Processor):
         tracker.stream_time = max(tracker.stream_time, ts)
         if key is None or value is None:
             if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
-                ctx.forward(key, self._join(value, None))
+                ctx.forward(key, self._join(key, value, None))
             return
         now = tracker.stream_time
         retention = self.spec.windows.retention_ms
@@ -189,13 +189,14 @@ class StreamStreamJoinSide(Processor):
                 self.pending.delete(_pending_key(other_ts, 1 - self.side, kb))
                 self.pending.delete(_legacy_pending_key(other_ts, 1 - self.side, kb))
             other_value = self.other_serde.deserialize(vb)
-            self.context.forward(key, self._join(value, other_value), timestamp=max(ts, other_ts))
+            joined = self._join(key, value, other_value)
+            self.context.forward(key, joined, timestamp=max(ts, other_ts))
         return matched
 
     def _not_joined(self, key: Any, value: Any, kb: bytes, ts: int, now: int) -> None:
         """No partner: emit at once if the window already closed, else wait in the store."""
         if self.pending is None or max(0, ts + self.hi) < now:
-            self.context.forward(key, self._join(value, None))
+            self.context.forward(key, self._join(key, value, None))
             return
         self.tracker.min_time = min(self.tracker.min_time, ts)
         pk = _pending_key(ts, self.side, kb)
@@ -224,7 +225,8 @@ class StreamStreamJoinSide(Processor):
             serde = self.spec.left_serde if side == LEFT else self.spec.right_serde
             for vb in _unpack_list(raw):
                 v = serde.deserialize(vb)
-                result = self.spec.joiner(v, None) if side == LEFT else self.spec.joiner(None, v)
+                joiner = self.spec.joiner
+                result = joiner(key, v, None) if side == LEFT else joiner(key, None, v)
                 self.context.forward(key, result, timestamp=ets)
             self.pending.delete(pk)
 
