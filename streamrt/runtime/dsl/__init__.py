@@ -8,6 +8,7 @@ add the operators' processors (from ``runtime.processors``) to the graph (``runt
 
 from streamrt.runtime.dsl.builder import StreamsBuilder
 from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.options import Consumed, Grouped, Named, Produced, StreamJoined
 from streamrt.runtime.dsl.streams import (
     CogroupedKStream,
     KGroupedStream,
@@ -26,14 +27,19 @@ __all__ = (
     "BufferConfig",
     "BufferFullError",
     "CogroupedKStream",
+    "Consumed",
     "GlobalKTable",
+    "Grouped",
     "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",
+    "Named",
+    "Produced",
     "SessionWindowedKStream",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",
