@@ -93,6 +93,26 @@ class _SegmentedView:
             return None
         return TimestampedWindow(key.start, key.end, self._value(raw), _TS.unpack(raw[:8])[0])
 
+    def closed_windows(
+        self, time_from: int, time_to: int
+    ) -> list[tuple[Windowed, TimestampedWindow]]:
+        """Every key's windows whose start (sessions: end) is in ``[time_from, time_to]``, in
+        Kafka's time-ordered store order: by that time (sessions: end, then start), then key
+        bytes (emit-final reads them). As Kafka's stores, a window store reads from its
+        retention floor, a session store from its oldest live segment."""
+        if time_from > time_to:
+            return []
+        sessions = self.spec.segments is not None and self.spec.segments.segment_by == "end"
+        entries = list(self._store.fetch_all(time_from, time_to, whole_segments=sessions))
+        if sessions:
+            entries.sort(key=lambda e: (e.end, e.start, e.key))
+        else:
+            entries.sort(key=lambda e: (e.start, e.key))
+        kser = self.spec.key_serde
+        return [
+            (Windowed(kser.deserialize(e.key), e.start, e.end), self._entry(e)) for e in entries
+        ]
+
     def items(self) -> Iterator[tuple[Windowed, Any]]:
         """Every live window of every key (Windowed key, aggregate)."""
         for entry in self._store.fetch_all(-_MAX_TIME, _MAX_TIME):

@@ -20,7 +20,7 @@ from streamrt.state.lock import DirectoryLock
 from streamrt.state.memory import InMemoryStore
 from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
-from streamrt.state.timestamped import NO_TIMESTAMP, encode
+from streamrt.state.timestamped import NO_TIMESTAMP, encode, upgrade_store_directory
 from streamrt.state.window_store import SegmentedStore, SegmentSpec
 
 __all__ = ("TopicPartition", "StateManager", "StoreRegistration", "make_store")
@@ -111,6 +111,12 @@ class StateManager:
         self._lock.acquire()
         try:
             for reg in self._registered.values():
+                if (
+                    reg.timestamped
+                    and reg.kind != IN_MEMORY
+                    and isinstance(self._lock, DirectoryLock)
+                ):
+                    upgrade_store_directory(self.directory, reg.name)
                 store = make_store(reg.kind, reg.name, self.directory, reg.segments)
                 store.open()
                 self._stores[reg.name] = store

@@ -235,10 +235,15 @@ class SegmentedStore:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every live entry (store keys), by segment then key."""
+        for skey, value in self._live_items():
+            if self._time_of(skey) >= self._min_live_time():
+                yield skey, value
+
+    def _live_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every entry of the live segments (store keys), by segment then key."""
         for segment in self._live_segments():
             for ikey, value in self._scan(_SEG.pack(segment), _SEG.pack(segment + 1)):
-                if self._time_of(ikey[8:]) >= self._min_live_time():
-                    yield ikey[8:], value
+                yield ikey[8:], value
 
     def range(self, start: bytes | None, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         """Store keys in ``[start, end)``, ascending (a full scan; used by tools, not hot)."""
@@ -337,10 +342,14 @@ class SegmentedStore:
                 if low <= time <= time_to:
                     yield WindowEntry(key, start, end, value)
 
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[WindowEntry]:
-        """Every key's entries with segment time in ``[time_from, time_to]``."""
-        low = max(time_from, self._min_live_time())
-        for skey, value in self.items():
+    def fetch_all(
+        self, time_from: int, time_to: int, *, whole_segments: bool = False
+    ) -> Iterator[WindowEntry]:
+        """Every key's entries with segment time in ``[time_from, time_to]``;
+        ``whole_segments``: also those below the retention floor in a live segment (Kafka's
+        time-ordered session store reads so)."""
+        low = time_from if whole_segments else max(time_from, self._min_live_time())
+        for skey, value in self._live_items():
             key, start, end = split_window_key(skey)
             time = start if self.spec.segment_by == "start" else end
             if low <= time <= time_to:

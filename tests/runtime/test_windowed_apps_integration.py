@@ -170,7 +170,10 @@ def test_user_sessions_emit_one_record_per_final_session(broker, tmp_path: Path)
     clicks = [("ann", 0), ("ann", 10_000), ("bob", 5_000), ("ann", 44_000), ("ann", 35_000)]
     # ann 35 s bridges [0, 10 s] and [44 s, 44 s] (still open: 10 s + gap 30 s + grace 5 s
     # > stream time 44 s): one session [0, 44 s] of 4 clicks
-    clicks += [("ann", 200_000), ("tick", 400_000)]
+    # As Kafka's KIP-825 emit-final, a session is emitted after a record, from the session
+    # store, and a record far ahead first expires older segments: ticks at 80 s and 236 s
+    # close ann's sessions in time; each tick's own session then expires unemitted
+    clicks += [("tick", 80_000), ("ann", 200_000), ("tick", 236_000), ("tick", 400_000)]
     app = user_sessions.build(App(settings(bootstrap, tmp_path / "state", "sessions-app")))
     produce(
         bootstrap,

@@ -87,3 +87,20 @@ def test_the_cache_keeps_and_flushes_the_row_timestamp(tmp_path: Path) -> None:
     assert flushed == [("a", 1, None, 9)] and sent.records == [(b"a", b"1", 9)]
     assert view.get_with_timestamp("a") == ValueAndTimestamp(1, 9)
     state.close()
+
+
+def test_an_old_format_store_is_rebuilt_from_its_changelog(tmp_path: Path) -> None:
+    state, view, _sent, _ctx = open_view(tmp_path, timestamped=False)  # as before timestamps
+    view.put("a", 1)
+    state.flush({LOG: 1})
+    state.close()
+    state = StateManager("0_0", tmp_path / "0_0")
+    state.register("agg", LOG, ROCKS_DB, timestamped=True)
+    assert state.open() == {LOG: None}  # removed: restored from the beginning of the changelog
+    state.restore_batch(LOG, [(b"a", b"1", 4)], 1)
+    state.flush({LOG: 1})
+    state.close()
+    state, view, _sent, _ctx = open_view(tmp_path)  # now marked: kept
+    assert state.positions() == {LOG: 1}
+    assert view.get_with_timestamp("a") == ValueAndTimestamp(1, 4)
+    state.close()

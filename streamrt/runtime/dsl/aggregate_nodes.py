@@ -18,8 +18,8 @@ from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregation
+from streamrt.runtime.processors.emit_final import emit_time_store
 from streamrt.runtime.processors.suppress import (
-    BufferConfig,
     BufferedSerde,
     Suppressed,
     SuppressProcessor,
@@ -38,7 +38,7 @@ from streamrt.runtime.windows import (
     Windows,
     check_retention,
 )
-from streamrt.serde import BytesSerde, SerdeLike, serde_for
+from streamrt.serde import BytesSerde, IntSerde, SerdeLike, serde_for
 from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
@@ -57,7 +57,7 @@ EmitStrategy = Literal["on_window_update", "on_window_close"]
 class WindowStoreOptions:
     """How a windowed aggregation stores and emits: the store kind (None: the
     ``default.dsl.store`` config), its retention (None: the windows' minimum) and when
-    results go downstream (``on_window_close`` adds an emit-final suppress)."""
+    results go downstream (``on_window_close``: KIP-825's emit-final from the window store)."""
 
     in_memory: bool | None = None
     retention: int | timedelta | None = None
@@ -89,7 +89,7 @@ def aggregate_stream(
 
 
 def _window_supplier(
-    windows: Windows, store: str, aggregation: Aggregation
+    windows: Windows, store: str, aggregation: Aggregation, final: bool
 ) -> tuple[str, Callable[[], Processor]]:
     """The processor (and its name prefix) aggregating into ``windows``."""
     init, add = aggregation.initializer, aggregation.adder
@@ -98,14 +98,14 @@ def _window_supplier(
         if merger is None:
             raise ConfigError("a session window aggregation needs a merger")
         return "KSTREAM-SESSIONWINDOWAGGREGATE", lambda: SessionWindowAggregateProcessor(
-            store, windows, init, add, merger
+            store, windows, init, add, merger, final
         )
     if isinstance(windows, SlidingWindows):
         return "KSTREAM-SLIDINGWINDOWAGGREGATE", lambda: SlidingWindowAggregateProcessor(
-            store, windows, init, add
+            store, windows, init, add, final
         )
     return "KSTREAM-WINDOWED-AGGREGATE", lambda: TimeWindowAggregateProcessor(
-        store, windows, init, add
+        store, windows, init, add, final
     )
 
 
@@ -127,12 +127,15 @@ def windowed_aggregate(
 ) -> TableNode:
     """Aggregate per key and window into a segmented window/session store ``store``
     (retention: the windows' minimum by default); the table's keys are Windowed. Emitting
-    on window close is an emit-final suppress named ``<store>-suppress``."""
-    prefix, supplier = _window_supplier(windows, store, aggregation)
-    vser = serde_for(value_serde)
+    on window close (KIP-825) reads closed windows from the store; the last emit time is
+    kept in the store ``<store>-emit-final``."""
     on_close = _on_window_close(options.emit_strategy)
+    prefix, supplier = _window_supplier(windows, store, aggregation, on_close)
+    vser = serde_for(value_serde)
     ms = check_retention(windows, options.retention)
     segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
+    if on_close and segment_by == "start":
+        ms += 1  # Kafka's time-ordered window store returns windows from time - retention
     spec = StoreSpec(
         store,
         stream.key_serde,
@@ -142,10 +145,13 @@ def windowed_aggregate(
     )
     topology = stream.topology
     topology.add_store(spec)
-    node = topology.add_processor(
-        topology.new_name(prefix), supplier, stream.name, stores=(spec.name,)
-    )
-    table = TableNode.stored(
+    stores: tuple[str, ...] = (spec.name,)
+    if on_close:
+        times = StoreSpec(emit_time_store(store), BytesSerde(), IntSerde(), caching=False)
+        topology.add_store(times)
+        stores += (times.name,)
+    node = topology.add_processor(topology.new_name(prefix), supplier, stream.name, stores=stores)
+    return TableNode.stored(
         topology,
         node,
         store,
@@ -153,10 +159,6 @@ def windowed_aggregate(
         vser,
         window_close_delay_ms=windows.close_delay_ms,
     )
-    if not on_close:
-        return table
-    final = Suppressed.until_window_closes(BufferConfig.unbounded())
-    return suppress_table(table, final.with_name(f"{store}-suppress"))
 
 
 def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:

@@ -9,7 +9,9 @@
   is emitted once stream time reaches that first timestamp + ``ms``. Tombstones are emitted.
 
 Stream time is the suppress processor's own largest input timestamp; nothing is emitted on
-wall-clock time. The buffer is a key-value store with a changelog: a restart restores it, so
+wall-clock time. As Kafka's time-ordered buffer, due entries go out by buffer time, then by
+serialized key bytes, each with the timestamp of the record buffered last for its key.
+The buffer is a key-value store with a changelog: a restart restores it, so
 results buffered before are neither lost nor emitted twice (an emitted entry's delete is
 logged with the emitted record, in the same commit).
 """
@@ -17,7 +19,6 @@ logged with the emitted record, in the same commit).
 from __future__ import annotations
 
 import heapq
-import itertools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -155,7 +156,7 @@ class _Entry:
 
 class SuppressProcessor(Processor):
     """Buffers updates by key (bytes of the upstream key serde) in a changelogged store and
-    emits them in buffer-time order once due; see the module docstring."""
+    emits them in (buffer time, key bytes) order once due; see the module docstring."""
 
     def __init__(
         self,
@@ -173,8 +174,7 @@ class SuppressProcessor(Processor):
             (lambda key, _ts: cast(Windowed, key).end) if self.final else (lambda _k, ts: ts)
         )
         self._entries: dict[bytes, _Entry] | None = None
-        self._heap: list[tuple[int, int, bytes]] = []
-        self._seq = itertools.count()
+        self._heap: list[tuple[int, bytes]] = []  # (buffer time, key bytes): Kafka's order
         self._bytes = 0
         self.observed = -(2**63)
 
@@ -199,7 +199,7 @@ class SuppressProcessor(Processor):
         entry.size = len(kb) + 17 + len(repr(entry.value))
         old = entries.get(kb)
         if old is None:
-            heapq.heappush(self._heap, (entry.buffer_time, next(self._seq), kb))
+            heapq.heappush(self._heap, (entry.buffer_time, kb))
         else:
             self._bytes -= old.size
         entries[kb] = entry
@@ -220,8 +220,8 @@ class SuppressProcessor(Processor):
         buffer_time = existing.buffer_time if existing else self.buffer_time(key, ts)
         self._add(kb, _Entry(key, buffer_time, ts, value, 0))
         self._store().put(kb, (buffer_time, ts, value))
+        self._emit_due(self.observed - self.delay)  # Kafka: due entries first, then capacity
         self._enforce_capacity()
-        self._emit_due(self.observed - self.delay)
 
     def _over(self) -> bool:
         cfg = self.suppressed.buffer
@@ -248,7 +248,7 @@ class SuppressProcessor(Processor):
     def _emit_one(self) -> None:
         entries = self._entries
         assert entries is not None
-        buffer_time, _seq, kb = heapq.heappop(self._heap)
+        buffer_time, kb = heapq.heappop(self._heap)
         entry = entries.get(kb)
         if entry is None or entry.buffer_time != buffer_time:
             return  # a stale heap slot
@@ -257,4 +257,5 @@ class SuppressProcessor(Processor):
         self._store().delete(kb)
         if self.final and entry.value is None:
             return
-        self.context.forward(entry.key, entry.value)
+        # as Kafka: with the buffered record's timestamp, not the one that made it due
+        self.context.forward(entry.key, entry.value, timestamp=entry.timestamp)

@@ -11,10 +11,12 @@ timestamp in it) and a session's result and tombstones carry the session's end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
 from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
+from streamrt.runtime.processors.emit_final import FinalEmitter, WindowKind
 from streamrt.runtime.window_stores import SessionStoreView, TimestampedWindow, WindowStoreView
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, record_dropped
 
@@ -28,14 +30,28 @@ _NO_TIME = -(2**63)
 
 
 class _WindowProcessor(Processor):
-    def __init__(self, store: str, grace_ms: int) -> None:
+    kind: WindowKind
+
+    def __init__(self, store: str, grace_ms: int, emit_final: bool) -> None:
         self.store_name = store
         self.grace_ms = grace_ms
+        self.emit_final = emit_final
         self.observed = _NO_TIME
+        self.emitter: FinalEmitter | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.observed = _NO_TIME
+        if self.emit_final:
+            self.emitter = self._emitter(context)
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        raise NotImplementedError
+
+    def _forward(self, window: Windowed, value: Any, timestamp: int) -> None:
+        """An update goes downstream at once, unless the results are emitted final."""
+        if self.emitter is None:
+            self.context.forward(window, value, timestamp=timestamp)
 
     def _advance(self, timestamp: int, store_time: int) -> int:
         """Advance stream time with ``timestamp``; returns the close time."""
@@ -48,12 +64,21 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
     after the close time; the aggregate's timestamp is the largest in the window."""
 
     def __init__(
-        self, store: str, windows: TimeWindows, initializer: Initializer, aggregator: Aggregator
+        self,
+        store: str,
+        windows: TimeWindows,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        size = self.windows.size_ms
+        return FinalEmitter(context, self.store_name, "time", size, self.windows.windows_for)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None:
@@ -79,7 +104,21 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
             new = self.aggregator(key, value, agg)
             stamp = ts if old is None else max(ts, old.timestamp)
             store.put(window, new, stamp)
-            self.context.forward(window, new, timestamp=stamp)
+            self._forward(window, new, stamp)
+        if self.emitter is not None:
+            self.emitter.maybe_emit(close)
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What a sliding-window record learns from the key's existing windows."""
+
+    starts: set[int] = field(default_factory=set)
+    left_agg: TimestampedWindow | None = None
+    right_agg: TimestampedWindow | None = None
+    left_exists: bool = False
+    right_exists: bool = False
+    previous: int | None = None  # the latest record before this one in its left window
 
 
 class SlidingWindowAggregateProcessor(_WindowProcessor):
@@ -93,11 +132,15 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         windows: SlidingWindows,
         initializer: Initializer,
         aggregator: Aggregator,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.d = windows.time_difference_ms
         self.initializer = initializer
         self.aggregator = aggregator
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        return FinalEmitter(context, self.store_name, "sliding", self.d)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
@@ -114,46 +157,56 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
                 stream_time=self.observed,
             )
             return
-        if ts < self.d:
+        if ts < self.d:  # Kafka emits no final results after an early record
             self._process_early(store, key, value, ts, close)
-        else:
-            self._process_in_order(store, key, value, ts, close)
+            return
+        self._process_in_order(store, key, value, ts, close)
+        if self.emitter is not None:
+            self.emitter.maybe_emit(close)
 
     def _process_in_order(
         self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
     ) -> None:
-        starts: set[int] = set()
-        left_agg: TimestampedWindow | None = None
-        right_agg: TimestampedWindow | None = None
-        left_exists = right_exists = False
-        previous: int | None = None
-        for w in store.fetch_timestamped(key, max(0, ts - 2 * self.d), ts + 1):
-            starts.add(w.start)
+        """Kafka's processReverse: the key's windows newest first, so updates go downstream
+        in that order; stops at the first window ending before the record."""
+        scan = _Scan()
+        for w in reversed(store.fetch_timestamped(key, max(0, ts - 2 * self.d), ts + 1)):
+            scan.starts.add(w.start)
             end = w.start + self.d
-            if end < ts:
-                left_agg, previous = w, w.timestamp
+            if w.start == ts + 1:
+                scan.right_exists = True
+            elif end > ts:
+                scan.right_agg = scan.right_agg or w
+                self._update(store, key, value, w.start, w, ts, close)
             elif end == ts:
-                left_exists = True
-                if w.timestamp < ts:
-                    previous = w.timestamp
+                scan.left_exists = True
                 self._update(store, key, value, w.start, w, ts, close)
-            elif w.start <= ts:
-                right_agg = w
-                self._update(store, key, value, w.start, w, ts, close)
-            elif w.start == ts + 1:
-                right_exists = True
+                if w.timestamp >= ts:
+                    return  # Kafka: a record at the same time as the window's latest
+                scan.previous = w.timestamp
+            else:
+                scan.left_agg, scan.previous = w, w.timestamp
+                break
+        self._create_windows(store, key, value, ts, close, scan)
+
+    def _create_windows(
+        self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int, scan: _Scan
+    ) -> None:
+        """The previous record's right window, the record's left and right windows."""
+        previous = scan.previous
         if previous is not None:
             prev_right = previous + 1
-            if prev_right not in starts and prev_right + self.d >= ts:
+            if prev_right not in scan.starts and prev_right + self.d >= ts:
                 self._update(store, key, value, prev_right, None, ts, close)
-        if not left_exists:
-            if previous is not None and left_agg is not None and ts - self.d <= previous:
-                base = TimestampedWindow(ts - self.d, ts, left_agg.value, ts)
+        if not scan.left_exists:
+            if previous is not None and scan.left_agg is not None and ts - self.d <= previous:
+                base = TimestampedWindow(ts - self.d, ts, scan.left_agg.value, ts)
                 self._update(store, key, value, ts - self.d, base, ts, close)
             else:
                 self._update(store, key, value, ts - self.d, None, ts, close)
-        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
-            self._create_right_window(store, key, ts, right_agg)
+        right = scan.right_agg
+        if not scan.right_exists and right is not None and right.timestamp > ts:
+            self._create_right_window(store, key, ts, right)
 
     def _process_early(
         self, store: WindowStoreView, key: Any, value: Any, ts: int, close: int
@@ -189,7 +242,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         """The record's right window holds exactly the later records: ``agg`` without it."""
         window = Windowed(key, ts + 1, ts + 1 + self.d)
         store.put(window, agg.value, agg.timestamp)
-        self.context.forward(window, agg.value, timestamp=agg.timestamp)
+        self._forward(window, agg.value, agg.timestamp)
 
     def _update(
         self,
@@ -202,7 +255,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         close: int,
     ) -> None:
         end = start + self.d
-        if end <= close:
+        if end < close:  # sliding bounds are inclusive: a window ending at close still counts
             record_dropped(
                 self.context,
                 "skipping record for expired window",
@@ -217,7 +270,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         stamp = ts if existing is None else max(ts, existing.timestamp)
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new, timestamp=stamp)
+        self._forward(window, new, stamp)
 
 
 class SessionWindowAggregateProcessor(_WindowProcessor):
@@ -232,12 +285,16 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
         initializer: Initializer,
         aggregator: Aggregator,
         merger: Merger,
+        emit_final: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms)
+        super().__init__(store, windows.grace_ms, emit_final)
         self.gap = windows.inactivity_gap_ms
         self.initializer = initializer
         self.aggregator = aggregator
         self.merger = merger
+
+    def _emitter(self, context: ProcessorContext) -> FinalEmitter:
+        return FinalEmitter(context, self.store_name, "session", self.gap)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None:
@@ -246,6 +303,11 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
         store = cast(SessionStoreView, self.context.get_store(self.store_name))
         ts = self.context.timestamp
         close = self._advance(ts, store.observed_stream_time) - self.gap
+        self._merge(store, key, value, ts, close)
+        if self.emitter is not None:  # Kafka: also after a record dropped as too late
+            self.emitter.maybe_emit(close)
+
+    def _merge(self, store: SessionStoreView, key: Any, value: Any, ts: int, close: int) -> None:
         merged = store.find_sessions(key, ts - self.gap, ts + self.gap)
         agg = self.initializer()
         start, end = ts, ts
@@ -266,9 +328,9 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
             for session in merged:
                 old = Windowed(key, session.start, session.end)
                 store.remove(old)
-                self.context.forward(old, None, timestamp=session.end)
+                self._forward(old, None, session.end)
         new = self.aggregator(key, value, agg)
         stamp = max([ts] + [s.timestamp for s in merged])
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self.context.forward(window, new, timestamp=end)  # a session's result: its end
+        self._forward(window, new, end)  # a session's result carries its end
