@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from streamrt.runtime import ValueJoinerWithKey
+
 KV = tuple[Any, Any]
 
 
@@ -131,8 +133,11 @@ def merger(name: str) -> Callable[[Any, Any, Any], Any]:
     return lambda _k, a, b: fn(a, b)
 
 
-def joiner(name: str) -> Callable[[Any, Any], Any]:
-    """``concat``: ``"<left>+<right>"``."""
+def joiner(name: str) -> Any:
+    """``concat``: ``"<left>+<right>"``; the key-aware ``keyConcat``: ``"<key>:<left>+<right>"``
+    (a :class:`ValueJoinerWithKey`)."""
+    if name == "keyConcat":
+        return ValueJoinerWithKey(lambda key, left, right: f"{fmt(key)}:{fmt(left)}+{fmt(right)}")
     if name != "concat":
         raise KeyError(name)
     return lambda left, right: f"{fmt(left)}+{fmt(right)}"

@@ -2,7 +2,9 @@
 
 A scenario's ``topology`` is a list of nodes ``{"op": ..., "id": ..., "from": ..., params}``
 (``id`` defaults to the node's index, ``from`` to the previous node); the vocabulary and its
-parameters are the Java runner's (``Dsl.java``), so both sides build the same topology. An
+parameters are the Java runner's (``Dsl.java``), so both sides build the same topology. A node
+with ``"objects": true`` is built here with the option objects (``Consumed``, ``Produced``,
+``Grouped``, ``StreamJoined``, ``Named``) instead of the keywords (the runner always uses them). An
 operator streamrt lacks fails here with ``AttributeError``/``TypeError``: the scenario then
 differs ("missing in streamrt").
 """
@@ -15,18 +17,22 @@ from typing import Any
 
 from streamrt.runtime import (
     BufferConfig,
+    Consumed,
+    Grouped,
+    JoinWindows,
+    Named,
+    Processor,
+    Produced,
     SessionWindowedKStream,
     SessionWindows,
     SlidingWindows,
+    StreamJoined,
     StreamsBuilder,
     Suppressed,
     TimeWindowedKStream,
     TimeWindows,
     Windowed,
 )
-
-# Not yet exported by streamrt.runtime (issue 23, Deliver 3): the one import of a submodule.
-from streamrt.runtime.dsl import JoinWindows
 from tests.differential import builtins as fn
 
 JSON = "json"
@@ -77,7 +83,7 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
         return _source(b, op, spec)
     if op == "to":
         built.outputs.add(spec["topic"])
-        _to(built.nodes[str(source)], spec["topic"])
+        _to(built.nodes[str(source)], spec["topic"], bool(spec.get("objects")))
         return None
     node = built.nodes[str(source)]
     handler = _HANDLERS[node.kind]
@@ -88,6 +94,8 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
 
 def _source(b: StreamsBuilder, op: str, spec: dict[str, Any]) -> Node:
     topic = spec["topic"]
+    if op == "stream" and spec.get("objects"):
+        return Node(b.stream(topic, Consumed.with_(STR, JSON)), "stream")
     if op == "stream":
         return Node(b.stream(topic, key_serde=STR, value_serde=JSON), "stream")
     if op == "globalTable":
@@ -98,7 +106,7 @@ def _source(b: StreamsBuilder, op: str, spec: dict[str, Any]) -> Node:
     return Node(b.table(topic, store=f"{topic}-store", key_serde=STR, value_serde=JSON), "table")
 
 
-def _to(node: Node, topic: str) -> None:
+def _to(node: Node, topic: str, objects: bool) -> None:
     stream = node.obj
     if node.windowed:
 
@@ -106,10 +114,15 @@ def _to(node: Node, topic: str) -> None:
             return f"{w.key}@{w.start}/{w.end}", v
 
         stream = stream.map(flat, key_serde=STR)
-    stream.to(topic, key_serde=STR, value_serde=JSON)
+    if objects:
+        stream.to(topic, Produced.with_(STR, JSON))
+    else:
+        stream.to(topic, key_serde=STR, value_serde=JSON)
 
 
 def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
+    if spec.get("objects") and op in _OBJECT_OPS:
+        return Node(_OBJECT_OPS[op](built, spec, s), "stream" if op != "groupBy" else "grouped")
     simple: dict[str, Callable[[], Any]] = {
         "filter": lambda: s.filter(fn.predicate(spec["fn"])),
         "filterNot": lambda: s.filter_not(fn.predicate(spec["fn"])),
@@ -133,12 +146,49 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
     if op == "toTable":
         return Node(s.to_table(), "table")
     if op == "processValues":
-        return Node(s.process_values(fn.value_mapper(spec["fn"])), "stream")
+        mapper = fn.value_mapper(spec["fn"])
+        return Node(s.process_values(lambda: _MapValuesProcessor(mapper)), "stream")
     if op == "groupByKey":
         return Node(s.group_by_key(), "grouped")
     if op == "groupBy":
         return Node(s.group_by(fn.key_selector(spec["fn"]), key_serde=STR), "grouped")
     return Node(_stream_join(built, op, spec, s), "stream")
+
+
+def _filter_named(built: Built, spec: dict[str, Any], s: Any) -> Any:
+    return s.filter(fn.predicate(spec["fn"]), named=Named.as_(f"filter-{spec['id']}"))
+
+
+def _group_by_grouped(built: Built, spec: dict[str, Any], s: Any) -> Any:
+    grouped = Grouped.with_(STR, JSON).with_name(f"group-{spec['id']}")
+    return s.group_by(fn.key_selector(spec["fn"]), grouped)
+
+
+def _join_stream_joined(built: Built, spec: dict[str, Any], s: Any) -> Any:
+    other = built.nodes[spec["other"]].obj
+    method = {"join": s.join, "leftJoin": s.left_join, "outerJoin": s.outer_join}[spec["op"]]
+    joined = StreamJoined.as_(f"join-{spec['id']}").with_in_memory()
+    windows = _join_windows(spec["window"])
+    return method(other, fn.joiner(spec["joiner"]), windows=windows, stream_joined=joined)
+
+
+_OBJECT_OPS: dict[str, Callable[[Built, dict[str, Any], Any], Any]] = {
+    "filter": _filter_named,
+    "groupBy": _group_by_grouped,
+    "join": _join_stream_joined,
+    "leftJoin": _join_stream_joined,
+    "outerJoin": _join_stream_joined,
+}
+
+
+class _MapValuesProcessor(Processor):
+    """processValues' built-in, as the runner's: a value mapper as a key-keeping processor."""
+
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, key: Any, value: Any) -> None:
+        self.context.forward(key, self.mapper(value))
 
 
 def _stream_join(built: Built, op: str, spec: dict[str, Any], s: Any) -> Any:

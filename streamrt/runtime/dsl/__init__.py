@@ -8,7 +8,9 @@ add the operators' processors (from ``runtime.processors``) to the graph (``runt
 
 from streamrt.runtime.dsl.builder import StreamsBuilder
 from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.options import Consumed, Grouped, Named, Produced, StreamJoined
 from streamrt.runtime.dsl.streams import (
+    CogroupedKStream,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -18,22 +20,29 @@ from streamrt.runtime.dsl.streams import (
 )
 from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.serdes import WindowedSerde
-from streamrt.runtime.processors.join_windows import JoinWindows
+from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
 
 __all__ = (
     "BufferConfig",
     "BufferFullError",
+    "CogroupedKStream",
+    "Consumed",
     "GlobalKTable",
+    "Grouped",
     "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",
+    "Named",
+    "Produced",
     "SessionWindowedKStream",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",
+    "ValueJoinerWithKey",
     "WindowedSerde",
 )

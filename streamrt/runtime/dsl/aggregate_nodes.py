@@ -174,6 +174,7 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
             "(windowed_by(...).count/aggregate/reduce)"
         )
     topology = table.topology
+    topology.request_old_values(table.name)  # as Kafka's KTableSuppressProcessorSupplier
     base = suppressed.name or topology.new_name("KTABLE-SUPPRESS-STATE-STORE")
     store = f"{base}-store"
     topology.add_store(

@@ -4,9 +4,11 @@ Streams' ``StreamsBuilder``. ``App.stream``/``App.table`` delegate here."""
 from __future__ import annotations
 
 from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.options import Consumed, pick
 from streamrt.runtime.dsl.streams import KStream, KTable
 from streamrt.runtime.dsl.table_nodes import table_source
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
+from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.timestamps import TimestampExtractor
@@ -22,14 +24,21 @@ class StreamsBuilder:
     def stream(
         self,
         topic: str,
+        consumed: Consumed | None = None,
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         timestamp_extractor: TimestampExtractor | None = None,
     ) -> KStream:
         """A KStream reading ``topic``; ``timestamp_extractor(record) -> ms`` overrides the
-        ``default.timestamp.extractor`` for this source (see runtime.timestamps)."""
-        kser, vser = serde_for(key_serde), serde_for(value_serde)
+        ``default.timestamp.extractor`` for this source (see runtime.timestamps). ``consumed``
+        carries the same as the keywords (a keyword wins)."""
+        c = consumed or Consumed()
+        kser, vser = (
+            serde_for(pick(key_serde, c.key_serde)),
+            serde_for(pick(value_serde, c.value_serde)),
+        )
+        timestamp_extractor = pick(timestamp_extractor, c.timestamp_extractor)
         name = self.topology.add_source(
             self.topology.new_name("KSTREAM-SOURCE"),
             topic,
@@ -42,35 +51,50 @@ class StreamsBuilder:
     def global_table(
         self,
         topic: str,
+        consumed: Consumed | None = None,
         *,
         store: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
     ) -> GlobalKTable:
         """A table of *all* partitions of ``topic`` on every instance, queryable as ``store``."""
-        spec = GlobalTableSpec(
-            store or f"{topic}-global", topic, serde_for(key_serde), serde_for(value_serde)
+        c = consumed or Consumed()
+        kser, vser = (
+            serde_for(pick(key_serde, c.key_serde)),
+            serde_for(pick(value_serde, c.value_serde)),
         )
+        spec = GlobalTableSpec(store or f"{topic}-global", topic, kser, vser)
         self.topology.add_global_table(spec)
         return GlobalKTable(spec)
 
     def table(
         self,
         topic: str,
+        consumed: Consumed | None = None,
         *,
         store: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         in_memory: bool | None = None,
         caching: bool = True,
+        materialized: Materialized | None = None,
     ) -> KTable:
         """A KTable materialised from a (compacted) topic into ``store``.
 
         ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
         ``caching=False`` sends every update downstream (no record cache for this store).
+        ``consumed``/``materialized`` carry the same as the keywords (a keyword wins); without
+        a store name the table's store is ``<topic>-table``.
         """
-        kser, vser = serde_for(key_serde), serde_for(value_serde)
-        store_name = store or f"{topic}-table"
+        c = consumed or Consumed()
+        m = materialized or Materialized("")
+        key_serde, value_serde = pick(key_serde, m.key_serde), pick(value_serde, m.value_serde)
+        kser, vser = (
+            serde_for(pick(key_serde, c.key_serde)),
+            serde_for(pick(value_serde, c.value_serde)),
+        )
+        in_memory = pick(in_memory, m.in_memory)
+        store_name = store or m.name or f"{topic}-table"
         return KTable(
             table_source(self.topology, topic, store_name, (kser, vser), in_memory, caching)
         )

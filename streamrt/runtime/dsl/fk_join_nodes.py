@@ -66,6 +66,8 @@ def foreign_key_join(
     """``left`` joined with the ``right`` row keyed by ``fk_of(left value)``; an
     unmaterialized result cannot be read by key (join it only after materializing it)."""
     topology = left.topology
+    topology.request_old_values(left.name)  # both tables send old values, as Kafka's
+    topology.request_old_values(right.name)
     names = _Names(topology.new_name("KTABLE-FK-JOIN"))
     topology.add_store(StoreSpec(names.store, _RAW, _RAW))
     _send_subscriptions(names, left, right.key_serde, fk_of, left_join)

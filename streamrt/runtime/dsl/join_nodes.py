@@ -15,7 +15,13 @@ from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.graph.materialized import MaterializedLike, materialize, store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode, ValueGetter
 from streamrt.runtime.graph.topology import Topology
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.runtime.processors.join_windows import (
+    Joiner,
+    JoinKind,
+    JoinWindows,
+    ValueJoinerWithKey,
+    key_joiner,
+)
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.processors.stream_stream_join import (
     LEFT,
@@ -34,6 +40,7 @@ from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import BytesSerde, Serde
 
 __all__ = (
+    "StreamJoiner",
     "join_result",
     "stream_global_join",
     "stream_stream_join",
@@ -44,16 +51,20 @@ __all__ = (
 KeyMapper = Joiner  # (key, value) -> the global table's key
 
 
+StreamJoiner = Joiner | ValueJoinerWithKey
+
+
 def stream_table_join(
-    stream: StreamNode, table: TableNode, joiner: Joiner, left: bool, name: str | None
+    stream: StreamNode, table: TableNode, joiner: StreamJoiner, left: bool, name: str | None
 ) -> StreamNode:
     """A table is never repartitioned automatically, the stream is (if its key changed)."""
+    with_key = key_joiner(joiner)
     stream = stream.repartitioned_if_needed(name and f"{name}-left")
     topology = stream.topology
     getter = table.getter
     node = topology.add_processor(
         name or topology.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"),
-        lambda: StreamTableJoinProcessor(getter, joiner, left),
+        lambda: StreamTableJoinProcessor(getter, with_key, left),
         stream.name,
         stores=getter.stores,
     )
@@ -65,14 +76,15 @@ def stream_global_join(
     stream: StreamNode,
     spec: GlobalTableSpec,
     key_mapper: KeyMapper,
-    joiner: Joiner,
+    joiner: StreamJoiner,
     left: bool,
 ) -> StreamNode:
     """Never repartitions: every instance holds the whole table."""
     topology = stream.topology
+    with_key = key_joiner(joiner)
     node = topology.add_processor(
         topology.new_name("KSTREAM-LEFTJOIN-GLOBAL" if left else "KSTREAM-JOIN-GLOBAL"),
-        lambda: StreamGlobalJoinProcessor(spec, key_mapper, joiner, left),
+        lambda: StreamGlobalJoinProcessor(spec, key_mapper, with_key, left),
         stream.name,
     )
     return StreamNode(topology, node, stream.key_serde, stream.value_serde, stream.key_changed)
@@ -81,7 +93,7 @@ def stream_global_join(
 def stream_stream_join(
     left: StreamNode,
     right: StreamNode,
-    joiner: Joiner,
+    joiner: StreamJoiner,
     windows: JoinWindows,
     kind: JoinKind,
     name: str | None,
@@ -103,7 +115,7 @@ def stream_stream_join(
         topology.add_store(StoreSpec(store, raw, raw, store_kind(in_memory)))
     spec = StreamJoinSpec(
         windows,
-        joiner,
+        key_joiner(joiner),
         kind,
         left.key_serde,
         left.value_serde,
@@ -156,6 +168,14 @@ def table_join(
         f"{base}-merge", PassThroughProcessor, this, other, accepts_changes=True
     )
     topology.add_copartition_group(left.name, right.name)
+    # Kafka: a left join makes the left table send old values, an outer join both; a request
+    # for the result's old values reaches both tables
+    if kind != "inner":
+        topology.request_old_values(left.name)
+    if kind == "outer":
+        topology.request_old_values(right.name)
+    for node in (merged, f"{base}-materialize"):
+        topology.old_value_parents[node] = (left.name, right.name)
     stored = materialize(topology, materialized, left.key_serde, value_serde or left.value_serde)
     return join_result(topology, merged, f"{base}-materialize", stored, getter)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.dsl.options import Named, Produced, name_of, pick
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.processor import Processor
@@ -55,8 +56,9 @@ class StreamOperations(ABC, Generic[S]):
         key_changed: bool | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
+        named: Named | str | None = None,
     ) -> S:
-        name = self.topology.new_name(prefix)
+        name = name_of(named) or self.topology.new_name(prefix)
         return self._wrap(
             self.node.then(
                 name,
@@ -73,22 +75,43 @@ class StreamOperations(ABC, Generic[S]):
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
+        named: Named | str | None = None,
     ) -> S:
+        """``named`` (a :class:`Named` or a string) names the processor, here and in the
+        other stateless operators."""
         return self._then(
             "KSTREAM-MAP",
             lambda: ops.MapProcessor(fn),
             key_changed=True,
             key_serde=key_serde,
             value_serde=value_serde,
+            named=named,
         )
 
-    def map_values(self, fn: Callable[[Any], Any], *, value_serde: SerdeLike = None) -> S:
+    def map_values(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        value_serde: SerdeLike = None,
+        named: Named | str | None = None,
+    ) -> S:
         return self._then(
-            "KSTREAM-MAPVALUES", lambda: ops.MapValuesProcessor(fn), value_serde=value_serde
+            "KSTREAM-MAPVALUES",
+            lambda: ops.MapValuesProcessor(fn),
+            value_serde=value_serde,
+            named=named,
         )
 
-    def filter(self, predicate: Predicate) -> S:
-        return self._then("KSTREAM-FILTER", lambda: ops.FilterProcessor(predicate))
+    def filter(self, predicate: Predicate, *, named: Named | str | None = None) -> S:
+        return self._then("KSTREAM-FILTER", lambda: ops.FilterProcessor(predicate), named=named)
+
+    def filter_not(self, predicate: Predicate, *, named: Named | str | None = None) -> S:
+        """The records ``predicate`` rejects (Kafka's ``filterNot``)."""
+        return self._then(
+            "KSTREAM-FILTER",
+            lambda: ops.FilterProcessor(lambda k, v: not predicate(k, v)),
+            named=named,
+        )
 
     def flat_map(
         self,
@@ -113,17 +136,20 @@ class StreamOperations(ABC, Generic[S]):
             "KSTREAM-FLATMAPVALUES", lambda: ops.FlatMapValuesProcessor(fn), value_serde=value_serde
         )
 
-    def select_key(self, fn: KeyValueMapper, *, key_serde: SerdeLike = None) -> S:
+    def select_key(
+        self, fn: KeyValueMapper, *, key_serde: SerdeLike = None, named: Named | str | None = None
+    ) -> S:
         """New key ``fn(key, value)``; a later join or grouping repartitions first."""
         return self._then(
             "KSTREAM-KEY-SELECT",
             lambda: ops.MapProcessor(lambda k, v: (fn(k, v), v)),
             key_changed=True,
             key_serde=key_serde,
+            named=named,
         )
 
-    def peek(self, action: Callable[[Any, Any], None]) -> S:
-        return self._then("KSTREAM-PEEK", lambda: ops.PeekProcessor(action))
+    def peek(self, action: Callable[[Any, Any], None], *, named: Named | str | None = None) -> S:
+        return self._then("KSTREAM-PEEK", lambda: ops.PeekProcessor(action), named=named)
 
     def foreach(self, action: Callable[[Any, Any], None]) -> None:
         """Call ``action(key, value)`` for each record; a terminal operation."""
@@ -148,6 +174,20 @@ class StreamOperations(ABC, Generic[S]):
                 value_serde=opt_serde(value_serde),
                 stores=stores,
             )
+        )
+
+    def process_values(
+        self,
+        supplier: Callable[[], Processor],
+        *,
+        stores: tuple[str, ...] = (),
+        value_serde: SerdeLike = None,
+    ) -> S:
+        """Attach a processor that keeps each record's key (Kafka's ``processValues``, KIP-820):
+        it must forward the key it was given, so no repartition follows (unlike ``process``)."""
+        name = self.topology.new_name("KSTREAM-PROCESSVALUES")
+        return self._wrap(
+            self.node.then(name, supplier, value_serde=opt_serde(value_serde), stores=stores)
         )
 
     def split(self, *predicates: Predicate, default: bool = False) -> list[S]:
@@ -197,7 +237,17 @@ class StreamOperations(ABC, Generic[S]):
         name = name or self.topology.new_name("KSTREAM-REPARTITION")
         return self._wrap(stream.repartition(name, partitions=partitions))
 
-    def to(self, topic: str, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> None:
+    def to(
+        self,
+        topic: str,
+        produced: Produced | None = None,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+    ) -> None:
+        """Write to ``topic``; ``produced`` carries the serdes too (a keyword wins)."""
+        p = produced or Produced()
+        key_serde, value_serde = pick(key_serde, p.key_serde), pick(value_serde, p.value_serde)
         stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
         self.topology.add_sink(
             self.topology.new_name("KSTREAM-SINK"),

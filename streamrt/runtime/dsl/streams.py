@@ -25,19 +25,23 @@ from streamrt.runtime.dsl.aggregate_nodes import (
     windowed_aggregate,
     windows_argument,
 )
+from streamrt.runtime.dsl.cogroup_nodes import cogroup_aggregate, stream_to_table
 from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.join_nodes import StreamJoiner
+from streamrt.runtime.dsl.options import Grouped, StreamJoined, pick
 from streamrt.runtime.dsl.stream_ops import KeyValueMapper, StreamOperations, opt_serde
 from streamrt.runtime.dsl.table_nodes import aggregate_table, group_table
 from streamrt.runtime.dsl.table_ops import TableOperations
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.processors.aggregate import Aggregation, counting, reducing
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows
 from streamrt.serde import IntSerde, SerdeLike
 
 __all__ = (
+    "CogroupedKStream",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -49,6 +53,14 @@ __all__ = (
 Retention = int | timedelta | None
 
 
+def _join_options(
+    name: str | None, in_memory: bool | None, stream_joined: StreamJoined | None
+) -> tuple[str | None, bool | None]:
+    """``name``/``in_memory`` merged with a :class:`StreamJoined` (a keyword wins)."""
+    sj = stream_joined or StreamJoined()
+    return pick(name, sj.name), pick(in_memory, sj.in_memory)
+
+
 class KStream(StreamOperations["KStream"]):
     """A record stream. Operators return new streams; nothing runs until the app starts."""
 
@@ -58,47 +70,66 @@ class KStream(StreamOperations["KStream"]):
     def join(
         self,
         other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows | None = None,
         key_mapper: KeyValueMapper | None = None,
         name: str | None = None,
         in_memory: bool | None = None,
+        stream_joined: StreamJoined | None = None,
     ) -> KStream:
         """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
         (``key_mapper(key, value)`` gives the table key). See docs/dsl.md."""
-        return self._join(other, joiner, "inner", windows, key_mapper, name, in_memory)
+        return self._join(
+            other,
+            joiner,
+            "inner",
+            windows,
+            key_mapper,
+            *_join_options(name, in_memory, stream_joined),
+        )
 
     def left_join(
         self,
         other: KStream | KTable | GlobalKTable,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows | None = None,
         key_mapper: KeyValueMapper | None = None,
         name: str | None = None,
         in_memory: bool | None = None,
+        stream_joined: StreamJoined | None = None,
     ) -> KStream:
         """Like :meth:`join`, but a record without partner gives ``joiner(value, None)``."""
-        return self._join(other, joiner, "left", windows, key_mapper, name, in_memory)
+        return self._join(
+            other,
+            joiner,
+            "left",
+            windows,
+            key_mapper,
+            *_join_options(name, in_memory, stream_joined),
+        )
 
     def outer_join(
         self,
         other: KStream,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         *,
         windows: JoinWindows,
         name: str | None = None,
         in_memory: bool | None = None,
+        stream_joined: StreamJoined | None = None,
     ) -> KStream:
         """Windowed outer join of two streams: unmatched records of either side are emitted
         (``joiner(v, None)`` / ``joiner(None, v)``) once their window closes."""
-        return self._join(other, joiner, "outer", windows, None, name, in_memory)
+        return self._join(
+            other, joiner, "outer", windows, None, *_join_options(name, in_memory, stream_joined)
+        )
 
     def _join(
         self,
         other: object,
-        joiner: Joiner,
+        joiner: StreamJoiner,
         kind: JoinKind,
         windows: JoinWindows | None,
         key_mapper: KeyValueMapper | None,
@@ -126,21 +157,40 @@ class KStream(StreamOperations["KStream"]):
             return KStream(join_nodes.stream_global_join(self.node, spec, key_mapper, joiner, left))
         raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
+    def to_table(self, materialized: MaterializedLike = None) -> KTable:
+        """This stream as a table: each record an update of its key (null keys dropped, a
+        null value a delete); repartitioned first if the key changed (Kafka's ``toTable``)."""
+        return KTable(stream_to_table(self.node, materialized))
+
     def group_by_key(
-        self, *, name: str | None = None, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+        self,
+        grouped: Grouped | None = None,
+        *,
+        name: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
     ) -> KGroupedStream:
+        """Group by the current key (repartitioned first if it changed); ``grouped`` carries
+        the repartition name and serdes too (a keyword wins)."""
+        g = grouped or Grouped()
+        name, key_serde = pick(name, g.name), pick(key_serde, g.key_serde)
+        value_serde = pick(value_serde, g.value_serde)
         stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
         return KGroupedStream(stream.repartitioned_if_needed(name))
 
     def group_by(
         self,
         selector: KeyValueMapper,
+        grouped: Grouped | None = None,
         *,
         name: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
     ) -> KGroupedStream:
         """Re-key by ``selector`` through ``<application.id>-<name>-repartition``."""
+        g = grouped or Grouped()
+        name, key_serde = pick(name, g.name), pick(key_serde, g.key_serde)
+        value_serde = pick(value_serde, g.value_serde)
         mapped = self.map(
             lambda k, v: (selector(k, v), v), key_serde=key_serde, value_serde=value_serde
         )
@@ -194,6 +244,10 @@ class KGroupedStream:
             aggregate_stream(self.stream, aggregation, store, value_serde, in_memory, caching)
         )
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogrouped aggregation with this stream's ``aggregator`` (KIP-150)."""
+        return CogroupedKStream([(self.stream, aggregator)])
+
     def windowed_by(
         self,
         windows: Windows | int | None = None,
@@ -214,6 +268,31 @@ class KGroupedStream:
         )
 
 
+class CogroupedKStream:
+    """Grouped streams aggregated together into one table, each with its own aggregator
+    (Kafka's ``CogroupedKStream``); all must be keyed alike (co-partitioned)."""
+
+    def __init__(self, streams: list[tuple[StreamNode, Callable[[Any, Any, Any], Any]]]):
+        self.streams = streams
+
+    def cogroup(
+        self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]
+    ) -> CogroupedKStream:
+        return CogroupedKStream([*self.streams, (grouped.stream, aggregator)])
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        materialized: MaterializedLike = None,
+        *,
+        value_serde: SerdeLike = "json",
+    ) -> KTable:
+        """The aggregate per key in ``materialized`` (None: an internal store)."""
+        vser = opt_serde(value_serde)
+        assert vser is not None
+        return KTable(cogroup_aggregate(self.streams, initializer, materialized, vser))
+
+
 class KTable(TableOperations["KTable"]):
     """A changelog stream materialised in a named store (or read through its parent's)."""
 
@@ -223,13 +302,18 @@ class KTable(TableOperations["KTable"]):
     def group_by(
         self,
         selector: Callable[[Any, Any], tuple[Any, Any]],
+        grouped: Grouped | None = None,
         *,
         name: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
     ) -> KGroupedTable:
         """Re-key rows by ``selector(key, value) -> (new_key, new_value)`` for an aggregation
-        with adder and subtractor (always through a repartition topic)."""
+        with adder and subtractor (always through a repartition topic); ``grouped`` carries
+        the name and serdes too (a keyword wins)."""
+        g = grouped or Grouped()
+        name, key_serde = pick(name, g.name), pick(key_serde, g.key_serde)
+        value_serde = pick(value_serde, g.value_serde)
         return KGroupedTable(group_table(self.node, selector, name, key_serde, value_serde))
 
     def to_stream(self) -> KStream:

@@ -63,16 +63,19 @@ def table_source(
 
 def _table(
     parent: TableNode,
-    prefix: str,
+    name: str,
     supplier: Callable[[], Processor],
     stored: tuple[str | None, Serde[Any], Serde[Any]],
     getter: ValueGetter,
 ) -> TableNode:
-    """A table node after ``parent``: its own store if materialized, else read via ``getter``."""
+    """A table node ``name`` after ``parent``: its own store if materialized, else read via
+    ``getter`` (and a request for old values passes on to ``parent``, as Kafka's)."""
     store, kser, vser = stored
     topology = parent.topology
+    if store is None:
+        topology.old_value_parents[name] = (parent.name,)
     node = topology.add_processor(
-        topology.new_name(prefix),
+        name,
         supplier,
         parent.name,
         stores=(store,) if store else (),
@@ -87,12 +90,14 @@ def filter_table(
     negate: bool,
     materialized: MaterializedLike,
 ) -> TableNode:
-    stored = materialize(table.topology, materialized, table.key_serde, table.value_serde)
+    topology = table.topology
+    stored = materialize(topology, materialized, table.key_serde, table.value_serde)
     store = stored[0]
+    name = topology.new_name("KTABLE-FILTER")
     return _table(
         table,
-        "KTABLE-FILTER",
-        lambda: TableFilterProcessor(predicate, negate, store),
+        name,
+        lambda: TableFilterProcessor(predicate, negate, store, topology.sends_old_values(name)),
         stored,
         filter_getter(table.getter, predicate, negate),
     )
@@ -109,7 +114,7 @@ def map_values_table(
     store = stored[0]
     return _table(
         table,
-        "KTABLE-MAPVALUES",
+        table.topology.new_name("KTABLE-MAPVALUES"),
         lambda: TableMapValuesProcessor(fn, store),
         stored,
         map_values_getter(table.getter, fn),
@@ -128,6 +133,7 @@ def group_table(
     topology = table.topology
     kser = serde_for(key_serde) if key_serde is not None else table.key_serde
     vser = serde_for(value_serde) if value_serde is not None else table.value_serde
+    topology.request_old_values(table.name)
     mapper = topology.add_processor(
         topology.new_name("KTABLE-SELECT"),
         lambda: TableRepartitionMapProcessor(selector),

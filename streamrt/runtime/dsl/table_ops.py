@@ -20,7 +20,7 @@ from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
 from streamrt.runtime.graph.topology import Topology
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind
+from streamrt.runtime.processors.join_windows import Joiner, JoinKind, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import Suppressed
 from streamrt.serde import SerdeLike, serde_for
 
@@ -116,6 +116,8 @@ class TableOperations(ABC, Generic[T]):
     ) -> T:
         if not isinstance(other, TableOperations):
             raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
+        if isinstance(joiner, ValueJoinerWithKey):  # as Kafka: KTable joins take a ValueJoiner
+            raise ConfigError("KTable joins take joiner(left, right), not a ValueJoinerWithKey")
         vser = None if value_serde is None else serde_for(value_serde)
         if foreign_key is not None:
             left = kind == "left"

@@ -14,29 +14,75 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, Topology
-from streamrt.runtime.processor import Processor, ProcessorContext
+from streamrt.runtime.processor import Processor, ProcessorContext, ValueAndTimestamp
 from streamrt.serde import Serde
 
-__all__ = ("StreamNode", "TableNode", "ValueGetter", "no_getter", "store_getter")
+__all__ = (
+    "NullKeyFilter",
+    "StreamNode",
+    "TableNode",
+    "TimedGet",
+    "ValueGetter",
+    "no_getter",
+    "store_getter",
+)
+
+
+class NullKeyFilter(Processor):
+    """Drops records with a null key before a repartition topic's sink: graph plumbing, like
+    the sink itself (Kafka adds the same filter in ``createRepartitionedSource``)."""
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is not None:
+            self.context.forward(key, value)
+
+
+TimedGet = Callable[[Any], ValueAndTimestamp | None]
 
 
 @dataclass(frozen=True, slots=True)
 class ValueGetter:
     """How a processor reads a table by key: the stores it needs in its task, and a factory
-    of ``get(key)`` given the processor's context."""
+    of ``get(key) -> ValueAndTimestamp | None`` given the processor's context (Kafka's
+    ``KTableValueGetter``: table joins need the other row's timestamp)."""
 
     stores: tuple[str, ...]
-    make: Callable[[ProcessorContext], Callable[[Any], Any]]
+    make_timed: Callable[[ProcessorContext], TimedGet]
+
+    def make(self, ctx: ProcessorContext) -> Callable[[Any], Any]:
+        """``get(key)``: the value only."""
+        timed = self.make_timed(ctx)
+
+        def get(key: Any) -> Any:
+            found = timed(key)
+            return None if found is None else found.value
+
+        return get
+
+
+def _timed_store_get(ctx: ProcessorContext, store: str) -> TimedGet:
+    """The store's rows with their timestamps; a store without them (a windowed one)
+    answers ``NO_TIMESTAMP`` (-1), as Kafka's plain stores."""
+    view = ctx.get_store(store)
+    with_ts = getattr(view, "get_with_timestamp", None)
+    if with_ts is not None:
+        return with_ts  # type: ignore[no-any-return]
+
+    def get(key: Any) -> ValueAndTimestamp | None:
+        value = view.get(key)
+        return None if value is None else ValueAndTimestamp(value, -1)
+
+    return get
 
 
 def store_getter(store: str) -> ValueGetter:
-    return ValueGetter((store,), lambda ctx: ctx.get_store(store).get)
+    return ValueGetter((store,), lambda ctx: _timed_store_get(ctx, store))
 
 
 def no_getter(reason: str) -> ValueGetter:
     """A table that cannot be read by key (``reason`` says what to do instead)."""
 
-    def make(ctx: ProcessorContext) -> Callable[[Any], Any]:
+    def make(ctx: ProcessorContext) -> TimedGet:
         raise ValueError(reason)
 
     return ValueGetter((), make)
@@ -86,8 +132,10 @@ class StreamNode:
         tasks downstream follow the current key."""
         topology = self.topology
         base = (name or topology.new_name("KSTREAM-AGGREGATE-STATE-STORE")) + REPARTITION_SUFFIX
+        # as Kafka's repartition: a record with a null key cannot be partitioned by it, dropped
+        keyed = topology.add_processor(f"{base}-filter", NullKeyFilter, self.name)
         topology.add_sink(
-            f"{base}-sink", base, self.key_serde, self.value_serde, self.name, internal=True
+            f"{base}-sink", base, self.key_serde, self.value_serde, keyed, internal=True
         )
         source = topology.add_source(
             f"{base}-source",

@@ -104,6 +104,10 @@ class Topology:
         self.copartition_groups: list[frozenset[str]] = []
         # global tables by store name: not in any task (see graph.global_tables)
         self.global_tables: dict[str, GlobalTableSpec] = {}
+        # table nodes asked to send old values (Kafka's enableSendingOldValues), and the nodes
+        # that pass such a request on to their parents (unmaterialized filter/map_values, joins)
+        self.old_values: set[str] = set()
+        self.old_value_parents: dict[str, tuple[str, ...]] = {}
         self._counter = 0
 
     def new_name(self, prefix: str) -> str:
@@ -140,6 +144,20 @@ class Topology:
             )
         )
         return name
+
+    def request_old_values(self, node: str) -> None:
+        """A downstream operator needs ``node``'s old values (a grouping, a suppress, a left or
+        outer table join); the request travels up through the nodes that pass it on."""
+        todo = [node]
+        while todo:
+            name = todo.pop()
+            if name not in self.old_values:
+                self.old_values.add(name)
+                todo.extend(self.old_value_parents.get(name, ()))
+
+    def sends_old_values(self, node: str) -> bool:
+        """Whether ``node`` was asked for old values (read when its processor is built)."""
+        return node in self.old_values
 
     def add_processor(
         self,

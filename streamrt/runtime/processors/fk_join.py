@@ -100,6 +100,14 @@ class SubscriptionSendProcessor(Processor):
     def _send(self, fk: bytes, instruction: int, digest: bytes, pk: bytes) -> None:
         self.context.forward(fk, _subscription(instruction, digest, pk), to=self.sink)
 
+    def _propagate_null(self, fk: bytes | None, digest: bytes, pk: bytes) -> None:
+        """Ask for an answer even without a right row; for a null FK, answer here (Kafka
+        sends it through the subscription topic, answered with no right row)."""
+        if fk is None:
+            self.context.forward(pk, _response(digest, None), to=self.local)
+        else:
+            self._send(fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
+
     def process(self, key: Any, value: Any) -> None:
         if key is None:
             return
@@ -107,29 +115,37 @@ class SubscriptionSendProcessor(Processor):
         pk = self.pk_serde.serialize(key) or b""
         digest = value_hash(self.value_serde.serialize(change.new))
         new_fk, old_fk = self._fk(change.new), self._fk(change.old)
-        if change.new is None:  # a delete: retract at the old FK (or here for a null FK)
-            if old_fk is not None:
-                self._send(old_fk, DELETE_KEY_AND_PROPAGATE, digest, pk)
-            elif change.old is not None:
-                self.context.forward(pk, _response(digest, None), to=self.local)
+        if self.left:
+            self._left_join(change, new_fk, old_fk, digest, pk)
+        else:
+            self._inner_join(change, new_fk, old_fk, digest, pk)
+
+    def _left_join(
+        self, change: Change, new_fk: bytes | None, old_fk: bytes | None, digest: bytes, pk: bytes
+    ) -> None:
+        """Kafka's left-join rule: every update (a delete too) asks for an answer at the new
+        FK; a changed FK first retracts the old subscription without an answer."""
+        if change.new is None and change.old is None:
             return
         if old_fk is not None and old_fk != new_fk:
             self._send(old_fk, DELETE_KEY_NO_PROPAGATE, digest, pk)
-            if new_fk is None:  # moved to no FK: inner gives a tombstone, left joiner(v, None)
-                self.context.forward(pk, _response(digest, None), to=self.local)
-            else:
-                self._send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
+        self._propagate_null(new_fk, digest, pk)
+
+    def _inner_join(
+        self, change: Change, new_fk: bytes | None, old_fk: bytes | None, digest: bytes, pk: bytes
+    ) -> None:
+        """Kafka's inner-join rule: a delete or a null new FK retracts the old subscription
+        with an answer (the tombstone); a changed FK asks the new one for an answer even
+        without a row; otherwise only a joining row answers."""
+        if change.new is None or new_fk is None:
+            if old_fk is not None:
+                self._send(old_fk, DELETE_KEY_AND_PROPAGATE, digest, pk)
             return
-        if new_fk is None:
-            if self.left:
-                self.context.forward(pk, _response(digest, None), to=self.local)
+        if old_fk is not None and old_fk != new_fk:
+            self._send(old_fk, DELETE_KEY_NO_PROPAGATE, digest, pk)
+            self._send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
             return
-        instruction = (
-            PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
-            if self.left
-            else PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
-        )
-        self._send(new_fk, instruction, digest, pk)
+        self._send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, digest, pk)
 
 
 class SubscriptionReceiveProcessor(Processor):
@@ -146,7 +162,7 @@ class SubscriptionReceiveProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_store(self.store_name)
-        self.get_right = self.right.make(context)
+        self.get_right = self.right.make_timed(context)
 
     def process(self, key: Any, value: Any) -> None:
         fk: bytes = key
@@ -158,11 +174,15 @@ class SubscriptionReceiveProcessor(Processor):
             self.store.put(entry, digest or b"\x00")
         if instruction == DELETE_KEY_NO_PROPAGATE:
             return
-        right = self.get_right(self.fk_serde.deserialize(fk))
+        found = self.get_right(self.fk_serde.deserialize(fk))
+        right = None if found is None else found.value
+        # Kafka: the answer carries max(subscription's, FK row's timestamp)
+        ts = self.context.timestamp
+        ts = ts if found is None else max(ts, found.timestamp)
         if instruction == DELETE_KEY_AND_PROPAGATE:
-            self.context.forward(pk, _response(digest, None))
+            self.context.forward(pk, _response(digest, None), timestamp=ts)
         elif right is not None or instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            self.context.forward(pk, _response(digest, self._serialize_right(right)))
+            self.context.forward(pk, _response(digest, self._serialize_right(right)), timestamp=ts)
 
     def _serialize_right(self, right: Any) -> bytes | None:
         return None if right is None else self.right_serde.serialize(right)

@@ -8,10 +8,30 @@ from typing import Any, Literal
 
 from streamrt.errors import ConfigError
 
-__all__ = ("JoinKind", "JoinWindows", "Joiner")
+__all__ = ("JoinKind", "JoinWindows", "Joiner", "KeyJoiner", "ValueJoinerWithKey", "key_joiner")
 
 JoinKind = Literal["inner", "left", "outer"]
 Joiner = Callable[[Any, Any], Any]
+KeyJoiner = Callable[[Any, Any, Any], Any]  # (key, left, right) -> result
+
+
+@dataclass(frozen=True, slots=True)
+class ValueJoinerWithKey:
+    """A joiner that also reads the record's key: ``fn(key, left, right)``, as Kafka's
+    ``ValueJoinerWithKey``; stream joins (with a stream, a table or a global table) take it in
+    place of ``joiner(left, right)``."""
+
+    fn: KeyJoiner
+
+    def __call__(self, key: Any, left: Any, right: Any) -> Any:
+        return self.fn(key, left, right)
+
+
+def key_joiner(joiner: Joiner | ValueJoinerWithKey) -> KeyJoiner:
+    """Every joiner as ``(key, left, right)``: the processors always pass the key."""
+    if isinstance(joiner, ValueJoinerWithKey):
+        return joiner.fn
+    return lambda _key, left, right: joiner(left, right)
 
 
 @dataclass(frozen=True, slots=True)

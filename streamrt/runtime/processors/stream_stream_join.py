@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamrt.runtime.processor import Processor, ProcessorContext
-from streamrt.runtime.processors.join_windows import Joiner, JoinKind, JoinWindows
+from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows, KeyJoiner
 from streamrt.serde import Serde
 
 __all__ = (
@@ -40,8 +40,30 @@ def _split_window_key(raw: bytes) -> tuple[bytes, int]:
     return raw[4 : 4 + n], _TS.unpack_from(raw, 4 + n)[0]
 
 
+# The side byte of a pending entry: Kafka's TimestampedKeyAndJoinSide orders (ts, side, key)
+# with the right side first. Older streamrt wrote 0 (left) / 1 (right); those still read.
+_SIDE_BYTE = {LEFT: 3, RIGHT: 2}
+_LEGACY_SIDE_BYTE = {LEFT: 0, RIGHT: 1}
+_JAVA_LONG_MAX = 2**63 - 1
+
+
 def _pending_key(ts: int, side: int, key: bytes) -> bytes:
-    return _TS.pack(ts) + bytes([side]) + key
+    return _TS.pack(ts) + bytes([_SIDE_BYTE[side]]) + key
+
+
+def _legacy_pending_key(ts: int, side: int, key: bytes) -> bytes:
+    return _TS.pack(ts) + bytes([_LEGACY_SIDE_BYTE[side]]) + key
+
+
+def _side_of(byte: int) -> int:
+    return LEFT if byte in (_SIDE_BYTE[LEFT], _LEGACY_SIDE_BYTE[LEFT]) else RIGHT
+
+
+def _java_add(*terms: int) -> int:
+    """A sum with Java's long overflow (Kafka's ``minTime + after + grace`` with minTime at
+    Long.MAX_VALUE wraps negative, so an emptied tracker always scans)."""
+    total = sum(terms) & (2**64 - 1)
+    return total - 2**64 if total > _JAVA_LONG_MAX else total
 
 
 def _pack_list(values: list[bytes]) -> bytes:
@@ -63,6 +85,8 @@ class _TimeTracker:
 
     stream_time: int = -1
     next_purge: int = 0
+    # the lowest pending timestamp as Kafka tracks it (a hint for when to scan; not persisted)
+    min_time: int = _JAVA_LONG_MAX
     # each side's buffer keeps its own observed time (max ts put), as a window store does
     put_time: list[int] = field(default_factory=lambda: [-1, -1])
 
@@ -78,7 +102,7 @@ class Trackers:
 @dataclass(frozen=True, slots=True)
 class StreamJoinSpec:
     windows: JoinWindows
-    joiner: Joiner
+    joiner: KeyJoiner  # (key, left, right)
     kind: JoinKind
     key_serde: Serde[Any]
     left_serde: Serde[Any]
@@ -117,45 +141,28 @@ class StreamStreamJoinSide(Processor):
         self.pending = context.get_store(spec.pending_store) if spec.pending_store else None
         self.tracker = spec.trackers.get(context.task_id)
 
-    def _join(self, this: Any, other: Any) -> Any:
+    def _join(self, key: Any, this: Any, other: Any) -> Any:
         if self.side == LEFT:
-            return self.spec.joiner(this, other)
-        return self.spec.joiner(other, this)
+            return self.spec.joiner(key, this, other)
+        return self.spec.joiner(key, other, this)
 
     def process(self, key: Any, value: Any) -> None:
         ctx = self.context
-        if key is None or value is None:
-            if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
-                ctx.forward(key, self._join(value, None))
-            return
         ts = ctx.timestamp
         tracker = self.tracker
+        # as Kafka: every record advances the join's stream time, a skipped one too
         tracker.stream_time = max(tracker.stream_time, ts)
+        if key is None or value is None:
+            if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
+                ctx.forward(key, self._join(key, value, None))
+            return
         now = tracker.stream_time
         retention = self.spec.windows.retention_ms
         if self.pending is not None and ts == now:
             self._emit_closed(now)
         kb = self.spec.key_serde.serialize(key) or b""
-        lo = max(0, ts - self.lo, tracker.put_time[1 - self.side] - retention + 1)
-        hi = max(0, ts + self.hi)
-        matched = False
-        if lo <= hi:
-            start = _U32.pack(len(kb)) + kb + _TS.pack(lo)
-            end = _U32.pack(len(kb)) + kb + _TS.pack(hi + 1)
-            for raw, vb in list(self.other.range(start, end)):
-                _k, other_ts = _split_window_key(raw)
-                matched = True
-                other_value = self.other_serde.deserialize(vb)
-                ctx.forward(key, self._join(value, other_value), timestamp=max(ts, other_ts))
-                if self.pending is not None:  # the other record found a partner after all
-                    self.pending.delete(_pending_key(other_ts, 1 - self.side, kb))
-        if not matched and self.outer:
-            if self.pending is None or ts + self.hi < now:
-                ctx.forward(key, self._join(value, None))
-            else:
-                pk = _pending_key(ts, self.side, kb)
-                vb = self.this_serde.serialize(value) or b""
-                self.pending.put(pk, _pack_list([*_unpack_list(self.pending.get(pk) or b""), vb]))
+        if not self._join_matches(key, value, kb, ts) and self.outer:
+            self._not_joined(key, value, kb, ts, now)
         mine_time = max(tracker.put_time[self.side], ts)
         if ts > mine_time - retention:  # older than the retention: the store would drop it
             tracker.put_time[self.side] = mine_time
@@ -165,16 +172,51 @@ class StreamStreamJoinSide(Processor):
             self._purge(tracker.put_time, retention)
             tracker.next_purge = now + max(retention // 2, 1)
 
+    def _join_matches(self, key: Any, value: Any, kb: bytes, ts: int) -> bool:
+        """Join with the other side's records in the window; whether there was any."""
+        retention = self.spec.windows.retention_ms
+        lo = max(0, ts - self.lo, self.tracker.put_time[1 - self.side] - retention + 1)
+        hi = max(0, ts + self.hi)
+        if lo > hi:
+            return False
+        matched = False
+        start = _U32.pack(len(kb)) + kb + _TS.pack(lo)
+        end = _U32.pack(len(kb)) + kb + _TS.pack(hi + 1)
+        for raw, vb in list(self.other.range(start, end)):
+            _k, other_ts = _split_window_key(raw)
+            matched = True
+            if self.pending is not None:  # the other record found a partner after all
+                self.pending.delete(_pending_key(other_ts, 1 - self.side, kb))
+                self.pending.delete(_legacy_pending_key(other_ts, 1 - self.side, kb))
+            other_value = self.other_serde.deserialize(vb)
+            joined = self._join(key, value, other_value)
+            self.context.forward(key, joined, timestamp=max(ts, other_ts))
+        return matched
+
+    def _not_joined(self, key: Any, value: Any, kb: bytes, ts: int, now: int) -> None:
+        """No partner: emit at once if the window already closed, else wait in the store."""
+        if self.pending is None or max(0, ts + self.hi) < now:
+            self.context.forward(key, self._join(key, value, None))
+            return
+        self.tracker.min_time = min(self.tracker.min_time, ts)
+        pk = _pending_key(ts, self.side, kb)
+        vb = self.this_serde.serialize(value) or b""
+        self.pending.put(pk, _pack_list([*_unpack_list(self.pending.get(pk) or b""), vb]))
+
     def _emit_closed(self, now: int) -> None:
-        """Emit non-joined records whose window (plus grace) closed, in timestamp order."""
+        """Emit non-joined records whose window (plus grace) closed, in (ts, right before
+        left, key) order. As Kafka, the scan runs only if the lowest pending timestamp plus
+        *this* side's ``after`` plus grace is behind stream time."""
         assert self.pending is not None
         w = self.spec.windows
-        horizon = now - w.grace_ms - min(w.before_ms, w.after_ms)
-        if horizon <= 0:
+        tracker = self.tracker
+        if _java_add(tracker.min_time, self.hi, w.grace_ms) >= now:
             return
-        for pk, raw in list(self.pending.range(None, _TS.pack(horizon))):
+        tracker.min_time = _JAVA_LONG_MAX
+        for pk, raw in list(self.pending.range(None, None)):
             ets = _TS.unpack_from(pk, 0)[0]
-            side = pk[8]
+            tracker.min_time = ets
+            side = _side_of(pk[8])
             # left records wait for right ones up to ts + after; right ones up to ts + before
             reach = w.after_ms if side == LEFT else w.before_ms
             if ets + reach + w.grace_ms >= now:
@@ -183,7 +225,8 @@ class StreamStreamJoinSide(Processor):
             serde = self.spec.left_serde if side == LEFT else self.spec.right_serde
             for vb in _unpack_list(raw):
                 v = serde.deserialize(vb)
-                result = self.spec.joiner(v, None) if side == LEFT else self.spec.joiner(None, v)
+                joiner = self.spec.joiner
+                result = joiner(key, v, None) if side == LEFT else joiner(key, None, v)
                 self.context.forward(key, result, timestamp=ets)
             self.pending.delete(pk)
 

@@ -10,7 +10,7 @@ from typing import Any
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.graph.nodes import ValueGetter
 from streamrt.runtime.processor import Processor, ProcessorContext
-from streamrt.runtime.processors.join_windows import Joiner
+from streamrt.runtime.processors.join_windows import KeyJoiner
 
 __all__ = ("StreamGlobalJoinProcessor", "StreamTableJoinProcessor")
 
@@ -18,7 +18,7 @@ __all__ = ("StreamGlobalJoinProcessor", "StreamTableJoinProcessor")
 class StreamTableJoinProcessor(Processor):
     """Only stream records produce output; the result keeps the stream record's ts/headers."""
 
-    def __init__(self, getter: ValueGetter, joiner: Joiner, left: bool) -> None:
+    def __init__(self, getter: ValueGetter, joiner: KeyJoiner, left: bool) -> None:
         self.getter = getter
         self.joiner = joiner
         self.left = left
@@ -32,12 +32,12 @@ class StreamTableJoinProcessor(Processor):
             return
         if key is None:
             if self.left:
-                self.context.forward(key, self.joiner(value, None))
+                self.context.forward(key, self.joiner(key, value, None))
             return
         other = self.get(key)
         if other is None and not self.left:
             return
-        self.context.forward(key, self.joiner(value, other))
+        self.context.forward(key, self.joiner(key, value, other))
 
 
 class StreamGlobalJoinProcessor(Processor):
@@ -47,7 +47,7 @@ class StreamGlobalJoinProcessor(Processor):
         self,
         spec: GlobalTableSpec,
         key_mapper: Callable[[Any, Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: KeyJoiner,
         left: bool,
     ) -> None:
         self.spec = spec
@@ -62,4 +62,4 @@ class StreamGlobalJoinProcessor(Processor):
         other = None if table_key is None else self.spec.require().get(table_key)
         if other is None and not self.left:
             return
-        self.context.forward(key, self.joiner(value, other))
+        self.context.forward(key, self.joiner(key, value, other))

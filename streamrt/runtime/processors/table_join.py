@@ -3,11 +3,10 @@ the other side's current value; Change in and out."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from streamrt.runtime.graph.nodes import ValueGetter
-from streamrt.runtime.processor import Change, Processor, ProcessorContext
+from streamrt.runtime.graph.nodes import TimedGet, ValueGetter
+from streamrt.runtime.processor import Change, Processor, ProcessorContext, ValueAndTimestamp
 from streamrt.runtime.processors.join_windows import Joiner, JoinKind
 from streamrt.runtime.processors.tables import as_change
 
@@ -25,7 +24,7 @@ class TableJoinSide(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.get = self.other_getter.make(context)
+        self.get = self.other_getter.make_timed(context)
 
     def _join(self, this: Any, other: Any) -> Any:
         return self.joiner(this, other) if self.is_left else self.joiner(other, this)
@@ -34,7 +33,14 @@ class TableJoinSide(Processor):
         if key is None:
             return
         change = as_change(value)
-        other = self.get(key)
+        found = self.get(key)
+        other = None if found is None else found.value
+        # Kafka: the result carries max(this update's, the other row's timestamp)
+        ts = (
+            self.context.timestamp
+            if found is None
+            else max(self.context.timestamp, found.timestamp)
+        )
         join = self._join
         if self.kind == "left" and not self.is_left:  # a right update of a left join
             if other is None:  # no left value: no output
@@ -52,25 +58,28 @@ class TableJoinSide(Processor):
                 return
             new = None if change.new is None else join(change.new, other)
             old = None if change.old is None else join(change.old, other)
-        self.context.forward(key, Change(new, old))
+        self.context.forward(key, Change(new, old), timestamp=ts)
 
 
 def joined_getter(
     left: ValueGetter, right: ValueGetter, joiner: Joiner, kind: JoinKind
 ) -> ValueGetter:
-    """Reads of an unmaterialized join result: the join of both sides' current values."""
+    """Reads of an unmaterialized join result: the join of both sides' current rows, with
+    the larger of their timestamps (Kafka's join value getters)."""
     stores = tuple(dict.fromkeys(left.stores + right.stores))
 
-    def make(ctx: ProcessorContext) -> Callable[[Any], Any]:
-        lget, rget = left.make(ctx), right.make(ctx)
+    def make(ctx: ProcessorContext) -> TimedGet:
+        lget, rget = left.make_timed(ctx), right.make_timed(ctx)
 
-        def joined(key: Any) -> Any:
-            lv, rv = lget(key), rget(key)
-            if lv is None and (kind != "outer" or rv is None):
+        def joined(key: Any) -> ValueAndTimestamp | None:
+            lf, rf = lget(key), rget(key)
+            if lf is None and (kind != "outer" or rf is None):
                 return None
-            if rv is None and kind == "inner":
+            if rf is None and kind == "inner":
                 return None
-            return joiner(lv, rv)
+            lv, rv = (None if f is None else f.value for f in (lf, rf))
+            ts = max(f.timestamp for f in (lf, rf) if f is not None)
+            return ValueAndTimestamp(joiner(lv, rv), ts)
 
         return joined
 

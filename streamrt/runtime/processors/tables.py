@@ -13,8 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from streamrt.errors import StreamrtError
-from streamrt.runtime.graph.nodes import ValueGetter
-from streamrt.runtime.processor import Change, Processor, ProcessorContext, TupleForwarder
+from streamrt.runtime.graph.nodes import TimedGet, ValueGetter
+from streamrt.runtime.processor import (
+    Change,
+    Processor,
+    ProcessorContext,
+    TupleForwarder,
+    ValueAndTimestamp,
+)
 
 __all__ = (
     "TableFilterProcessor",
@@ -50,12 +56,22 @@ class _StoringProcessor(Processor):
 
 
 class TableFilterProcessor(_StoringProcessor):
-    """A failed predicate forwards a tombstone; nothing if both results are null."""
+    """A failed predicate forwards a tombstone. Only when old values are sent downstream (a
+    grouping, a suppress, a left/outer join asked for them) is an update whose new and old
+    results are both null dropped, as Kafka's ``KTableFilter``: a plain ``to_stream`` sees the
+    tombstone."""
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool, store: str | None):
+    def __init__(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        negate: bool,
+        store: str | None,
+        send_old_values: bool = True,
+    ):
         super().__init__(store)
         self.predicate = predicate
         self.negate = negate
+        self.send_old_values = send_old_values
 
     def keep(self, key: Any, value: Any) -> Any:
         if value is None or bool(self.predicate(key, value)) == self.negate:
@@ -65,7 +81,7 @@ class TableFilterProcessor(_StoringProcessor):
     def process(self, key: Any, value: Any) -> None:
         change = as_change(value)
         new, old = self.keep(key, change.new), self.keep(key, change.old)
-        if new is None and old is None:
+        if new is None and old is None and self.send_old_values:
             return
         self.emit(key, Change(new, old))
 
@@ -139,15 +155,15 @@ class TableSourceProcessor(Processor):
 def filter_getter(
     parent: ValueGetter, predicate: Callable[[Any, Any], bool], negate: bool
 ) -> ValueGetter:
-    """Reads of a filtered table: the parent's value if it passes, else None."""
+    """Reads of a filtered table: the parent's row if it passes, else None."""
 
-    def make(ctx: ProcessorContext) -> Callable[[Any], Any]:
-        get = parent.make(ctx)
+    def make(ctx: ProcessorContext) -> TimedGet:
+        get = parent.make_timed(ctx)
 
-        def filtered(key: Any) -> Any:
-            value = get(key)
-            ok = value is not None and bool(predicate(key, value)) != negate
-            return value if ok else None
+        def filtered(key: Any) -> ValueAndTimestamp | None:
+            found = get(key)
+            ok = found is not None and bool(predicate(key, found.value)) != negate
+            return found if ok else None
 
         return filtered
 
@@ -155,10 +171,15 @@ def filter_getter(
 
 
 def map_values_getter(parent: ValueGetter, fn: Callable[[Any], Any]) -> ValueGetter:
-    """Reads of a mapped table: ``fn`` of the parent's value (None stays None)."""
+    """Reads of a mapped table: ``fn`` of the parent's value, with its timestamp."""
 
-    def make(ctx: ProcessorContext) -> Callable[[Any], Any]:
-        get = parent.make(ctx)
-        return lambda key: None if (v := get(key)) is None else fn(v)
+    def make(ctx: ProcessorContext) -> TimedGet:
+        get = parent.make_timed(ctx)
+
+        def mapped(key: Any) -> ValueAndTimestamp | None:
+            found = get(key)
+            return None if found is None else ValueAndTimestamp(fn(found.value), found.timestamp)
+
+        return mapped
 
     return ValueGetter(parent.stores, make)

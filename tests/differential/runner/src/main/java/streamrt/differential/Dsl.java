@@ -215,6 +215,9 @@ final class Dsl {
     }
 
     private Object streamJoin(String op, JsonNode n, KStream<String, Object> s) {
+        if (text(n, "joiner").startsWith("key")) {
+            return streamJoinWithKey(op, n, s);
+        }
         Object other = node(text(n, "other"));
         var joiner = Fns.joiner(text(n, "joiner"));
         if (other instanceof KStream) {
@@ -236,6 +239,29 @@ final class Dsl {
         if (n.has("grace_ms")) {
             joined = joined.withGracePeriod(ms(n, "grace_ms"));
         }
+        return op.equals("join") ? s.join(t, joiner, joined) : s.leftJoin(t, joiner, joined);
+    }
+
+    /** The same joins with a key-aware joiner (ValueJoinerWithKey overloads). */
+    private Object streamJoinWithKey(String op, JsonNode n, KStream<String, Object> s) {
+        Object other = node(text(n, "other"));
+        var joiner = Fns.joinerWithKey(text(n, "joiner"));
+        if (other instanceof KStream) {
+            KStream<String, Object> o = (KStream<String, Object>) other;
+            JoinWindows w = joinWindows(n.get("window"));
+            switch (op) {
+                case "join": return s.join(o, joiner, w);
+                case "leftJoin": return s.leftJoin(o, joiner, w);
+                default: return s.outerJoin(o, joiner, w);
+            }
+        }
+        if (other instanceof GlobalKTable) {
+            GlobalKTable<String, Object> g = (GlobalKTable<String, Object>) other;
+            var mapper = Fns.globalKey(text(n, "key_mapper"));
+            return op.equals("join") ? s.join(g, mapper, joiner) : s.leftJoin(g, mapper, joiner);
+        }
+        KTable<String, Object> t = (KTable<String, Object>) other;
+        Joined<String, Object, Object> joined = Joined.with(Serdes.String(), json, json);
         return op.equals("join") ? s.join(t, joiner, joined) : s.leftJoin(t, joiner, joined);
     }
 

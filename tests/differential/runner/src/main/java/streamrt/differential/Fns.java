@@ -12,6 +12,7 @@ import org.apache.kafka.streams.kstream.Merger;
 import org.apache.kafka.streams.kstream.Predicate;
 import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.kstream.ValueJoiner;
+import org.apache.kafka.streams.kstream.ValueJoinerWithKey;
 import org.apache.kafka.streams.kstream.ValueMapper;
 
 /** The named built-ins a scenario may use (no user code): the same names and rules as
@@ -161,6 +162,14 @@ final class Fns {
             throw new IllegalArgumentException("unknown joiner " + name);
         }
         return (l, r) -> fmt(l) + "+" + fmt(r);
+    }
+
+    /** A key-aware joiner: {@code keyConcat} gives "<key>:<left>+<right>". */
+    static ValueJoinerWithKey<String, Object, Object, Object> joinerWithKey(String name) {
+        if (!name.equals("keyConcat")) {
+            throw new IllegalArgumentException("unknown key-aware joiner " + name);
+        }
+        return (k, l, r) -> fmt(k) + ":" + fmt(l) + "+" + fmt(r);
     }
 
     static Function<Object, Object> foreignKey(String name) {
