@@ -93,16 +93,20 @@ class TaskManager:
         restore_consumer: AIOKafkaConsumer,
         events: TaskEvents,
         thread_name: str,
+        offsets_consumer: AIOKafkaConsumer | None = None,
     ) -> TaskManager:
         """Restorer and standbys share the restore consumer; standbys pause while actives
-        restore (the restorer then owns it)."""
-        restorer = ChangelogRestorer(restore_consumer, thread_name, events.emit)
+        restore (the restorer then owns it). Both list changelog ends with
+        ``offsets_consumer`` (default: the restore consumer), so a restore check never waits
+        for the standbys' Fetch."""
+        restorer = ChangelogRestorer(restore_consumer, thread_name, events.emit, offsets_consumer)
         standbys = StandbyUpdater(
             restore_consumer,
             factory.standby,
             lambda: bool(restorer.restoring),
             thread_name,
             events.emit,
+            offsets_consumer,
         )
         return cls(factory, consumer, restorer, standbys, events, thread_name)
 
