@@ -2,7 +2,14 @@
 
 Every thread has a producer (transactional under exactly_once_v2: one per thread, with a
 transactional id stable under static membership), a group consumer, a restore consumer (shared
-by restoration and standbys) and, with repartition topics, an admin client for purging them.
+by restoration and standbys), an offsets consumer and, with repartition topics, an admin client
+for purging them.
+
+The offsets consumer only lists changelog end offsets and never fetches. A broker answers one
+request per connection at a time, in order, so a ListOffsets sent on the restore consumer's
+connection waits behind the standbys' long-poll Fetch (up to ``fetch.max.wait.ms``, 500 ms, when
+their changelogs are idle, as they are once the active owner is gone): the restore check of a
+promoted standby, and the ends refresh before each join, waited for it.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class ThreadClients:
     producer: Producer
     consumer: AIOKafkaConsumer
     restore_consumer: AIOKafkaConsumer
+    offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
 
     async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
@@ -60,6 +68,7 @@ class ThreadClients:
                 "consumer fenced by the successor while closing", extra=fields(thread=thread_name)
             )
         await self.restore_consumer.stop()
+        await self.offsets_consumer.stop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +86,7 @@ class ClientFactory:
             self.thread_producer(),
             self.consumer(assignor),
             self.restore_consumer(),
+            self.restore_consumer("offsets"),
             self.purger(),
         )
 
@@ -120,10 +130,11 @@ class ClientFactory:
             partition_assignment_strategy=(assignor,),
         )
 
-    def restore_consumer(self) -> AIOKafkaConsumer:
-        """No group: restoration and standbys assign changelog partitions themselves."""
+    def restore_consumer(self, role: str = "restore") -> AIOKafkaConsumer:
+        """No group: restoration and standbys assign changelog partitions themselves; the
+        offsets consumer (``role="offsets"``, same settings) only lists end offsets."""
         kwargs = client_settings.consumer_kwargs(
-            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-restore"
+            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-{role}"
         )
         return AIOKafkaConsumer(**self._isolation(kwargs))
 
@@ -147,7 +158,7 @@ class ClientFactory:
             cfg.repartition_purge_interval_ms,
         )
 
-    async def warm_restore_consumer(self, restore_consumer: AIOKafkaConsumer) -> None:
+    async def warm_offsets_consumer(self, offsets_consumer: AIOKafkaConsumer) -> None:
         """Held: ask the changelogs' end offsets once, so the metadata and the connections
         the restore check needs after the join are there already (best effort)."""
         app_id = self.env.config.application_id
@@ -156,6 +167,6 @@ class ClientFactory:
         if not tps:
             return
         try:
-            await asyncio.wait_for(restore_consumer.end_offsets(tps), 5.0)
+            await asyncio.wait_for(offsets_consumer.end_offsets(tps), 5.0)
         except Exception as exc:  # e.g. a store whose changelog is its source topic
             logger.debug("restore consumer warm-up", extra=fields(error=repr(exc)))

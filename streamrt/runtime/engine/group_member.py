@@ -102,11 +102,11 @@ class GroupMember:
         self.emit("group_leader", generation=generation, members=members, tasks=tasks)
 
     async def refresh_changelog_ends(
-        self, restore_consumer: AIOKafkaConsumer, consumer: AIOKafkaConsumer
+        self, offsets_consumer: AIOKafkaConsumer, consumer: AIOKafkaConsumer
     ) -> None:
         """Before joining: list the changelog ends, in case this thread leads the assignment."""
         if self.changelog_ends.stateful:
-            await self.changelog_ends.refresh(restore_consumer, consumer.partitions_for_topic)
+            await self.changelog_ends.refresh(offsets_consumer, consumer.partitions_for_topic)
 
     def _on_placement(self, plan: TaskPlacement) -> None:
         """As the group leader: warm-ups mean a probing rebalance is due later (KIP-441)."""

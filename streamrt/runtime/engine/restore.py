@@ -51,8 +51,12 @@ class ChangelogRestorer:
         consumer: AIOKafkaConsumer,
         thread_name: str,
         emit: Callable[..., Any] | None = None,
+        offsets: AIOKafkaConsumer | None = None,
     ) -> None:
         self.consumer = consumer
+        # lists the ends: not the fetching consumer, whose ListOffsets would queue behind its
+        # standbys' long-poll Fetch on the same connection (clients.py)
+        self.offsets = offsets or consumer
         self.thread_name = thread_name
         self.emit = emit or (lambda type_, **kv: None)  # emit(type, **fields): lifecycle events
         self.stats = RestoreStats()
@@ -75,7 +79,7 @@ class ChangelogRestorer:
         if not positions:
             return True
         tps = [KafkaTP(*tp) for tp in positions]
-        ends = await self.consumer.end_offsets(tps)
+        ends = await self.offsets.end_offsets(tps)
         todo: dict[TopicPartition, int] = {}
         for tp, position in positions.items():
             end = ends[KafkaTP(*tp)]

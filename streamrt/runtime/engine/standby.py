@@ -106,6 +106,7 @@ class StandbyUpdater:
     changelogs with the restore consumer while nothing restores, expose their lag.
 
     :param busy: True while the thread's restorer uses the restore consumer.
+    :param offsets: lists the changelog ends (default: ``consumer``).
     """
 
     def __init__(
@@ -115,8 +116,10 @@ class StandbyUpdater:
         busy: Callable[[], bool],
         thread_name: str,
         emit: Callable[..., Any] | None = None,
+        offsets: AIOKafkaConsumer | None = None,
     ) -> None:
         self.consumer = consumer
+        self.offsets = offsets or consumer  # lists the ends (see ChangelogRestorer.offsets)
         self._make_task = make_task
         self._busy = busy
         self.thread_name = thread_name
@@ -164,7 +167,7 @@ class StandbyUpdater:
                     extra=fields(thread=self.thread_name, task=task_id, error=str(exc)),
                 )
                 continue
-            ends = await self.consumer.end_offsets([KafkaTP(*tp) for tp in task.changelogs])
+            ends = await self.offsets.end_offsets([KafkaTP(*tp) for tp in task.changelogs])
             task.ends = {tp: ends[KafkaTP(*tp)] for tp in task.changelogs}
             for tp in task.changelogs:
                 self._by_changelog[tp] = task

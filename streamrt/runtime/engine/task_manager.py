@@ -98,16 +98,20 @@ class TaskManager:
         events: TaskEvents,
         thread_name: str,
         lags: LagReader = caught_up,
+        offsets_consumer: AIOKafkaConsumer | None = None,
     ) -> TaskManager:
         """Restorer and standbys share the restore consumer; standbys pause while actives
-        restore (the restorer then owns it). ``lags`` reads an input partition's fetched lag."""
-        restorer = ChangelogRestorer(restore_consumer, thread_name, events.emit)
+        restore (the restorer then owns it). Both list changelog ends with
+        ``offsets_consumer`` (default: the restore consumer), so a restore check never waits
+        for the standbys' Fetch. ``lags`` reads an input partition's fetched lag."""
+        restorer = ChangelogRestorer(restore_consumer, thread_name, events.emit, offsets_consumer)
         standbys = StandbyUpdater(
             restore_consumer,
             factory.standby,
             lambda: bool(restorer.restoring),
             thread_name,
             events.emit,
+            offsets_consumer,
         )
         inputs = TaskInputs(factory.env.config.max_task_idle_ms, lags)
         return cls(factory, consumer, restorer, standbys, events, thread_name, inputs)

@@ -244,7 +244,7 @@ class StreamThread:
         assignment that follows."""
         if self._clients is not None:
             clients = self._clients
-            await self.member.refresh_changelog_ends(clients.restore_consumer, clients.consumer)
+            await self.member.refresh_changelog_ends(clients.offsets_consumer, clients.consumer)
 
     # -- the thread's own loop -----------------------------------------------------------------
 
@@ -290,6 +290,7 @@ class StreamThread:
             TaskEvents(self.emit, self.mark, self.tasks_running),
             self.name,
             ConsumerLags(clients.consumer, read_committed=self.env.config.exactly_once),
+            offsets_consumer=clients.offsets_consumer,
         )
         # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
         # and aborts its open transaction, which releases the changelogs' last stable offset
@@ -300,6 +301,7 @@ class StreamThread:
         if not eos:
             await clients.producer.start()
         await clients.restore_consumer.start()
+        await clients.offsets_consumer.start()
         try:
             if await self._join(factory, clients, RebalanceListener(self, tasks, committer)):
                 await self._run_loop(clients.consumer, tasks, committer)
@@ -323,7 +325,7 @@ class StreamThread:
         kafka_adapter.install_static_heartbeat(consumer)
         await kafka_adapter.find_coordinator(consumer)
         if not self._hold.is_set():
-            await factory.warm_restore_consumer(clients.restore_consumer)
+            await factory.warm_offsets_consumer(clients.offsets_consumer)
         self.mark("prepared")
         self.prepared.set()
         await self._wakeup.wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
