@@ -307,6 +307,9 @@ class StreamThread:
                 await self._run_loop(clients.consumer, tasks, committer)
                 await self._final_commit(tasks, committer)
         finally:
+            # before "committed" lets a hand-off successor join: from now on this consumer
+            # never joins again (a late rejoin would take the instance id back and fence it)
+            kafka_adapter.retire_static_member(clients.consumer)
             self.prepared.set()
             self.committed.set()
             await tasks.close_all()

@@ -45,6 +45,7 @@ from streamrt.runtime.engine.kafka_adapter.membership import (
     is_fenced,
     member_id,
     request_rejoin,
+    retire_static_member,
 )
 from streamrt.runtime.engine.kafka_adapter.pins import (
     AIOKAFKA_VERSION,
@@ -75,4 +76,5 @@ __all__ = (
     "is_producer_fenced",
     "member_id",
     "request_rejoin",
+    "retire_static_member",
 )

@@ -1,11 +1,12 @@
 """Group membership internals of aiokafka's consumer: member id, generation, a static
-member's Heartbeat v3 reporting FENCED_INSTANCE_ID (82), a rejoin on demand, finding the
-coordinator early, and assigning-and-seeking with no await in between (public API)."""
+member's Heartbeat v3 reporting FENCED_INSTANCE_ID (82), a rejoin on demand (and none once the
+member stopped), finding the coordinator early, and assigning-and-seeking with no await in
+between (public API)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiokafka.errors as Errors
@@ -29,6 +30,7 @@ __all__ = (
     "is_fenced",
     "member_id",
     "request_rejoin",
+    "retire_static_member",
 )
 
 logger = logging.getLogger(__name__)
@@ -137,9 +139,14 @@ async def find_coordinator(consumer: AIOKafkaConsumer) -> bool:
 
 
 def install_static_heartbeat(consumer: AIOKafkaConsumer) -> None:
-    """Replace the started consumer's heartbeat with one that reports fencing.
+    """Replace the started consumer's heartbeat with one that always carries the instance id.
 
-    Only the request changes; every other answer is handed to aiokafka's own handling.
+    Only the request changes: a fenced answer raises :class:`FencedInstanceIdError`, every other
+    answer goes through aiokafka's own handling. aiokafka's heartbeat has no instance id; sent
+    again after a non-zero v3 answer (as this did before), it reached the coordinator after a
+    hand-off successor had replaced this member, got UNKNOWN_MEMBER_ID instead of
+    FENCED_INSTANCE_ID, and aiokafka then rejoined with an empty member id: that JoinGroup took
+    the instance id back and fenced the successor.
     """
     coordinator = group_coordinator(consumer)
     if coordinator is None or coordinator._group_instance_id is None:
@@ -164,10 +171,45 @@ def install_static_heartbeat(consumer: AIOKafkaConsumer) -> None:
             )
         if resp.error_code == 0:
             return True
-        # Anything else: let aiokafka's heartbeat send again and handle the answer its way.
-        return bool(await original())
+        return await _handle_answer(coordinator, original, resp)
 
     coordinator._do_heartbeat = do_heartbeat
+
+
+async def _handle_answer(
+    coordinator: Any, do_heartbeat: Callable[[], Awaitable[bool]], resp: Any
+) -> bool:
+    """aiokafka's heartbeat reaction to ``resp`` (rejoin, reset, coordinator dead, raise),
+    without sending anything: its one ``_send_req`` call gets ``resp`` back at once. Nothing
+    in between suspends, so no other request of this coordinator sees the stand-in."""
+    send = coordinator._send_req
+
+    async def answered(_request: Any) -> Any:
+        return resp
+
+    coordinator._send_req = answered
+    try:
+        return bool(await do_heartbeat())
+    finally:
+        coordinator._send_req = send
+
+
+def retire_static_member(consumer: AIOKafkaConsumer | None) -> None:
+    """This static member stopped for good (final commit made): it must never join again.
+
+    A hand-off successor takes its ``group.instance.id`` meanwhile; any later JoinGroup from
+    this consumer (a rebalance it heard of while closing, or a reset after a commit answered
+    UNKNOWN_MEMBER_ID) would take the id back and fence the successor. The consumer keeps its
+    member id and sends no LeaveGroup, so a plain restart still gets the partitions back.
+    """
+    coordinator = group_coordinator(consumer)
+    if coordinator is None or coordinator._group_instance_id is None:
+        return
+
+    def never(_subscription: Any) -> bool:
+        return False
+
+    coordinator.need_rejoin = never
 
 
 async def check_static_membership(consumer: AIOKafkaConsumer) -> None:

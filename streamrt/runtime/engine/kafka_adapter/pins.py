@@ -28,6 +28,11 @@ PINNED_INTERNALS: tuple[tuple[str, str, str], ...] = (
     ("aiokafka.consumer.group_coordinator.GroupCoordinator", "request_rejoin", "method(self)"),
     (
         "aiokafka.consumer.group_coordinator.GroupCoordinator",
+        "need_rejoin",
+        "method(self, subscription)",
+    ),
+    (
+        "aiokafka.consumer.group_coordinator.GroupCoordinator",
         "ensure_coordinator_known",
         "method(self)",
     ),
