@@ -44,6 +44,7 @@ PROTOCOL = "roundrobin"
 SESSION_TIMEOUT_MS = 120_000
 REBALANCE_TIMEOUT_MS = 120_000
 RESPONSE_TIMEOUT_S = 300.0
+REBALANCE_IN_PROGRESS = 27  # Kafka's error code
 
 
 def free_port() -> int:
@@ -129,13 +130,24 @@ class StaticMember:
         return self.conn
 
     async def join_and_sync(self, partitions: int) -> None:
-        """JoinGroup with member id "", then SyncGroup (as leader, assign round-robin)."""
+        """JoinGroup, then SyncGroup (as leader, assign round-robin); a SyncGroup answered
+        REBALANCE_IN_PROGRESS (a member joined after the join phase closed: with no initial
+        rebalance delay the first JoinGroup can complete it alone) joins again with the member
+        id it was given, as every Kafka client does. The first JoinGroup has member id "", as
+        a restarted static member's has."""
+        self.member_id = ""
+        for _ in range(20):
+            if await self._join_and_sync_once(partitions):
+                return
+        raise RuntimeError(f"{self.instance_id}: no stable generation after 20 joins")
+
+    async def _join_and_sync_once(self, partitions: int) -> bool:
         joined = await self.c.call(
             11,
             group_id=GROUP,
             session_timeout=SESSION_TIMEOUT_MS,
             rebalance_timeout=REBALANCE_TIMEOUT_MS,
-            member_id="",
+            member_id=self.member_id,
             group_instance_id=self.instance_id,
             protocol_type="consumer",
             protocols=[{"name": PROTOCOL, "metadata": subscription(TOPIC)}],
@@ -161,9 +173,12 @@ class StaticMember:
             protocol_name=PROTOCOL,
             assignments=assignments,
         )
+        if synced.error_code == REBALANCE_IN_PROGRESS:
+            return False
         if synced.error_code != 0 or not synced.assignment:
             raise RuntimeError(f"{self.instance_id}: SyncGroup error {synced.error_code}")
         self.partitions = list(decode_assignment(synced.assignment).partitions.get(TOPIC, ()))
+        return True
 
     async def heartbeat(self) -> int:
         response = await self.c.call(
