@@ -21,6 +21,7 @@ from streamrt.runtime.processor import (
     TupleForwarder,
     ValueAndTimestamp,
 )
+from streamrt.runtime.versioned_stores import NOT_PUT, VersionedStoreView
 
 __all__ = (
     "TableFilterProcessor",
@@ -145,7 +146,11 @@ class TableSourceProcessor(Processor):
             return
         store = self.context.get_store(self.store_name)
         old = store.get(key)
-        if value is None:
+        view: object = store  # a versioned view's put answers whether it stored the version
+        if isinstance(view, VersionedStoreView):
+            if view.put(key, value) == NOT_PUT:  # older than its history: Kafka drops it
+                return
+        elif value is None:
             store.delete(key)
         else:
             store.put(key, value)
