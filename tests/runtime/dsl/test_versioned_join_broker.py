@@ -58,7 +58,8 @@ def test_versions_are_restored_from_the_changelog(broker, tmp_path: Path) -> Non
         "versions in the changelog",
     )
     # a new instance (in-memory store, fresh state dir) has only the changelog to go by
-    produce(b, "clicks", [(b"u", b"c1"), (b"u", b"c0"), (b"u", b"push")], timestamps=[250, 150, 400])
+    clicks = [(b"u", b"c1"), (b"u", b"c0"), (b"u", b"push")]
+    produce(b, "clicks", clicks, timestamps=[250, 150, 400])
     run_until(
         versioned_app(b, tmp_path / "b"),
         lambda: len(read_all(b, "out")) >= 2,
