@@ -73,10 +73,13 @@ class GraceBuffer:
         self.store = store
         self.key_serde = key_serde
         self.value_serde = value_serde
-        self.sequence = 1 + max((_U64.unpack(k[-8:])[0] for k, _ in store.items()), default=0)
+        self.sequence: int | None = None  # read at the first put: the store may be restoring
 
     def put(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         kb, vb = self.key_serde.serialize(key), self.value_serde.serialize(value)
+        if self.sequence is None:  # after any restored record, so none is overwritten
+            held = (_U64.unpack(k[-8:])[0] for k, _ in self.store.items())
+            self.sequence = 1 + max(held, default=0)
         row = _time_bytes(timestamp) + bytes(kb or b"") + _U64.pack(self.sequence)
         self.sequence += 1
         self.store.put(row, _encode_value(bytes(vb or b""), headers))

@@ -11,6 +11,9 @@ from streamrt.errors import ConfigError
 from streamrt.runtime import App
 from streamrt.runtime.dsl import JoinWindows
 from streamrt.runtime.graph.materialized import Materialized
+from streamrt.runtime.processors.grace_buffer import BufferedRecord, GraceBuffer
+from streamrt.serde import StrSerde
+from streamrt.state import InMemoryStore
 from streamrt.testing import TopologyTestDriver
 
 
@@ -104,3 +107,23 @@ def test_grace_needs_a_versioned_table_and_fits_its_history() -> None:
         stream.join(stream, pair, windows=JoinWindows.of_time_difference_with_no_grace(5), grace=1)
     with pytest.raises(ValueError, match="history retention"):
         Materialized.as_versioned("x", -1)
+
+
+def test_grace_buffer_restored_after_init_keeps_held_records_and_their_order() -> None:
+    store = InMemoryStore("buffer")
+    store.open()
+    # ``again`` is made (processor init) before the store is restored (``first`` writes it)
+    again = GraceBuffer(store, StrSerde(), StrSerde())  # type: ignore[arg-type]
+    first = GraceBuffer(store, StrSerde(), StrSerde())  # type: ignore[arg-type]
+    first.put("k", "held", 5, (("h", b"1"),))
+    again.put("k", "new", 5, ())  # same time and key: must not overwrite the held record
+    again.put("a", "sooner", 4, ())
+    out: list[BufferedRecord] = []
+    again.evict_until(4, out.append)
+    again.evict_until(5, out.append)
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in out] == [
+        ("a", "sooner", 4, ()),
+        ("k", "held", 5, (("h", b"1"),)),
+        ("k", "new", 5, ()),
+    ]
+    assert list(store.items()) == []
