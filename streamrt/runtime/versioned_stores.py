@@ -16,9 +16,9 @@ from typing import Any
 from streamrt.runtime.processor import ValueAndTimestamp
 from streamrt.runtime.stores import RecordCollector, RecordContext, StoreSpec
 from streamrt.state import KeyValueStore, TopicPartition
-from streamrt.state.versioned import NOT_PUT, Version, VersionedStore
+from streamrt.state.versioned import LATEST, NOT_PUT, Version, VersionedStore
 
-__all__ = ("NOT_PUT", "VersionedStoreView")
+__all__ = ("LATEST", "NOT_PUT", "VersionedStoreView")
 
 
 class _LoggedRows:
@@ -77,7 +77,7 @@ class VersionedStoreView:
 
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> int:
         """Add a version (``value`` None: a tombstone); :data:`NOT_PUT` if older than the
-        history retention, as Kafka's ``PUT_RETURN_CODE_NOT_PUT``."""
+        history retention, :data:`LATEST` if the latest, else when it stops being valid."""
         vb = None if value is None else self.spec.value_serde.serialize(value)
         ts = self._context.timestamp if timestamp is None else timestamp
         return self.versions.put(self._key(key), None if vb is None else bytes(vb), ts)

@@ -19,14 +19,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ("NOT_PUT", "BytesStore", "Version", "VersionedStore")
+__all__ = ("LATEST", "NOT_PUT", "BytesStore", "Version", "VersionedStore")
 
 _LEN = struct.Struct(">I")
 _TS = struct.Struct(">Q")
 _SIGN = 1 << 63
 _META = b"\xff\xff\xff\xff"  # no record key is 4 GiB long
 _VALUE, _TOMBSTONE = b"\x01", b"\x00"
-NOT_PUT = -1  # put() of a version older than the history retention allows
+# put() answers the new version's "valid to" (the next version's timestamp), or one of these
+# (Kafka's PUT_RETURN_CODE_VALID_TO_UNDEFINED and PUT_RETURN_CODE_NOT_PUT)
+LATEST = -1  # the new version is the latest
+NOT_PUT = -(1 << 63)  # older than the history retention allows: not stored
 _UNKNOWN = -(1 << 63)
 
 
@@ -87,8 +90,9 @@ class VersionedStore:
         return _UNKNOWN if now == _UNKNOWN else now - self.history_retention_ms
 
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-        """Add the version (``value`` None: a tombstone); :data:`NOT_PUT` if it is older than
-        the history retention (Kafka drops it too), else ``timestamp``."""
+        """Add the version (``value`` None: a tombstone). Returns :data:`NOT_PUT` if it is
+        older than the history retention (Kafka drops it too), :data:`LATEST` if it is the
+        latest version, else the timestamp of the version after it (until when it is valid)."""
         if timestamp < self._cutoff():
             return NOT_PUT
         raw = _TOMBSTONE if value is None else _VALUE + value
@@ -96,7 +100,8 @@ class VersionedStore:
         if timestamp > self.observed_stream_time:
             self.store.put(_META, _TS.pack(timestamp + _SIGN))
         self._expire(key)
-        return timestamp
+        later = [v.timestamp for v in self.versions(key) if v.timestamp > timestamp]
+        return later[0] if later else LATEST
 
     def delete(self, key: bytes, timestamp: int) -> Version | None:
         """A tombstone at ``timestamp``; the version that was valid then (Kafka's delete)."""

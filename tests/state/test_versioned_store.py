@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streamrt.state import InMemoryStore, KeyValueStore, RocksDBStore
-from streamrt.state.versioned import NOT_PUT, Version, VersionedStore
+from streamrt.state.versioned import LATEST, NOT_PUT, Version, VersionedStore
 
 
 @pytest.fixture(params=["in_memory", "rocksdb"])
@@ -79,15 +79,16 @@ def test_history_retention_drops_old_puts_reads_and_versions(store: KeyValueStor
     v.put(b"a", b"T3", 30)  # stream time 30: reads and puts before 20 are out of retention
     assert v.observed_stream_time == 30
     assert v.put(b"a", b"late", 19) == NOT_PUT
-    assert v.put(b"a", b"ok", 20) == 20
+    assert v.put(b"a", b"ok", 20) == 30  # valid until T3
     assert v.get_as_of(b"a", 19) is None
     assert v.get_as_of(b"a", 20) == Version(b"ok", 20)
     # T1 and T2 are unreachable ("ok" is the version valid at the cutoff): removed
     assert [x.value for x in v.versions(b"a")] == [b"ok", b"T3"]
+    assert v.put(b"a", b"T4", 31) == LATEST
     v.put(b"b", b"x", 45)
-    v.put(b"a", b"T4", 46)
-    assert [x.value for x in v.versions(b"a")] == [b"T3", b"T4"]
-    assert v.get(b"a") == Version(b"T4", 46)
+    v.put(b"a", b"T5", 46)
+    assert [x.value for x in v.versions(b"a")] == [b"T4", b"T5"]
+    assert v.get(b"a") == Version(b"T5", 46)
 
 
 def test_latest_is_kept_beyond_retention(store: KeyValueStore) -> None:

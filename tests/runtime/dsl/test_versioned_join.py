@@ -127,3 +127,26 @@ def test_grace_buffer_restored_after_init_keeps_held_records_and_their_order() -
         ("k", "new", 5, ()),
     ]
     assert list(store.items()) == []
+
+
+def test_out_of_order_versions_reach_to_stream_but_not_joins_or_groupings() -> None:
+    a = App({"application.id": "vl"})
+    t = a.table("t", key_serde="str", value_serde="str", versioned_history_ms=100)
+    u = a.table("u", key_serde="str", value_serde="str")
+    t.to_stream().to("all", key_serde="str", value_serde="str")
+    t.join(u, pair).to_stream().to("joined", key_serde="str", value_serde="str")
+    grouped = t.group_by(lambda k, v: (v, k), key_serde="str", value_serde="str")
+    grouped.count(materialized="c").to_stream().to("counts", key_serde="str", value_serde="int")
+    with TopologyTestDriver(a) as d:
+        d.create_input_topic("u", "str", "str").pipe_input("k", "U", timestamp=1)
+        t_in = d.create_input_topic("t", "str", "str")
+        t_in.pipe_input("k", "new", timestamp=10)
+        t_in.pipe_input("k", "older", timestamp=5)  # stored as a version, not the latest
+        assert d.create_output_topic("all", "str", "str").read_values_to_list() == [
+            "new",
+            "older",
+        ]
+        assert d.create_output_topic("joined", "str", "str").read_values_to_list() == ["new+U"]
+        assert d.create_output_topic("counts", "str", "int").read_key_values_to_list() == [
+            ("new", 1)
+        ]
