@@ -51,6 +51,7 @@ class Change:
 
     new: Any
     old: Any = None
+    is_latest: bool = True  # False: an out-of-order version of a versioned table (KIP-914)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +184,10 @@ class TupleForwarder:
     def _forward(self, key: Any, new: Any, old: Any) -> None:
         self.context.forward(key, Change(new, old))
 
-    def maybe_forward(self, key: Any, new: Any, old: Any, timestamp: int | None = None) -> None:
+    def maybe_forward(
+        self, key: Any, new: Any, old: Any, timestamp: int | None = None, is_latest: bool = True
+    ) -> None:
         """Forward at once unless cached; ``timestamp`` (default: the record's) is the
         result's, which the cache keeps with the row for its flush."""
         if not self.cached:
-            self.context.forward(key, Change(new, old), timestamp=timestamp)
+            self.context.forward(key, Change(new, old, is_latest), timestamp=timestamp)

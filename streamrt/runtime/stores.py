@@ -49,6 +49,7 @@ class StoreSpec:
     caching: bool = True
     segments: SegmentSpec | None = None
     timestamped: bool = False  # Kafka's TimestampedKeyValueStore: rows keep their timestamp
+    versioned_history_ms: int | None = None  # KIP-914: a versioned store with this retention
 
 
 # forward(key, value) of the store's processor, called with the record context of the update

@@ -15,6 +15,7 @@ from typing import Any
 
 from streamrt.runtime.processor import Windowed
 from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext, StoreSpec
+from streamrt.runtime.versioned_stores import VersionedStoreView
 from streamrt.state import KeyValueStore, SegmentedStore, TopicPartition, WindowEntry
 from streamrt.state.window_store import window_key
 
@@ -172,7 +173,7 @@ class SessionStoreView(_SegmentedView):
         return [(w.start, w.end, w.value) for w in self.find_sessions(key, time_from, time_to)]
 
 
-StoreView = ChangeLoggingStore | WindowStoreView | SessionStoreView
+StoreView = ChangeLoggingStore | WindowStoreView | SessionStoreView | VersionedStoreView
 
 
 def store_view(
@@ -183,6 +184,8 @@ def store_view(
     context: RecordContext,
 ) -> StoreView:
     """The typed view a processor gets for ``spec``: key-value, window or session."""
+    if spec.versioned_history_ms is not None:
+        return VersionedStoreView(spec, store, changelog, collector, context)
     if spec.segments is None:
         return ChangeLoggingStore(spec, store, changelog, collector, context)
     if not isinstance(store, SegmentedStore):

@@ -101,9 +101,15 @@ def _source(b: StreamsBuilder, op: str, spec: dict[str, Any]) -> Node:
     if op == "globalTable":
         gt = b.global_table(topic, store=f"{topic}-global", key_serde=STR, value_serde=JSON)
         return Node(gt, "global")
-    if "versioned_history_ms" in spec:
-        raise NotImplementedError("versioned key-value stores: missing in streamrt")
-    return Node(b.table(topic, store=f"{topic}-store", key_serde=STR, value_serde=JSON), "table")
+    history = spec.get("versioned_history_ms")
+    table = b.table(
+        topic,
+        store=f"{topic}-store",
+        key_serde=STR,
+        value_serde=JSON,
+        versioned_history_ms=history,
+    )
+    return Node(table, "table")
 
 
 def _to(node: Node, topic: str, objects: bool) -> None:

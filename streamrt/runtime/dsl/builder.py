@@ -78,8 +78,12 @@ class StreamsBuilder:
         in_memory: bool | None = None,
         caching: bool = True,
         materialized: Materialized | None = None,
+        versioned_history_ms: int | None = None,
     ) -> KTable:
         """A KTable materialised from a (compacted) topic into ``store``.
+
+        ``versioned_history_ms`` (or ``Materialized.as_versioned``) makes ``store`` a versioned
+        store keeping that much history (KIP-914): joins read it as of a record's time.
 
         ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
         ``caching=False`` sends every update downstream (no record cache for this store).
@@ -95,6 +99,9 @@ class StreamsBuilder:
         )
         in_memory = pick(in_memory, m.in_memory)
         store_name = store or m.name or f"{topic}-table"
+        history = pick(versioned_history_ms, m.versioned_history_ms)
         return KTable(
-            table_source(self.topology, topic, store_name, (kser, vser), in_memory, caching)
+            table_source(
+                self.topology, topic, store_name, (kser, vser), in_memory, caching, history
+            )
         )

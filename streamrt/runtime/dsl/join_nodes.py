@@ -31,6 +31,7 @@ from streamrt.runtime.processors.stream_stream_join import (
     Trackers,
 )
 from streamrt.runtime.processors.stream_table_join import (
+    GraceSpec,
     StreamGlobalJoinProcessor,
     StreamTableJoinProcessor,
 )
@@ -55,21 +56,58 @@ StreamJoiner = Joiner | ValueJoinerWithKey
 
 
 def stream_table_join(
-    stream: StreamNode, table: TableNode, joiner: StreamJoiner, left: bool, name: str | None
+    stream: StreamNode,
+    table: TableNode,
+    joiner: StreamJoiner,
+    left: bool,
+    name: str | None,
+    grace: int | None = None,
 ) -> StreamNode:
-    """A table is never repartitioned automatically, the stream is (if its key changed)."""
+    """A table is never repartitioned automatically, the stream is (if its key changed). A
+    versioned table is read as of each stream record's time; ``grace`` (versioned tables
+    only, as Kafka) buffers stream records that long first."""
     with_key = key_joiner(joiner)
     stream = stream.repartitioned_if_needed(name and f"{name}-left")
     topology = stream.topology
     getter = table.getter
+    base = name or topology.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+    spec = _versioned_join(stream, table, base, grace)
+    stores = getter.stores if spec is None else (spec.table_store, spec.buffer_store)
     node = topology.add_processor(
-        name or topology.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"),
-        lambda: StreamTableJoinProcessor(getter, with_key, left),
+        base,
+        lambda: StreamTableJoinProcessor(getter, with_key, left, spec),
         stream.name,
-        stores=getter.stores,
+        stores=tuple(s for s in stores if s is not None),
     )
     topology.add_copartition_group(stream.name, table.name)
     return StreamNode(topology, node, stream.key_serde, stream.value_serde)
+
+
+def _versioned_join(
+    stream: StreamNode, table: TableNode, base: str, grace: int | None
+) -> GraceSpec | None:
+    """The as-of join of a versioned table, with its buffer store if ``grace`` > 0."""
+    topology = stream.topology
+    stored = None if table.store is None else topology.stores.get(table.store)
+    if stored is None or stored.versioned_history_ms is None:
+        if grace is not None:
+            raise ConfigError(
+                "a stream-table join with a grace period needs a versioned table "
+                "(materialized with versioned_history_ms)"
+            )
+        return None
+    if grace is not None and grace < 0:
+        raise ConfigError(f"the grace period of a stream-table join must be >= 0, got {grace}")
+    if grace is not None and grace > stored.versioned_history_ms:
+        raise ConfigError(
+            f"the grace period ({grace} ms) must not exceed the table's history retention "
+            f"({stored.versioned_history_ms} ms)"
+        )
+    buffer = None
+    if grace:
+        buffer = f"{base}-Buffer"
+        topology.add_store(StoreSpec(buffer, BytesSerde(), BytesSerde(), caching=False))
+    return GraceSpec(stored.name, grace or 0, buffer, (stream.key_serde, stream.value_serde))
 
 
 def stream_global_join(

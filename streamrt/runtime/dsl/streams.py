@@ -77,14 +77,16 @@ class KStream(StreamOperations["KStream"]):
         name: str | None = None,
         in_memory: bool | None = None,
         stream_joined: StreamJoined | None = None,
+        grace: int | None = None,
     ) -> KStream:
         """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
-        (``key_mapper(key, value)`` gives the table key). See docs/dsl.md."""
+        (``key_mapper(key, value)`` gives the table key); ``grace`` ms: a versioned table's
+        join waits that long for late table updates (Kafka's ``Joined.withGracePeriod``)."""
         return self._join(
             other,
             joiner,
             "inner",
-            windows,
+            (windows, grace),
             key_mapper,
             *_join_options(name, in_memory, stream_joined),
         )
@@ -99,13 +101,14 @@ class KStream(StreamOperations["KStream"]):
         name: str | None = None,
         in_memory: bool | None = None,
         stream_joined: StreamJoined | None = None,
+        grace: int | None = None,
     ) -> KStream:
         """Like :meth:`join`, but a record without partner gives ``joiner(value, None)``."""
         return self._join(
             other,
             joiner,
             "left",
-            windows,
+            (windows, grace),
             key_mapper,
             *_join_options(name, in_memory, stream_joined),
         )
@@ -123,7 +126,12 @@ class KStream(StreamOperations["KStream"]):
         """Windowed outer join of two streams: unmatched records of either side are emitted
         (``joiner(v, None)`` / ``joiner(None, v)``) once their window closes."""
         return self._join(
-            other, joiner, "outer", windows, None, *_join_options(name, in_memory, stream_joined)
+            other,
+            joiner,
+            "outer",
+            (windows, None),
+            None,
+            *_join_options(name, in_memory, stream_joined),
         )
 
     def _join(
@@ -131,11 +139,14 @@ class KStream(StreamOperations["KStream"]):
         other: object,
         joiner: StreamJoiner,
         kind: JoinKind,
-        windows: JoinWindows | None,
+        timing: tuple[JoinWindows | None, int | None],
         key_mapper: KeyValueMapper | None,
         name: str | None,
         in_memory: bool | None,
     ) -> KStream:
+        windows, grace = timing
+        if grace is not None and not isinstance(other, KTable):
+            raise ConfigError("grace= is for a stream-table join (a stream join: JoinWindows)")
         if isinstance(other, KStream):
             if windows is None:
                 raise ConfigError("a KStream-KStream join needs windows=JoinWindows...")
@@ -148,7 +159,7 @@ class KStream(StreamOperations["KStream"]):
             raise ConfigError("outer_join is only defined between two streams")
         left = kind == "left"
         if isinstance(other, KTable):
-            node = join_nodes.stream_table_join(self.node, other.node, joiner, left, name)
+            node = join_nodes.stream_table_join(self.node, other.node, joiner, left, name, grace)
             return KStream(node)
         if isinstance(other, GlobalKTable):
             if key_mapper is None:

@@ -45,13 +45,18 @@ def table_source(
     serdes: tuple[Serde[Any], Serde[Any]],
     in_memory: bool | None,
     caching: bool,
+    versioned_history_ms: int | None = None,
 ) -> TableNode:
-    """A table materialised from ``topic`` into ``store``; tombstones delete."""
+    """A table materialised from ``topic`` into ``store``; tombstones delete. A versioned
+    store (``versioned_history_ms``) keeps each update as a version and is never cached."""
     kser, vser = serdes
     source = topology.add_source(topology.new_name("KTABLE-SOURCE"), topic, kser, vser)
-    topology.add_store(
-        StoreSpec(store, kser, vser, store_kind(in_memory), caching, timestamped=True)
-    )
+    kind = store_kind(in_memory)
+    if versioned_history_ms is None:
+        spec = StoreSpec(store, kser, vser, kind, caching, timestamped=True)
+    else:
+        spec = StoreSpec(store, kser, vser, kind, False, versioned_history_ms=versioned_history_ms)
+    topology.add_store(spec)
     node = topology.add_processor(
         topology.new_name("KTABLE-MATERIALIZE"),
         lambda: TableSourceProcessor(store),

@@ -15,17 +15,27 @@ __all__ = ("Materialized", "MaterializedLike", "materialize", "store_kind")
 
 @dataclass(frozen=True, slots=True)
 class Materialized:
-    """Where a table is stored: a queryable store name, optional serdes and store kind."""
+    """Where a table is stored: a queryable store name, optional serdes and store kind;
+    ``versioned_history_ms`` makes it a versioned store keeping that much history (KIP-914)."""
 
     name: str
     key_serde: SerdeLike = None
     value_serde: SerdeLike = None
     in_memory: bool | None = None
+    versioned_history_ms: int | None = None
 
     @classmethod
     def as_(cls, name: str, **kwargs: Any) -> Materialized:
         """``Materialized.as_("store")``, as Kafka's ``Materialized.as(name)``."""
         return cls(name, **kwargs)
+
+    @classmethod
+    def as_versioned(cls, name: str, history_retention_ms: int, **kwargs: Any) -> Materialized:
+        """A versioned store, as Kafka's ``Materialized.as(Stores.persistentVersionedKeyValue
+        Store(name, historyRetention))`` (``in_memory=True``: the same on an in-memory store)."""
+        if history_retention_ms < 0:
+            raise ValueError(f"history retention must be >= 0, got {history_retention_ms}")
+        return cls(name, versioned_history_ms=history_retention_ms, **kwargs)
 
 
 MaterializedLike = str | Materialized | None

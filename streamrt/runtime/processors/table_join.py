@@ -33,6 +33,8 @@ class TableJoinSide(Processor):
         if key is None:
             return
         change = as_change(value)
+        if not change.is_latest:  # an out-of-order version: Kafka joins only the latest
+            return
         found = self.get(key)
         other = None if found is None else found.value
         # Kafka: the result carries max(this update's, the other row's timestamp)

@@ -21,6 +21,7 @@ from streamrt.runtime.processor import (
     TupleForwarder,
     ValueAndTimestamp,
 )
+from streamrt.runtime.versioned_stores import LATEST, NOT_PUT, VersionedStoreView
 
 __all__ = (
     "TableFilterProcessor",
@@ -83,7 +84,7 @@ class TableFilterProcessor(_StoringProcessor):
         new, old = self.keep(key, change.new), self.keep(key, change.old)
         if new is None and old is None and self.send_old_values:
             return
-        self.emit(key, Change(new, old))
+        self.emit(key, Change(new, old, change.is_latest))
 
 
 class TableMapValuesProcessor(_StoringProcessor):
@@ -95,7 +96,7 @@ class TableMapValuesProcessor(_StoringProcessor):
         change = as_change(value)
         new = None if change.new is None else self.fn(change.new)
         old = None if change.old is None else self.fn(change.old)
-        self.emit(key, Change(new, old))
+        self.emit(key, Change(new, old, change.is_latest))
 
 
 class TableMaterializeProcessor(_StoringProcessor):
@@ -115,6 +116,8 @@ class TableRepartitionMapProcessor(Processor):
         if key is None:
             raise StreamrtError("KTable.group_by: a table record has a null key")
         change = as_change(value)
+        if not change.is_latest:  # an out-of-order version: Kafka regroups only the latest
+            return
         new = None if change.new is None else self.selector(key, change.new)
         old = None if change.old is None else self.selector(key, change.old)
         if new is not None and (new[0] is None or new[1] is None):
@@ -145,6 +148,12 @@ class TableSourceProcessor(Processor):
             return
         store = self.context.get_store(self.store_name)
         old = store.get(key)
+        view: object = store  # a versioned view's put answers whether it stored the version
+        if isinstance(view, VersionedStoreView):
+            valid_to = view.put(key, value)
+            if valid_to != NOT_PUT:  # else older than its history: Kafka drops it
+                self.forwarder.maybe_forward(key, value, old, is_latest=valid_to == LATEST)
+            return
         if value is None:
             store.delete(key)
         else:
