@@ -4,6 +4,11 @@ Layout (see ``streamrt/state/rocksdb.py``): ``<state.dir>/<application.id>/<task
 is one RocksDB per task, data in the default column family, the changelog offset in the
 ``__metadata__`` column family. Stores are opened read-only (no lock, safe beside a running
 app) and only the default column family is read, so the metadata never shows up as rows.
+
+Table and aggregate stores are timestamped (``streamrt/state/timestamped.py``): a
+``<store>.timestamped`` marker beside the store says each value is ``<8-byte BE timestamp><value>``.
+Such a store reads as the plain value plus a ``timestamp`` column, typed as the Kafka source's
+(Spark timestamp, null when unknown), so users never see the prefix.
 """
 
 from __future__ import annotations
@@ -15,13 +20,23 @@ from pathlib import Path
 import pyarrow as pa
 import rocksdict
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from streamrt.errors import ConfigError, StreamrtError
+from streamrt.state.timestamped import NO_TIMESTAMP, decode
 
 __all__ = (
     "STATE_ARROW_SCHEMA",
     "STATE_SCHEMA",
+    "TIMESTAMPED_STATE_ARROW_SCHEMA",
+    "TIMESTAMPED_STATE_SCHEMA",
     "StateStoreError",
     "StoreDir",
     "StreamrtStateDataSource",
@@ -45,6 +60,12 @@ STATE_ARROW_SCHEMA = pa.schema(
         ("value", pa.binary()),
     ]
 )
+TIMESTAMPED_STATE_SCHEMA = StructType(
+    [*STATE_SCHEMA.fields, StructField("timestamp", TimestampType())]
+)
+TIMESTAMPED_STATE_ARROW_SCHEMA = STATE_ARROW_SCHEMA.append(
+    pa.field("timestamp", pa.timestamp("us", tz="UTC"))  # as the Kafka source's column
+)
 _BATCH_ROWS = 10_000
 
 
@@ -58,6 +79,7 @@ class StoreDir(InputPartition):
 
     task_id: str
     path: str
+    timestamped: bool = False  # the store has its ``<store>.timestamped`` marker
 
     @property
     def partition(self) -> int | None:
@@ -83,7 +105,7 @@ def find_store_dirs(state_dir: str, application_id: str, store: str) -> list[Sto
     if not app_dir.is_dir():
         raise ConfigError(f"option application.id: no directory {app_dir}")
     found = [
-        StoreDir(task.name, str(task / store))
+        StoreDir(task.name, str(task / store), (task / f"{store}.timestamped").exists())
         for task in sorted(app_dir.iterdir())
         if (task / store).is_dir()
     ]
@@ -94,8 +116,16 @@ def find_store_dirs(state_dir: str, application_id: str, store: str) -> list[Sto
     return found
 
 
-def read_store(store_dir: StoreDir, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The default column family's key/values as Arrow batches, in key order."""
+def read_store(
+    store_dir: StoreDir, batch_rows: int = _BATCH_ROWS, timestamp_column: bool | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The default column family's key/values as Arrow batches, in key order.
+
+    A timestamped store's values come without their prefix. ``timestamp_column`` (default: the
+    store's marker) adds the ``timestamp`` column, null for a store without timestamps: a read
+    over several tasks has one schema even while an upgrade has marked only some of them.
+    """
+    with_timestamp = store_dir.timestamped if timestamp_column is None else timestamp_column
     db = _open_read_only(store_dir.path)
     try:
         keys: list[bytes] = []
@@ -109,29 +139,52 @@ def read_store(store_dir: StoreDir, batch_rows: int = _BATCH_ROWS) -> Iterator[p
                 keys.append(key)
                 values.append(value)
                 if len(keys) >= batch_rows:
-                    yield _state_batch(store_dir, keys, values)
+                    yield _state_batch(store_dir, keys, values, with_timestamp)
                     keys, values = [], []
         except StateStoreError:
             raise
         except Exception as exc:  # corrupt blocks, or entries rocksdict cannot decode
             raise StateStoreError(f"state store {store_dir.path} is undecodable: {exc}") from None
         if keys:
-            yield _state_batch(store_dir, keys, values)
+            yield _state_batch(store_dir, keys, values, with_timestamp)
     finally:
         db.close()
 
 
-def _state_batch(store_dir: StoreDir, keys: list[bytes], values: list[bytes]) -> pa.RecordBatch:
+def _split_timestamps(store_dir: StoreDir, raw: list[bytes]) -> tuple[list[bytes], list[int]]:
+    """The values without their 8-byte prefix, and the timestamps it held."""
+    values: list[bytes] = []
+    stamps: list[int] = []
+    for entry in raw:
+        if len(entry) < 8:
+            raise StateStoreError(
+                f"state store {store_dir.path} is marked timestamped but holds a value of "
+                f"{len(entry)} bytes, shorter than its 8-byte timestamp"
+            )
+        value, timestamp = decode(entry)
+        values.append(value)
+        stamps.append(timestamp)
+    return values, stamps
+
+
+def _state_batch(
+    store_dir: StoreDir, keys: list[bytes], raw: list[bytes], with_timestamp: bool
+) -> pa.RecordBatch:
     n = len(keys)
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.repeat(pa.scalar(store_dir.task_id, pa.string()), n),
-            pa.repeat(pa.scalar(store_dir.partition, pa.int32()), n),
-            pa.array(keys, type=pa.binary()),
-            pa.array(values, type=pa.binary()),
-        ],
-        schema=STATE_ARROW_SCHEMA,
+    values, stamps = (
+        _split_timestamps(store_dir, raw) if store_dir.timestamped else (raw, [NO_TIMESTAMP] * n)
     )
+    columns = [
+        pa.repeat(pa.scalar(store_dir.task_id, pa.string()), n),
+        pa.repeat(pa.scalar(store_dir.partition, pa.int32()), n),
+        pa.array(keys, type=pa.binary()),
+        pa.array(values, type=pa.binary()),
+    ]
+    if not with_timestamp:
+        return pa.RecordBatch.from_arrays(columns, schema=STATE_ARROW_SCHEMA)
+    micros = [None if ms < 0 else ms * 1000 for ms in stamps]  # -1: unknown, as Kafka's
+    columns.append(pa.array(micros, type=pa.timestamp("us", tz="UTC")))
+    return pa.RecordBatch.from_arrays(columns, schema=TIMESTAMPED_STATE_ARROW_SCHEMA)
 
 
 def _required(options: Mapping[str, str], name: str) -> str:
@@ -141,32 +194,42 @@ def _required(options: Mapping[str, str], name: str) -> str:
     return str(value)
 
 
+def _store_dirs(options: Mapping[str, str]) -> list[StoreDir]:
+    return find_store_dirs(
+        _required(options, "state.dir"),
+        _required(options, "application.id"),
+        _required(options, "store"),
+    )
+
+
 class StreamrtStateReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]) -> None:
-        self.stores = find_store_dirs(
-            _required(options, "state.dir"),
-            _required(options, "application.id"),
-            _required(options, "store"),
-        )
+    """Reads each task's store; the ``timestamp`` column is there when the schema has it."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.stores = _store_dirs(options)
+        self.timestamp_column = "timestamp" in schema.fieldNames()
 
     def partitions(self) -> list[InputPartition]:
         return list(self.stores)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, StoreDir), partition
-        return read_store(partition)
+        return read_store(partition, timestamp_column=self.timestamp_column)
 
 
 class StreamrtStateDataSource(DataSource):
     """``spark.read.format("streamrt-state")``: options ``state.dir``, ``application.id``,
-    ``store``; rows ``(task_id, partition, key, value)``."""
+    ``store``; rows ``(task_id, partition, key, value)``, plus ``timestamp`` when a task's copy
+    of the store is timestamped (its ``<store>.timestamped`` marker)."""
 
     @classmethod
     def name(cls) -> str:
         return "streamrt-state"
 
     def schema(self) -> StructType:
+        if any(store.timestamped for store in _store_dirs(self.options)):
+            return TIMESTAMPED_STATE_SCHEMA
         return STATE_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return StreamrtStateReader(self.options)
+        return StreamrtStateReader(self.options, schema)
