@@ -299,11 +299,11 @@ def table(runs: list[Run]) -> str:
     for wl, name, load in keys:
         group = [r for r in runs if (r.workload, r.contender, r.load) == (wl, name, load)]
         ok = [r for r in group if r.p50_ms is not None]
-        errors = sorted({r.error for r in group if r.error})
+        errors = sorted({r.error.split(":")[0] for r in group if r.error})
         lines.append(
             f"| {wl} | {name} | {load:.0%} | {group[0].target_rate:,.0f} "
             f"| {spread([r.p50_ms for r in ok])} | {spread([r.p99_ms for r in ok])} "
-            f"| {len(ok)}/{len(group)}{' ' + '; '.join(errors)[:120] if errors else ''} |"
+            f"| {len(ok)}/{len(group)}{' ' + '; '.join(errors) if errors else ''} |"
         )
     return "\n".join(lines)
 
