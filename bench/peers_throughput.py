@@ -17,7 +17,8 @@ Contenders (``--contenders``, comma-separated):
   with 2/4 stream threads in ``stream.thread.mode=process`` (each thread a child process).
   Levers (the harness's monkeypatches, never the runtime's code): ``+b1m``/``+b16k``
   producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
-  ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``;
+  ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``; ``+rdk`` sets
+  ``stream.thread.producer=librdkafka`` (a runtime setting, not a monkeypatch);
 - ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
   < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
 - ``faust``: faust-streaming 0.15.3, agents + RocksDB tables;
@@ -237,10 +238,12 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
     for mod in mods:
         if mod == "orjson":
             env["PEERS_JSON"] = "orjson"
+        elif mod == "rdk":
+            config["stream.thread.producer"] = "librdkafka"
         elif mod in LEVERS:
             producer[LEVERS[mod][0]] = LEVERS[mod][1]
         else:
-            raise SystemExit(f"unknown lever +{mod} (known: orjson, {', '.join(LEVERS)})")
+            raise SystemExit(f"unknown lever +{mod} (known: orjson, rdk, {', '.join(LEVERS)})")
     if producer:
         env["PEERS_PRODUCER"] = json.dumps(producer)
     env["PEERS_THREADS"] = str(threads)
