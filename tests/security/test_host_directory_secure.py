@@ -42,5 +42,6 @@ def test_host_directory_over_sasl_ssl(secure_broker, pki: Pki, tmp_path: Path) -
     try:
         # published and read back through the topic, both over SASL_SSL
         wait_until(lambda: app.queries.peer_hosts == {"web-1": server}, 30, "own host read back")
+        assert app.queries.peer_hosts == {"web-1": server}  # and it stays read
     finally:
         app.stop()
