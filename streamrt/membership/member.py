@@ -419,11 +419,18 @@ class GroupMember:
             out: dict[TopicPartition, int] = {}
             for t in response.topics:
                 for p in t.partitions:
-                    if int(p.error_code) == 0 and p.committed_offset >= 0:
+                    self._check_fetched(ErrorCode(int(p.error_code)), t.name, p.partition_index)
+                    if p.committed_offset >= 0:
                         out[(str(t.name), int(p.partition_index))] = int(p.committed_offset)
             return out
 
         return await self.client.cluster.retrying(f"OffsetFetch {self.config.group_id}", attempt)
+
+    def _check_fetched(self, code: ErrorCode, topic: str, partition: int) -> None:
+        if code != ErrorCode.none:
+            self.client.note(code)
+            where = f"OffsetFetch {self.config.group_id} {topic}-{partition}"
+            raise KafkaError(code, f"{where}: {code.name.upper()}")
 
 
 def _sorted(assignment: Mapping[str, set[TopicPartition]]) -> dict[str, list[TopicPartition]]:
