@@ -202,12 +202,12 @@ class GroupMember:
                 self.client.cluster.forget_coordinator(self.config.group_id)
                 await asyncio.sleep(backoff)
             except KafkaError as exc:
-                if exc.code not in COORDINATOR_MOVED or isinstance(exc, FencedInstanceError):
+                if exc.code not in COORDINATOR_MOVED:  # FENCED_INSTANCE_ID among them
                     await self._fail(exc)
                     return
                 self.client.note(exc.code)
                 await asyncio.sleep(backoff)
-            except MembershipError as exc:
+            except Exception as exc:  # a fatal answer, a bad assignor: stop, and say why
                 await self._fail(exc)
                 return
 

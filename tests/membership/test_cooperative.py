@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
 from streamrt.admin.client import AdminClient
 from streamrt.membership.assignment import AssignmentError, cooperative_adjust
+from streamrt.membership.config import MemberConfig
 from streamrt.membership.member import GroupMember
 from streamrt.membership.protocol import ConsumerSubscription
 from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic, wait_until_async
-from tests.membership.support import balanced, closing, member, recorder
+from tests.membership.support import TIMINGS, balanced, closing, member, recorder
 
 BOUND = 60.0
 
@@ -159,5 +161,40 @@ def test_cooperative_subscription_carries_owned_partitions_and_generation(
             assert m.subscription.owned_partitions == {topic: (0, 1)}
             assert m.subscription.generation_id == first
             assert not recorder(a).of("revoked")
+
+    asyncio.run(scenario())
+
+
+class _Twice:
+    """A broken assignor: every partition to every member and to a member that is not there."""
+
+    name = "broken"
+
+    def assign(self, members: Any, partitions_per_topic: Any) -> dict[str, set[Any]]:
+        every = {(t, p) for t, n in partitions_per_topic.items() for p in range(n)}
+        return {**{m: set(every) for m in members}, "ghost": set(every)}
+
+
+def test_a_leader_whose_assignor_double_assigns_stops_with_the_reason(broker: Any) -> None:
+    topic, group = _names()
+    create_topic(broker.bootstrap, topic, partitions=1)
+    config = MemberConfig.from_config(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "rebalance.protocol": "cooperative",
+            **TIMINGS,
+        }
+    )
+
+    async def scenario() -> None:
+        m = GroupMember(config, [topic], _Twice())
+        try:
+            with pytest.raises(AssignmentError, match="assigned to both"):
+                async with asyncio.timeout(BOUND):
+                    await m.start()
+            assert isinstance(m.error, AssignmentError)
+        finally:
+            await m.close()
 
     asyncio.run(scenario())
