@@ -1,0 +1,437 @@
+"""``GroupMember``: one member of a classic consumer group, as Kafka's ConsumerCoordinator.
+
+It joins, syncs (running the assignor when it is the leader), heartbeats, commits and leaves,
+and tells a :class:`RebalanceListener` which partitions it gained, gave up or lost. Fetching is
+someone else's job: whoever owns the member fetches the assigned partitions in manual-assign
+mode. One asyncio task runs the group loop (heartbeat, or rebalance when one is needed), so the
+state below only changes on that task.
+
+Eager: every owned partition is revoked before JoinGroup. Cooperative (KIP-429): the member
+keeps its partitions through the rebalance, reports them in its subscription, revokes only
+``owned - new`` when the assignment arrives and, if it revoked anything, rejoins at once so the
+leader can hand those partitions out in a second round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import logging
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import Any
+
+from streamrt.admin.connection import AdminConnectionError
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+from streamrt.membership.assignment import Assignor, MemberSubscription, cooperative_adjust
+from streamrt.membership.config import (
+    CommitFailedError,
+    FencedInstanceError,
+    MemberConfig,
+    MembershipError,
+)
+from streamrt.membership.protocol import (
+    TopicPartition,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    flatten,
+)
+from streamrt.membership.requests import COORDINATOR_MOVED, CoordinatorClient
+
+__all__ = ("Generation", "GroupMember", "RebalanceListener")
+
+logger = logging.getLogger(__name__)
+
+_LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
+_COMMIT_REFUSED = (
+    ErrorCode.illegal_generation,
+    ErrorCode.unknown_member_id,
+    ErrorCode.rebalance_in_progress,
+    ErrorCode.fenced_instance_id,
+)
+
+
+class RebalanceListener:
+    """Kafka's ConsumerRebalanceListener; methods may be plain or ``async``.
+
+    ``on_partitions_lost`` defaults to ``on_partitions_revoked``, as in Kafka: the partitions
+    already belong to someone else, so nothing may be committed for them.
+    """
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
+        return None
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
+        return None
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
+        return self.on_partitions_revoked(partitions)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Generation:
+    """The identity an offset commit carries; a stale one is refused (ILLEGAL_GENERATION)."""
+
+    generation_id: int
+    member_id: str
+    protocol: str | None
+
+
+NO_GENERATION = Generation(-1, "", None)
+
+
+@dataclasses.dataclass(slots=True)
+class _Joined:
+    generation: int
+    member_id: str
+    protocol: str
+    leader: bool
+    members: tuple[Any, ...]
+
+
+class GroupMember:
+    """``member = GroupMember(config, topics, assignor, listener); await member.start()``.
+
+    ``start`` returns once the first assignment is in; ``close`` revokes what the member owns
+    and, for a dynamic member only, leaves the group (a static member's session keeps its
+    partitions for it across a restart, KIP-345).
+    """
+
+    def __init__(
+        self,
+        config: MemberConfig,
+        topics: Iterable[str],
+        assignor: Assignor,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        self.config = config
+        self.topics = tuple(sorted(set(topics)))
+        self.assignor = assignor
+        self.listener = listener or RebalanceListener()
+        self.client = CoordinatorClient(config)
+        self._generation = NO_GENERATION
+        self._owned: set[TopicPartition] = set()
+        self._rejoin_reason: str | None = "initial join"
+        self._wake = asyncio.Event()
+        self._first_assignment = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self.error: BaseException | None = None
+        self.rebalances = 0
+
+    # -- what the owner reads ------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return self._generation.generation_id
+
+    @property
+    def member_id(self) -> str:
+        return self._generation.member_id
+
+    @property
+    def current_generation(self) -> Generation:
+        return self._generation
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(self._owned)
+
+    @property
+    def cooperative(self) -> bool:
+        return self.config.rebalance_protocol == "cooperative"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the group loop and wait for the first assignment (or the loop's failure);
+        bound it with ``asyncio.timeout`` (a rebalance may take the rebalance timeout)."""
+        self._task = asyncio.create_task(self._run(), name=f"group-member-{self.config.group_id}")
+        waiter = asyncio.create_task(self._first_assignment.wait())
+        try:
+            await asyncio.wait({waiter, self._task}, return_when="FIRST_COMPLETED")
+        finally:
+            waiter.cancel()
+        if self.error is not None:
+            raise self.error
+
+    def request_rejoin(self, reason: str) -> None:
+        """Ask for a rebalance (e.g. the subscription changed); the loop rejoins promptly."""
+        self._rejoin_reason = self._rejoin_reason or reason
+        self._wake.set()
+
+    async def wait_failed(self) -> BaseException | None:
+        """Wait for the group loop to end; its error (e.g. :class:`FencedInstanceError`)."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        return self.error
+
+    async def close(self) -> None:
+        """Revoke what is owned, leave if dynamic, close the connections."""
+        self._closing = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        try:
+            if self._owned:
+                owned, self._owned = set(self._owned), set()
+                await self._call(self.listener.on_partitions_revoked, owned)
+            if not self.config.static and self.member_id and self.error is None:
+                with contextlib.suppress(KafkaError, AdminConnectionError, TimeoutError):
+                    await self.client.leave(self.member_id, "the member is closing")
+        finally:
+            await self.client.close()
+
+    # -- the group loop ----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = self.config.retry_backoff_ms / 1000
+        while not self._closing:
+            try:
+                if self._rejoin_reason is not None:
+                    await self._rebalance(self._rejoin_reason)
+                    continue
+                await self._heartbeat()
+                await self._sleep(self.config.heartbeat_interval_ms / 1000)
+            except (AdminConnectionError, TimeoutError) as exc:
+                logger.debug("group request failed, retrying", extra=fields(error=str(exc)))
+                self.client.cluster.forget_coordinator(self.config.group_id)
+                await asyncio.sleep(backoff)
+            except KafkaError as exc:
+                if exc.code not in COORDINATOR_MOVED:  # FENCED_INSTANCE_ID among them
+                    await self._fail(exc)
+                    return
+                self.client.note(exc.code)
+                await asyncio.sleep(backoff)
+            except Exception as exc:  # a fatal answer, a bad assignor: stop, and say why
+                await self._fail(exc)
+                return
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        self._wake.clear()
+
+    async def _fail(self, exc: BaseException) -> None:
+        logger.error("group member stops", extra=fields(group=self.config.group_id, error=str(exc)))
+        self.error = exc
+        await self._lose(str(exc))
+
+    async def _lose(self, why: str) -> None:
+        """The membership is gone: the owned partitions may already be someone else's."""
+        self._generation = dataclasses.replace(self._generation, generation_id=-1)
+        if self._owned:
+            lost, self._owned = set(self._owned), set()
+            logger.info("partitions lost", extra=fields(why=why, partitions=sorted(lost)))
+            await self._call(self.listener.on_partitions_lost, lost)
+
+    @staticmethod
+    async def _call(callback: Any, partitions: set[TopicPartition]) -> None:
+        result = callback(set(partitions))
+        if inspect.isawaitable(result):
+            await result
+
+    def _check_fatal(self, code: ErrorCode, what: str) -> None:
+        if code == ErrorCode.fenced_instance_id:
+            raise FencedInstanceError(self.config.group_instance_id, what)
+
+    # -- heartbeat -------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        response = await self.client.heartbeat(self.generation, self.member_id)
+        code = ErrorCode(int(response.error_code))
+        self._check_fatal(code, "Heartbeat")
+        if code == ErrorCode.none:
+            return
+        if code == ErrorCode.rebalance_in_progress:
+            self.request_rejoin("the group is rebalancing")
+        elif code in _LOST:
+            await self._on_lost_membership(code)
+        elif code in COORDINATOR_MOVED:
+            self.client.note(code)
+        else:
+            raise MembershipError(f"Heartbeat to group {self.config.group_id!r}: {code.name}")
+
+    async def _on_lost_membership(self, code: ErrorCode) -> None:
+        """UNKNOWN_MEMBER_ID resets the member id (a static member keeps its instance id);
+        ILLEGAL_GENERATION keeps it. Both lose the partitions and rejoin."""
+        if code == ErrorCode.unknown_member_id:
+            self._generation = NO_GENERATION
+        await self._lose(code.name.upper())
+        self.request_rejoin(code.name.upper())
+
+    # -- rebalance ---------------------------------------------------------------------------
+
+    async def _rebalance(self, reason: str) -> None:
+        """One JoinGroup + SyncGroup round (retried until it completes)."""
+        if not self.cooperative and self._owned:
+            revoked, self._owned = set(self._owned), set()
+            await self._call(self.listener.on_partitions_revoked, revoked)
+        self._rejoin_reason = None
+        joined = await self._join(reason)
+        if joined is None:
+            self._rejoin_reason = self._rejoin_reason or reason
+            return
+        assignment = await self._sync(joined)
+        if assignment is None:
+            self._rejoin_reason = self._rejoin_reason or "SyncGroup must be retried"
+            return
+        self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
+        self.rebalances += 1
+        await self._apply(assignment)
+
+    def _subscription(self) -> bytes:
+        owned = self._owned if self.cooperative else set()
+        return encode_subscription(
+            self.topics,
+            owned_partitions=owned,
+            generation_id=self.generation if self.cooperative else -1,
+            rack_id=self.config.client_rack,
+        )
+
+    async def _join(self, reason: str) -> _Joined | None:
+        response = await self.client.join(
+            self.member_id, self.assignor.name, self._subscription(), reason
+        )
+        code = ErrorCode(int(response.error_code))
+        self._check_fatal(code, "JoinGroup")
+        if code == ErrorCode.none:
+            return _Joined(
+                generation=int(response.generation_id),
+                member_id=str(response.member_id),
+                protocol=str(response.protocol_name),
+                leader=response.leader == response.member_id,
+                members=tuple(response.members),
+            )
+        if code == ErrorCode.member_id_required:  # KIP-394: rejoin with the id given
+            self._generation = Generation(-1, str(response.member_id), None)
+        elif code in _LOST:
+            await self._on_lost_membership(code)
+        elif code in COORDINATOR_MOVED or code == ErrorCode.rebalance_in_progress:
+            self.client.note(code)
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+        else:
+            raise MembershipError(f"JoinGroup to group {self.config.group_id!r}: {code.name}")
+        return None
+
+    async def _sync(self, joined: _Joined) -> set[TopicPartition] | None:
+        assignments = await self._leader_assign(joined) if joined.leader else {}
+        response = await self.client.sync(
+            joined.generation, joined.member_id, joined.protocol, assignments
+        )
+        code = ErrorCode(int(response.error_code))
+        self._check_fatal(code, "SyncGroup")
+        if code == ErrorCode.none:
+            return flatten(decode_assignment(response.assignment).partitions)
+        if code in _LOST:
+            self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
+            await self._on_lost_membership(code)
+        elif code in COORDINATOR_MOVED:
+            self.client.note(code)
+        elif code != ErrorCode.rebalance_in_progress:
+            raise MembershipError(f"SyncGroup to group {self.config.group_id!r}: {code.name}")
+        return None
+
+    async def _leader_assign(self, joined: _Joined) -> dict[str, bytes]:
+        """Run the assignor over the members' subscriptions (and the cooperative rules)."""
+        members = {
+            str(m.member_id): MemberSubscription(
+                str(m.member_id), m.group_instance_id, decode_subscription(m.metadata)
+            )
+            for m in joined.members
+        }
+        topics = sorted({t for m in members.values() for t in m.subscription.topics})
+        counts = await self.client.partition_counts(topics)
+        target = {m: set(ps) for m, ps in self.assignor.assign(members, counts).items()}
+        if self.cooperative:
+            subscriptions = {m: s.subscription for m, s in members.items()}
+            target = cooperative_adjust(subscriptions, target)
+        logger.info(
+            "leader assigned",
+            extra=fields(generation=joined.generation, assignment=_sorted(target)),
+        )
+        return {m: encode_assignment(target.get(m, set())) for m in members}
+
+    async def _apply(self, assignment: set[TopicPartition]) -> None:
+        """Eager: everything was revoked before the join. Cooperative: revoke what moved,
+        assign what is new, and rejoin at once if anything was revoked (the second round)."""
+        revoked = self._owned - assignment
+        added = assignment - self._owned
+        if revoked:
+            self._owned -= revoked
+            await self._call(self.listener.on_partitions_revoked, revoked)
+        self._owned = set(assignment)
+        await self._call(self.listener.on_partitions_assigned, added)
+        self._first_assignment.set()
+        if revoked and self.cooperative:
+            self.request_rejoin("partitions were revoked; second round of the rebalance")
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        generation: Generation | None = None,
+        metadata: str | None = None,
+    ) -> None:
+        """Commit ``offsets`` as of ``generation`` (default: the current one).
+
+        Pass the generation the records were processed in: if the group has moved on, the
+        coordinator refuses it and :class:`CommitFailedError` says why (ILLEGAL_GENERATION,
+        UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS or FENCED_INSTANCE_ID).
+        """
+        if not offsets:
+            return
+        gen = generation or self._generation
+
+        async def attempt() -> None:
+            response = await self.client.commit(gen.generation_id, gen.member_id, offsets, metadata)
+            for topic in response.topics:
+                for p in topic.partitions:
+                    self._check_commit(ErrorCode(int(p.error_code)), gen, topic.name, p)
+
+        await self.client.cluster.retrying(f"OffsetCommit {self.config.group_id}", attempt)
+
+    def _check_commit(self, code: ErrorCode, gen: Generation, topic: str, p: Any) -> None:
+        if code == ErrorCode.none:
+            return
+        where = f"OffsetCommit {topic}-{p.partition_index} in generation {gen.generation_id}"
+        self.client.note(code)
+        if code in _COMMIT_REFUSED:
+            raise CommitFailedError(code, f"{where}: {code.name.upper()}")
+        raise KafkaError(code, f"{where}: {code.name.upper()}")
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets for ``partitions`` (those with none are left out)."""
+        wanted = list(partitions)
+
+        async def attempt() -> dict[TopicPartition, int]:
+            response = await self.client.fetch_offsets(wanted)
+            code = ErrorCode(int(response.error_code))
+            if code != ErrorCode.none:
+                self.client.note(code)
+                raise KafkaError(code, f"OffsetFetch {self.config.group_id}: {code.name}")
+            out: dict[TopicPartition, int] = {}
+            for t in response.topics:
+                for p in t.partitions:
+                    self._check_fetched(ErrorCode(int(p.error_code)), t.name, p.partition_index)
+                    if p.committed_offset >= 0:
+                        out[(str(t.name), int(p.partition_index))] = int(p.committed_offset)
+            return out
+
+        return await self.client.cluster.retrying(f"OffsetFetch {self.config.group_id}", attempt)
+
+    def _check_fetched(self, code: ErrorCode, topic: str, partition: int) -> None:
+        if code != ErrorCode.none:
+            self.client.note(code)
+            where = f"OffsetFetch {self.config.group_id} {topic}-{partition}"
+            raise KafkaError(code, f"{where}: {code.name.upper()}")
+
+
+def _sorted(assignment: Mapping[str, set[TopicPartition]]) -> dict[str, list[TopicPartition]]:
+    return {m: sorted(ps) for m, ps in sorted(assignment.items())}

@@ -1,0 +1,200 @@
+"""KIP-429 cooperative rebalancing: the two rounds on a real broker, and the leader's rules."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from streamrt.admin.client import AdminClient
+from streamrt.membership.assignment import AssignmentError, cooperative_adjust
+from streamrt.membership.config import MemberConfig
+from streamrt.membership.member import GroupMember
+from streamrt.membership.protocol import ConsumerSubscription
+from tests.apache_kafka.support import BrokerEndpoint
+from tests.kafka_helpers import create_topic, wait_until_async
+from tests.membership.support import TIMINGS, balanced, closing, member, recorder
+
+BOUND = 60.0
+
+
+def _names() -> tuple[str, str]:
+    suffix = uuid.uuid4().hex[:8]
+    return f"topic-{suffix}", f"group-{suffix}"
+
+
+async def _started(members: list[GroupMember], m: GroupMember) -> GroupMember:
+    members.append(m)
+    async with asyncio.timeout(BOUND):
+        await m.start()
+    return m
+
+
+def _sub(owned: dict[str, tuple[int, ...]], generation: int) -> ConsumerSubscription:
+    return ConsumerSubscription(3, ("t",), owned, generation, None, None)
+
+
+def test_cooperative_adjust_holds_back_partitions_another_member_still_owns() -> None:
+    subscriptions = {
+        "a": _sub({"t": (0, 1, 2)}, 4),
+        "b": _sub({"t": (3, 4, 5)}, 4),
+        "c": _sub({}, -1),
+    }
+    target = {
+        "a": {("t", 0), ("t", 3)},
+        "b": {("t", 1), ("t", 4)},
+        "c": {("t", 2), ("t", 5)},
+    }
+    assert cooperative_adjust(subscriptions, target) == {
+        "a": {("t", 0)},
+        "b": {("t", 4)},
+        "c": set(),
+    }
+
+
+def test_cooperative_adjust_ignores_claims_from_an_older_generation() -> None:
+    subscriptions = {"a": _sub({"t": (0,)}, 3), "b": _sub({"t": (1,)}, 4)}
+    adjusted = cooperative_adjust(subscriptions, {"a": {("t", 1)}, "b": {("t", 0)}})
+    assert adjusted == {"a": set(), "b": {("t", 0)}}
+
+
+def test_cooperative_adjust_refuses_a_partition_assigned_twice() -> None:
+    with pytest.raises(AssignmentError, match="t-0 is assigned to both"):
+        cooperative_adjust({}, {"a": {("t", 0)}, "b": {("t", 0)}})
+
+
+def test_a_third_member_moves_only_what_must_move(any_broker: BrokerEndpoint) -> None:
+    topic, group = _names()
+    create_topic(any_broker.bootstrap, topic, partitions=6)
+    bootstrap = any_broker.bootstrap
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            a = await _started(
+                members, member(bootstrap, group, topic, instance="a", protocol="cooperative")
+            )
+            b = await _started(
+                members, member(bootstrap, group, topic, instance="b", protocol="cooperative")
+            )
+            await wait_until_async(lambda: balanced([a, b], 6, topic), BOUND, "a 3/3 split")
+            before = {"a": a.assignment, "b": b.assignment}
+            mark = {"a": len(recorder(a).events), "b": len(recorder(b).events)}
+            c = await _started(
+                members, member(bootstrap, group, topic, instance="c", protocol="cooperative")
+            )
+            await wait_until_async(lambda: balanced([a, b, c], 6, topic), BOUND, "2/2/2")
+            for name, m in (("a", a), ("b", b)):
+                events = recorder(m).events[mark[name] :]
+                kept = before[name] & m.assignment
+                revoked = {tp for e in events if e.kind == "revoked" for tp in e.partitions}
+                assert kept and not kept & revoked, f"{name} lost a partition it kept"
+                assert revoked == before[name] - m.assignment
+                assert not [e for e in events if e.kind == "lost"]
+            # the moved partitions reach c only in a later generation than c's first one
+            moved = (before["a"] | before["b"]) & c.assignment
+            first = recorder(c).of("assigned")[0]
+            assert moved and not moved & first.partitions
+            later = [e for e in recorder(c).of("assigned") if e.generation > first.generation]
+            assert moved <= {tp for e in later for tp in e.partitions}
+            # round one: a and b revoke in the generation c first joined; round two hands out
+            revoked_gen = {
+                e.generation
+                for name, m in (("a", a), ("b", b))
+                for e in recorder(m).events[mark[name] :]
+                if e.kind == "revoked"
+            }
+            assert revoked_gen == {first.generation}
+            assert min(e.generation for e in later) > first.generation
+
+    asyncio.run(scenario())
+
+
+def test_a_member_removed_from_the_group_sees_its_partitions_lost(
+    any_broker: BrokerEndpoint,
+) -> None:
+    topic, group = _names()
+    create_topic(any_broker.bootstrap, topic, partitions=4)
+    bootstrap = any_broker.bootstrap
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            a = await _started(
+                members, member(bootstrap, group, topic, instance="a", protocol="cooperative")
+            )
+            b = await _started(
+                members, member(bootstrap, group, topic, instance="b", protocol="cooperative")
+            )
+            await wait_until_async(lambda: balanced([a, b], 4, topic), BOUND, "a 2/2 split")
+            b_owned = b.assignment
+            async with AdminClient(bootstrap) as admin:
+                assert await admin.remove_members(group, ["b"]) == {"b": None}
+            await wait_until_async(lambda: recorder(b).of("lost"), BOUND, "b sees lost")
+            assert recorder(b).of("lost")[0].partitions == b_owned
+            assert not recorder(b).of("revoked")
+            await wait_until_async(lambda: balanced([a, b], 4, topic), BOUND, "2/2 again")
+            assert a.error is None and b.error is None
+
+    asyncio.run(scenario())
+
+
+def test_cooperative_subscription_carries_owned_partitions_and_generation(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """What the leader reads (and DescribeGroups shows): v3 with owned + generation."""
+    topic, group = _names()
+    create_topic(any_broker.bootstrap, topic, partitions=2)
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            a = await _started(
+                members,
+                member(any_broker.bootstrap, group, topic, instance="a", protocol="cooperative"),
+            )
+            a.request_rejoin("test: rejoin with owned partitions")
+            first = a.generation
+            await wait_until_async(lambda: a.generation > first, BOUND, "a rejoined")
+            async with AdminClient(any_broker.bootstrap) as admin:
+                (m,) = (await admin.describe_groups([group]))[group].members
+            assert m.subscription is not None
+            assert m.subscription.owned_partitions == {topic: (0, 1)}
+            assert m.subscription.generation_id == first
+            assert not recorder(a).of("revoked")
+
+    asyncio.run(scenario())
+
+
+class _Twice:
+    """A broken assignor: every partition to every member and to a member that is not there."""
+
+    name = "broken"
+
+    def assign(self, members: Any, partitions_per_topic: Any) -> dict[str, set[Any]]:
+        every = {(t, p) for t, n in partitions_per_topic.items() for p in range(n)}
+        return {**{m: set(every) for m in members}, "ghost": set(every)}
+
+
+def test_a_leader_whose_assignor_double_assigns_stops_with_the_reason(broker: Any) -> None:
+    topic, group = _names()
+    create_topic(broker.bootstrap, topic, partitions=1)
+    config = MemberConfig.from_config(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "rebalance.protocol": "cooperative",
+            **TIMINGS,
+        }
+    )
+
+    async def scenario() -> None:
+        m = GroupMember(config, [topic], _Twice())
+        try:
+            with pytest.raises(AssignmentError, match="assigned to both"):
+                async with asyncio.timeout(BOUND):
+                    await m.start()
+            assert isinstance(m.error, AssignmentError)
+        finally:
+            await m.close()
+
+    asyncio.run(scenario())
