@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from streamrt.dev.maven_libs import maven_lock
+
 PROJECT = Path(__file__).resolve().parent / "kafka-streams"
 JAR = PROJECT / "target" / "kafka-streams-peer.jar"
 # Small heap (RocksDB lives off-heap), the default collector; log lines carry the time of day
@@ -42,13 +44,16 @@ def ensure_jar(timeout: float = 900.0) -> Path:
     missing = [t for t in ("java", "mvn") if shutil.which(t) is None]
     if missing:
         raise KafkaStreamsUnavailable(f"the Kafka Streams peer needs {' and '.join(missing)}")
-    done = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    with maven_lock():  # another test session may be building it right now
+        if not _stale():
+            return JAR
+        done = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     if done.returncode != 0 or not JAR.exists():
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
         raise KafkaStreamsUnavailable(

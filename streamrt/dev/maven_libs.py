@@ -12,10 +12,18 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ("KAFKA_VERSION", "KafkaUnavailable", "cache_root", "ensure_libs", "libs_dir")
+__all__ = (
+    "KAFKA_VERSION",
+    "KafkaUnavailable",
+    "cache_root",
+    "ensure_libs",
+    "libs_dir",
+    "maven_lock",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +44,25 @@ def cache_root() -> Path:
         return Path(os.environ["STREAMRT_CACHE_DIR"])
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "streamrt"
+
+
+@contextmanager
+def maven_lock() -> Iterator[None]:
+    """Hold the machine-wide Maven lock: one ``mvn`` at a time from streamrt.
+
+    Maven 3.8's local repository (``~/.m2``) is not safe for two builds downloading into it at
+    once, and two processes building the same project would share its ``target/``. Test
+    sessions run side by side (pytest-xdist workers), so every place that runs ``mvn``
+    (Apache Kafka's jars, Spark's connector, the Kafka Streams runner and peer) takes this lock.
+    """
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "maven.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def libs_dir(version: str = KAFKA_VERSION) -> Path:
@@ -97,7 +124,10 @@ def _copy_dependencies(
         *maven_args,
     ]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        with maven_lock():
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout, check=False
+            )
     except subprocess.TimeoutExpired as exc:
         shutil.rmtree(scratch, ignore_errors=True)
         raise KafkaUnavailable(

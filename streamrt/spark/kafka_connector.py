@@ -21,6 +21,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from streamrt.dev.maven_libs import maven_lock
+
 __all__ = (
     "FALLBACK_VERSIONS",
     "ConnectorUnavailable",
@@ -82,9 +84,10 @@ def _resolve(version: str, timeout: float) -> Path | str:
         command += ["-DincludeScope=runtime", f"-Dspark.version={version}"]
         command += [f"-DincludeArtifactIds={','.join(_ARTIFACTS)}", f"-DoutputDirectory={scratch}"]
         try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, check=False
-            )
+            with maven_lock():
+                done = subprocess.run(
+                    command, capture_output=True, text=True, timeout=timeout, check=False
+                )
         except subprocess.TimeoutExpired:
             shutil.rmtree(scratch, ignore_errors=True)
             return f"Maven did not finish within {timeout:g} s"

@@ -17,6 +17,7 @@ def test_demo_runs_the_deploys_and_prints_them_side_by_side(tmp_path: Path) -> N
     sizes = ["--instances", "2", "--threads", "1", "--partitions", "4", "--users", "300"]
     sizes += ["--rate", "50", "--restart-delay", "0.5"]
     where = ["--work-dir", str(tmp_path), "--json", str(tmp_path / "r.json")]
+    where += ["--console-port", "0"]  # the default 8070 may be taken (another test, a user)
     out = subprocess.run(
         [sys.executable, "-m", "streamrt.cli", "demo", *sizes, *where],
         cwd=REPO,

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from streamrt.dev.maven_libs import maven_lock
 from tests.differential.streamrt_side import Event
 
 PROJECT = Path(__file__).resolve().parent / "runner"
@@ -43,13 +44,16 @@ def ensure_jar(timeout: float = 900.0) -> Path:
         return JAR
     if shutil.which("mvn") is None:
         raise OracleUnavailable("building the Kafka Streams oracle needs mvn")
-    done = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    with maven_lock():  # another test session may be building it right now
+        if not _stale():
+            return JAR
+        done = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     if done.returncode != 0 or not JAR.exists():
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
         raise OracleUnavailable(

@@ -45,9 +45,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamrt.errors import StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.instance.handoff_paths import (
+    HandoffError,
+    lock_path,
+    socket_path,
+)
 
 __all__ = (
     "PROTOCOL_VERSION",
@@ -70,14 +74,7 @@ __all__ = (
 logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-SOCKET_NAME = ".handoff.sock"
-LOCK_NAME = ".handoff.lock"
 _MAX_LINE = 64 * 1024
-_UNIX_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL
-
-
-class HandoffError(StreamrtError):
-    """The hand-off did not happen; the message says why and what the successor should do."""
 
 
 class NoRunningInstanceError(HandoffError):
@@ -113,15 +110,6 @@ class ServerState(enum.Enum):
     RELEASED = "RELEASED"
 
 
-def socket_path(app_state_dir: Path) -> Path:
-    """``<state.dir>/<application.id>/.handoff.sock``."""
-    return Path(app_state_dir) / SOCKET_NAME
-
-
-def lock_path(app_state_dir: Path) -> Path:
-    return Path(app_state_dir) / LOCK_NAME
-
-
 def topology_fingerprint(topology: Topology, application_id: str) -> str:
     """A hash of what decides tasks and state: sub-topologies, their topics, nodes and stores.
 
@@ -132,14 +120,6 @@ def topology_fingerprint(topology: Topology, application_id: str) -> str:
     for sub in topology.subtopologies(application_id):
         parts.append(f"{sub.id}:{sorted(sub.source_topics)}:{sorted(map(str, sub.stores))}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def _check_length(path: Path) -> None:
-    if len(os.fsencode(str(path))) > _UNIX_PATH_MAX:
-        raise HandoffError(
-            f"hand-off socket path {path} is longer than {_UNIX_PATH_MAX} bytes "
-            "(a Unix socket limit); use a shorter state.dir"
-        )
 
 
 def _send(conn: socket.socket, message: dict[str, Any]) -> None:
@@ -188,7 +168,6 @@ class SuccessorLock:
 
 
 def _connect(path: Path, timeout: float) -> socket.socket:
-    _check_length(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -324,7 +303,6 @@ class HandoffServer:
 
     def start(self) -> None:
         """Bind (replacing a stale socket file nobody answers on) and serve in a thread."""
-        _check_length(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             try:
