@@ -54,7 +54,10 @@ class MemberListener(MemberRebalanceListener):
         self._assigned = RebalanceListener(thread, tasks, committer)
 
     async def on_join_prepare(self) -> None:
-        """List the changelog ends, in case this thread leads the assignment that follows."""
+        """A rebalance begins (cooperative: nothing is revoked yet, so it is said here; eager:
+        the revocation said it); list the changelog ends, in case this thread leads."""
+        if not self._eager:
+            self.thread.emit("rebalance_started", generation=self.thread.generation)
         await self.thread.before_join()
 
     async def on_partitions_revoked(self, partitions: set[MemberTP]) -> None:
@@ -63,7 +66,8 @@ class MemberListener(MemberRebalanceListener):
         logger.info(
             "partitions revoked", extra=fields(thread=thread.name, partitions=revoked, tasks=gone)
         )
-        thread.emit("rebalance_started", generation=thread.generation)
+        if self._eager:
+            thread.emit("rebalance_started", generation=thread.generation)
         thread.emit("revocation", partitions=revoked, tasks=gone)
         async with thread.commit_lock:
             try:  # cooperative: only the moving tasks (under at-least-once)

@@ -44,7 +44,9 @@ def is_fenced(exc: BaseException) -> bool:
 
 
 def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> MemberConfig:
-    """The member's settings from the streams config (as the aiokafka consumer gets them)."""
+    """The member's settings from the streams config: the group's as the aiokafka consumer
+    gets them, and the main consumer's client settings (``consumer.``/``main.consumer.``
+    prefixes or bare: timeouts, rack, TLS/SASL)."""
     cfg = env.config
     consumer = cfg.client_config().for_role("main.consumer")
     security = {k: v for k, v in consumer.items() if k.startswith(_SECURITY)}
@@ -57,6 +59,9 @@ def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> Me
         heartbeat_interval_ms=cfg.heartbeat_interval_ms,
         rebalance_protocol="cooperative" if cfg.rebalance_protocol == "cooperative" else "eager",
         client_id=client_id,
+        client_rack=consumer.get("client.rack"),
+        request_timeout_ms=int(consumer.get("request.timeout.ms", 30_000)),
+        retry_backoff_ms=int(consumer.get("retry.backoff.ms", 100)),
         security=security,
     )
 
