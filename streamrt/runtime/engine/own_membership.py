@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
 from streamrt.membership.member import GroupMember, RebalanceListener
@@ -160,8 +162,20 @@ class StreamrtMembership:
                 self._pending = merged
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        found = await self.member.committed([(tp[0], tp[1]) for tp in partitions])
-        return {TopicPartition(*tp): offset for tp, offset in found.items()}
+        """The group's committed offsets; while a transaction holds offsets of these
+        partitions (UNSTABLE_OFFSET_COMMIT) ask again, as Kafka's consumer does, until the
+        request timeout."""
+        wanted = [(tp[0], tp[1]) for tp in partitions]
+        deadline = time.monotonic() + self.member.config.request_timeout_ms / 1000
+        while True:
+            try:
+                found = await self.member.committed(wanted)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.unstable_offset_commit or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(self.member.config.retry_backoff_ms / 1000)
+                continue
+            return {TopicPartition(*tp): offset for tp, offset in found.items()}
 
     async def check_membership(self) -> None:
         await self.member.check_membership()
