@@ -67,6 +67,8 @@ def test_cooperative_first_round_holds_back_what_another_member_still_owns() -> 
     assert len(target["a-thread-1"]) == 2 and target["b-thread-1"] == set()
     b_info = AssignmentInfo.decode(face.assignment_user_data("b-thread-1") or b"")
     assert b_info.tasks == ()  # its tasks come in the second round
+    assert b_info.followup  # ... so the rebalance is not over for anyone
+    assert not AssignmentInfo.decode(b'{"tasks": [], "cluster": []}').followup
     a_info = AssignmentInfo.decode(face.assignment_user_data("a-thread-1") or b"")
     assert {("events", int(t.split("_")[1])) for t in a_info.tasks} == target["a-thread-1"]
     eager = MemberStreamsAssignor(streams(received), cooperative=False).assign(

@@ -108,6 +108,9 @@ class AssignmentInfo:
     cluster: tuple[ClusterThread, ...]
     stores: Mapping[str, tuple[str, ...]]  # subtopology id → store names
     standby_tasks: tuple[str, ...] = ()
+    # cooperative: some task waits for its previous owner to revoke it, so a second round
+    # follows; until then the assignment is not complete (the thread stays PARTITIONS_ASSIGNED)
+    followup: bool = False
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -127,6 +130,7 @@ class AssignmentInfo:
                 ],
                 "stores": {k: list(v) for k, v in self.stores.items()},
                 "standby_tasks": list(self.standby_tasks),
+                "followup": self.followup,
             }
         ).encode()
 
@@ -148,6 +152,7 @@ class AssignmentInfo:
             ),
             {str(k): tuple(v) for k, v in raw.get("stores", {}).items()},
             tuple(raw.get("standby_tasks", ())),
+            bool(raw.get("followup", False)),
         )
 
 

@@ -9,6 +9,7 @@ task moves in the second round, once its previous owner closed it, as Kafka Stre
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from streamrt.membership.assignment import MemberSubscription, cooperative_adjust
@@ -57,9 +58,13 @@ class MemberStreamsAssignor:
             target.setdefault(member, set())
         if self.cooperative:
             target = cooperative_adjust({m: s.subscription for m, s in members.items()}, target)
-        self._user_data = {
-            m: _held_back(info, task_parts, target.get(m, set())).encode()
+        given = {
+            m: _held_back(info, task_parts, target.get(m, set()))
             for m, (_parts, info) in planned.items()
+        }
+        followup = any(given[m].tasks != info.tasks for m, (_p, info) in planned.items())
+        self._user_data = {
+            m: dataclasses.replace(info, followup=followup).encode() for m, info in given.items()
         }
         return target
 

@@ -237,7 +237,11 @@ class StreamThread:
         self.emit("thread_state", old=old.name, new=new.name)
 
     def tasks_running(self) -> None:
-        """Every assigned task is open and restored: after an assignment, the thread runs."""
+        """Every assigned task is open and restored: after an assignment, the thread runs
+        (unless a cooperative second round is still to come: the rebalance is not over)."""
+        info = self.member.assignment_info
+        if info is not None and info.followup:
+            return
         if self.state is ThreadState.PARTITIONS_ASSIGNED:
             self.mark("ready")
             self.transition(ThreadState.RUNNING)
