@@ -115,6 +115,15 @@ def apache_kafka_cluster(_apache_kafka_3: object) -> Iterator[object]:
     yield from _checked(_apache_kafka_3)
 
 
+@pytest.fixture(params=["aiokafka", "streamrt"])
+def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once per ``stream.thread.membership`` (aiokafka's consumer, streamrt's own
+    member). Set through the environment (``STREAMRT_STREAM_THREAD_MEMBERSHIP``), which every
+    ``App`` reads, so in-process instances and ``streamrt run`` subprocesses both get it."""
+    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", str(request.param))
+    return str(request.param)
+
+
 @pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
 def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     """A ``BrokerEndpoint(kind, bootstrap)`` on each broker: differential tests run on both.

@@ -20,6 +20,7 @@ __all__ = (
     "AssignmentError",
     "Assignor",
     "MemberSubscription",
+    "UserDataAssignor",
     "cooperative_adjust",
     "validate_assignment",
 )
@@ -47,6 +48,25 @@ class Assignor(Protocol):
         self, members: Mapping[str, MemberSubscription], partitions_per_topic: Mapping[str, int]
     ) -> Mapping[str, set[TopicPartition]]:
         """member id → its partitions; every member id of ``members`` should be a key."""
+        ...
+
+
+class UserDataAssignor(Assignor, Protocol):
+    """An assignor that also speaks through the protocol's user data (Kafka Streams' does):
+    what each member adds to its subscription, what the leader adds to each assignment, and
+    the user data this member received. :class:`~streamrt.membership.member.GroupMember`
+    uses these methods when the assignor has them."""
+
+    def subscription_user_data(self) -> bytes | None:
+        """This member's subscription user data, asked at each JoinGroup."""
+        ...
+
+    def assignment_user_data(self, member_id: str) -> bytes | None:
+        """As the leader, after :meth:`assign`: the user data for ``member_id``."""
+        ...
+
+    def on_assignment(self, user_data: bytes | None) -> None:
+        """The user data of this member's new assignment, before the listener is told."""
         ...
 
 

@@ -25,7 +25,12 @@ from typing import Any
 from streamrt.admin.connection import AdminConnectionError
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
-from streamrt.membership.assignment import Assignor, MemberSubscription, cooperative_adjust
+from streamrt.membership.assignment import (
+    Assignor,
+    MemberSubscription,
+    UserDataAssignor,
+    cooperative_adjust,
+)
 from streamrt.membership.config import (
     CommitFailedError,
     FencedInstanceError,
@@ -71,6 +76,10 @@ class RebalanceListener:
     def on_partitions_lost(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         return self.on_partitions_revoked(partitions)
 
+    def on_join_prepare(self) -> Awaitable[None] | None:
+        """Just before each JoinGroup (after an eager revocation): Kafka's onJoinPrepare."""
+        return None
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Generation:
@@ -107,12 +116,18 @@ class GroupMember:
         topics: Iterable[str],
         assignor: Assignor,
         listener: RebalanceListener | None = None,
+        *,
+        offsets_connection: bool = False,
     ) -> None:
+        """``offsets_connection``: commits and offset fetches go on a connection of their own,
+        so they never wait behind a JoinGroup the coordinator holds (a broker answers one
+        request per connection at a time) and an owner can commit through a rebalance."""
         self.config = config
         self.topics = tuple(sorted(set(topics)))
         self.assignor = assignor
         self.listener = listener or RebalanceListener()
         self.client = CoordinatorClient(config)
+        self.offsets_client = CoordinatorClient(config) if offsets_connection else self.client
         self._generation = NO_GENERATION
         self._owned: set[TopicPartition] = set()
         self._rejoin_reason: str | None = "initial join"
@@ -170,13 +185,16 @@ class GroupMember:
             await asyncio.gather(self._task, return_exceptions=True)
         return self.error
 
-    async def close(self) -> None:
-        """Revoke what is owned, leave if dynamic, close the connections."""
+    async def close(self, *, revoke: bool = True) -> None:
+        """Revoke what is owned (``revoke=False``: the owner already closed it), leave if
+        dynamic, close the connections. The group loop stops first, so no rejoin follows."""
         self._closing = True
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         try:
+            if not revoke:
+                self._owned = set()
             if self._owned:
                 owned, self._owned = set(self._owned), set()
                 await self._call(self.listener.on_partitions_revoked, owned)
@@ -185,6 +203,21 @@ class GroupMember:
                     await self.client.leave(self.member_id, "the member is closing")
         finally:
             await self.client.close()
+            if self.offsets_client is not self.client:
+                await self.offsets_client.close()
+
+    async def find_coordinator(self) -> None:
+        """Look up and connect to the group coordinator now (e.g. while held before a join)."""
+        await self.client.cluster.coordinator(self.config.group_id)
+
+    async def check_membership(self) -> None:
+        """One Heartbeat now; raise :class:`FencedInstanceError` if another member took this
+        ``group.instance.id`` (an owner asks before doing something only the current
+        incarnation may do). Other answers are left to the group loop."""
+        if self.error is not None:
+            raise self.error
+        response = await self.offsets_client.heartbeat(self.generation, self.member_id)
+        self._check_fatal(ErrorCode(int(response.error_code)), "Heartbeat")
 
     # -- the group loop ----------------------------------------------------------------------
 
@@ -272,6 +305,9 @@ class GroupMember:
             revoked, self._owned = set(self._owned), set()
             await self._call(self.listener.on_partitions_revoked, revoked)
         self._rejoin_reason = None
+        prepared = self.listener.on_join_prepare()
+        if inspect.isawaitable(prepared):
+            await prepared
         joined = await self._join(reason)
         if joined is None:
             self._rejoin_reason = self._rejoin_reason or reason
@@ -286,12 +322,19 @@ class GroupMember:
 
     def _subscription(self) -> bytes:
         owned = self._owned if self.cooperative else set()
+        extra = self._user_data()
         return encode_subscription(
             self.topics,
             owned_partitions=owned,
             generation_id=self.generation if self.cooperative else -1,
             rack_id=self.config.client_rack,
+            user_data=extra.subscription_user_data() if extra is not None else None,
         )
+
+    def _user_data(self) -> UserDataAssignor | None:
+        """The assignor, if it speaks through the protocol's user data."""
+        a = self.assignor
+        return a if hasattr(a, "subscription_user_data") else None  # type: ignore[return-value]
 
     async def _join(self, reason: str) -> _Joined | None:
         response = await self.client.join(
@@ -326,7 +369,11 @@ class GroupMember:
         code = ErrorCode(int(response.error_code))
         self._check_fatal(code, "SyncGroup")
         if code == ErrorCode.none:
-            return flatten(decode_assignment(response.assignment).partitions)
+            decoded = decode_assignment(response.assignment)
+            user_data = self._user_data()
+            if user_data is not None:
+                user_data.on_assignment(decoded.user_data)
+            return flatten(decoded.partitions)
         if code in _LOST:
             self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
             await self._on_lost_membership(code)
@@ -354,7 +401,14 @@ class GroupMember:
             "leader assigned",
             extra=fields(generation=joined.generation, assignment=_sorted(target)),
         )
-        return {m: encode_assignment(target.get(m, set())) for m in members}
+        extra = self._user_data()
+        return {
+            m: encode_assignment(
+                target.get(m, set()),
+                user_data=extra.assignment_user_data(m) if extra is not None else None,
+            )
+            for m in members
+        }
 
     async def _apply(self, assignment: set[TopicPartition]) -> None:
         """Eager: everything was revoked before the join. Cooperative: revoke what moved,
@@ -390,18 +444,20 @@ class GroupMember:
         gen = generation or self._generation
 
         async def attempt() -> None:
-            response = await self.client.commit(gen.generation_id, gen.member_id, offsets, metadata)
+            response = await self.offsets_client.commit(
+                gen.generation_id, gen.member_id, offsets, metadata
+            )
             for topic in response.topics:
                 for p in topic.partitions:
                     self._check_commit(ErrorCode(int(p.error_code)), gen, topic.name, p)
 
-        await self.client.cluster.retrying(f"OffsetCommit {self.config.group_id}", attempt)
+        await self.offsets_client.cluster.retrying(f"OffsetCommit {self.config.group_id}", attempt)
 
     def _check_commit(self, code: ErrorCode, gen: Generation, topic: str, p: Any) -> None:
         if code == ErrorCode.none:
             return
         where = f"OffsetCommit {topic}-{p.partition_index} in generation {gen.generation_id}"
-        self.client.note(code)
+        self.offsets_client.note(code)
         if code in _COMMIT_REFUSED:
             raise CommitFailedError(code, f"{where}: {code.name.upper()}")
         raise KafkaError(code, f"{where}: {code.name.upper()}")
@@ -411,10 +467,10 @@ class GroupMember:
         wanted = list(partitions)
 
         async def attempt() -> dict[TopicPartition, int]:
-            response = await self.client.fetch_offsets(wanted)
+            response = await self.offsets_client.fetch_offsets(wanted)
             code = ErrorCode(int(response.error_code))
             if code != ErrorCode.none:
-                self.client.note(code)
+                self.offsets_client.note(code)
                 raise KafkaError(code, f"OffsetFetch {self.config.group_id}: {code.name}")
             out: dict[TopicPartition, int] = {}
             for t in response.topics:
@@ -424,11 +480,13 @@ class GroupMember:
                         out[(str(t.name), int(p.partition_index))] = int(p.committed_offset)
             return out
 
-        return await self.client.cluster.retrying(f"OffsetFetch {self.config.group_id}", attempt)
+        return await self.offsets_client.cluster.retrying(
+            f"OffsetFetch {self.config.group_id}", attempt
+        )
 
     def _check_fetched(self, code: ErrorCode, topic: str, partition: int) -> None:
         if code != ErrorCode.none:
-            self.client.note(code)
+            self.offsets_client.note(code)
             where = f"OffsetFetch {self.config.group_id} {topic}-{partition}"
             raise KafkaError(code, f"{where}: {code.name.upper()}")
 

@@ -29,6 +29,8 @@ __all__ = (
     "ENV_PREFIX",
     "EXACTLY_ONCE_V2",
     "LIBRDKAFKA",
+    "STREAMRT",
+    "STREAM_THREAD_MEMBERSHIPS",
     "STREAM_THREAD_PRODUCERS",
     "StreamsConfig",
     "load_config_file",
@@ -47,6 +49,16 @@ _GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
 EOS_COMMIT_INTERVAL_MS = 100
 AIOKAFKA, LIBRDKAFKA = "aiokafka", "librdkafka"
 STREAM_THREAD_PRODUCERS = (AIOKAFKA, LIBRDKAFKA)
+STREAMRT = "streamrt"
+STREAM_THREAD_MEMBERSHIPS = (AIOKAFKA, STREAMRT)
+#: Kafka Streams' ``upgrade.from`` values: from these the group stays on the eager protocol
+#: (KIP-429 came in 2.4); from the later ones it is cooperative.
+EAGER_UPGRADE_FROM = (
+    "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1", "2.0", "2.1", "2.2", "2.3"
+)  # fmt: skip
+COOPERATIVE_UPGRADE_FROM = tuple(
+    [f"2.{minor}" for minor in range(4, 9)] + [f"3.{minor}" for minor in range(10)]
+)
 # Kafka 4.0 names and the older ``default.`` ones; KIP-1034 and Kafka Connect's DLQ names.
 _ALIASES = {
     "deserialization.exception.handler": "default.deserialization.exception.handler",
@@ -79,6 +91,12 @@ class StreamsConfig:
     # the client each stream thread produces with under at_least_once: aiokafka, or librdkafka
     # (confluent-kafka; a third of the CPU per record, docs/benchmarks.md "data path")
     stream_thread_producer: str = "aiokafka"
+    # who keeps each stream thread's group membership: aiokafka's consumer (eager only), or
+    # streamrt's own member (streamrt.membership; its consumer fetches in manual-assign mode)
+    stream_thread_membership: str = "aiokafka"
+    # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
+    # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
+    upgrade_from: str | None = None
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -170,6 +188,7 @@ class StreamsConfig:
             raise ConfigError(f"client settings: {exc}") from None
         _raise_first(self._limit_rules())
         _raise_first(self._producer_rules())
+        _raise_first(self._membership_rules())
         self.error_handlers()  # dlq without a topic name is refused here
         self.timestamp_extractor()
 
@@ -221,6 +240,31 @@ class StreamsConfig:
                 "(pip install 'streamrt[librdkafka]')",
             ),
         ]
+
+    def _membership_rules(self) -> list[tuple[bool, str]]:
+        """(broken, message) for ``stream.thread.membership`` and ``upgrade.from``."""
+        membership, upgrade = self.stream_thread_membership, self.upgrade_from
+        return [
+            (
+                membership not in STREAM_THREAD_MEMBERSHIPS,
+                f"stream.thread.membership {membership!r} must be one of "
+                f"{', '.join(STREAM_THREAD_MEMBERSHIPS)}",
+            ),
+            (
+                upgrade is not None
+                and upgrade not in EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM,
+                f"upgrade.from {upgrade!r} must be one of Kafka's versions "
+                f"{', '.join(EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM)}",
+            ),
+        ]
+
+    @property
+    def rebalance_protocol(self) -> str:
+        """``eager`` or ``cooperative``: aiokafka's membership is eager only; streamrt's is
+        cooperative unless ``upgrade.from`` names a version before 2.4 (as Kafka Streams)."""
+        if self.stream_thread_membership != STREAMRT or self.upgrade_from in EAGER_UPGRADE_FROM:
+            return "eager"
+        return "cooperative"
 
     def _limit_rules(self) -> list[tuple[bool, str]]:
         """(broken, message) for the numbers, modes and guarantees, in checking order."""

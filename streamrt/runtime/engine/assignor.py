@@ -108,6 +108,9 @@ class AssignmentInfo:
     cluster: tuple[ClusterThread, ...]
     stores: Mapping[str, tuple[str, ...]]  # subtopology id → store names
     standby_tasks: tuple[str, ...] = ()
+    # cooperative: some task waits for its previous owner to revoke it, so a second round
+    # follows; until then the assignment is not complete (the thread stays PARTITIONS_ASSIGNED)
+    followup: bool = False
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -127,6 +130,7 @@ class AssignmentInfo:
                 ],
                 "stores": {k: list(v) for k, v in self.stores.items()},
                 "standby_tasks": list(self.standby_tasks),
+                "followup": self.followup,
             }
         ).encode()
 
@@ -148,6 +152,7 @@ class AssignmentInfo:
             ),
             {str(k): tuple(v) for k, v in raw.get("stores", {}).items()},
             tuple(raw.get("standby_tasks", ())),
+            bool(raw.get("followup", False)),
         )
 
 
@@ -200,6 +205,14 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             _CONSUMER_PROTOCOL_VERSION, sorted(topics), self._subscription().encode()
         )
 
+    def subscription_user_data(self) -> bytes:
+        """This thread's :class:`SubscriptionInfo`, encoded (asked at each join)."""
+        return self._subscription().encode()
+
+    def on_info(self, info: AssignmentInfo) -> None:
+        """This thread's decoded assignment user data arrived."""
+        self._on_info(info)
+
     def on_assignment(  # type: ignore[override]
         self, assignment: ConsumerProtocolMemberAssignment
     ) -> None:
@@ -207,25 +220,32 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
 
     def task_partitions(self, cluster: ClusterMetadata) -> dict[str, list[tuple[str, int]]]:
         """Task id → its input partitions (one per source topic of the sub-topology)."""
+        counts = {
+            t: len(cluster.partitions_for_topic(t) or ())
+            for topics in self.subtopologies.values()
+            for t in topics
+        }
+        return self.tasks_of(counts)
+
+    def tasks_of(self, counts: Mapping[str, int]) -> dict[str, list[tuple[str, int]]]:
+        """Task id → its input partitions, from each source topic's partition count."""
         out: dict[str, list[tuple[str, int]]] = {}
         for sub, topics in sorted(self.subtopologies.items()):
-            counts = [len(cluster.partitions_for_topic(t) or ()) for t in topics]
-            for partition in range(max(counts, default=0)):
+            per_topic = [counts.get(t, 0) for t in topics]
+            for partition in range(max(per_topic, default=0)):
                 out[f"{sub}_{partition}"] = [
-                    (t, partition) for t, n in zip(topics, counts, strict=True) if partition < n
+                    (t, partition) for t, n in zip(topics, per_topic, strict=True) if partition < n
                 ]
         return out
 
-    def assign(  # type: ignore[override]
-        self,
-        cluster: ClusterMetadata,
-        members: Mapping[str, ConsumerProtocolMemberMetadata],
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        infos = {m: SubscriptionInfo.decode(md.user_data, m) for m, md in members.items()}
-        task_parts = self.task_partitions(cluster)
+    def plan(
+        self, task_parts: Mapping[str, list[tuple[str, int]]], infos: Mapping[str, SubscriptionInfo]
+    ) -> dict[str, tuple[list[tuple[str, int]], AssignmentInfo]]:
+        """Member id → (its partitions, its :class:`AssignmentInfo`); the leader's callbacks
+        (``on_leader``, ``on_placement``) run here, whichever protocol face asked."""
         stateful = [t for t in task_parts if self.stores.get(t.partition("_")[0])]
         ends = self._task_ends(stateful) if self._task_ends is not None else None
-        plan = place_tasks(task_parts, infos, stateful, self.placement, ends)
+        plan = place_tasks(dict(task_parts), dict(infos), stateful, self.placement, ends)
         by_member = plan.active
         cluster_threads = tuple(
             ClusterThread(
@@ -238,15 +258,32 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             )
             for m in by_member
         )
-        out: dict[str, ConsumerProtocolMemberAssignment] = {}
-        for member, tasks in by_member.items():
-            topics: dict[str, list[int]] = {}
-            for task in tasks:
-                for topic, partition in task_parts[task]:
-                    topics.setdefault(topic, []).append(partition)
-            info = AssignmentInfo(
-                tuple(tasks), cluster_threads, self.stores, tuple(plan.standby.get(member, ()))
+        out = {
+            member: (
+                [p for t in tasks for p in task_parts[t]],
+                AssignmentInfo(
+                    tuple(tasks), cluster_threads, self.stores, tuple(plan.standby.get(member, ()))
+                ),
             )
+            for member, tasks in by_member.items()
+        }
+        if self._on_leader is not None:
+            self._on_leader(len(infos), len(task_parts))
+        if self._on_placement is not None:
+            self._on_placement(plan)
+        return out
+
+    def assign(  # type: ignore[override]
+        self,
+        cluster: ClusterMetadata,
+        members: Mapping[str, ConsumerProtocolMemberMetadata],
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+        infos = {m: SubscriptionInfo.decode(md.user_data, m) for m, md in members.items()}
+        out: dict[str, ConsumerProtocolMemberAssignment] = {}
+        for member, (parts, info) in self.plan(self.task_partitions(cluster), infos).items():
+            topics: dict[str, list[int]] = {}
+            for topic, partition in parts:
+                topics.setdefault(topic, []).append(partition)
             out[member] = ConsumerProtocolMemberAssignment(
                 _CONSUMER_PROTOCOL_VERSION,
                 [
@@ -255,8 +292,4 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 ],
                 info.encode(),
             )
-        if self._on_leader is not None:
-            self._on_leader(len(members), len(task_parts))
-        if self._on_placement is not None:
-            self._on_placement(plan)
         return out

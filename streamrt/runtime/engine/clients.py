@@ -81,10 +81,11 @@ class ClientFactory:
     transactional_id: str | None  # exactly_once_v2
     group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the consumer's, for the txn
 
-    def build(self, assignor: StreamsPartitionAssignor) -> ThreadClients:
+    def build(self, assignor: StreamsPartitionAssignor, manual: bool = False) -> ThreadClients:
+        """``manual``: streamrt's own member keeps the group; the consumer only fetches."""
         return ThreadClients(
             self.thread_producer(),
-            self.consumer(assignor),
+            self.manual_consumer() if manual else self.consumer(assignor),
             self.restore_consumer(),
             self.restore_consumer("offsets"),
             self.purger(),
@@ -129,6 +130,14 @@ class ClientFactory:
             rebalance_timeout_ms=max(cfg.session_timeout_ms, 10_000),
             partition_assignment_strategy=(assignor,),
         )
+
+    def manual_consumer(self) -> AIOKafkaConsumer:
+        """``stream.thread.membership=streamrt``: the main consumer's settings, no group (the
+        member assigns it its partitions)."""
+        kwargs = client_settings.consumer_kwargs(
+            self.env.config.client_config(), "main.consumer", self.client_id
+        )
+        return AIOKafkaConsumer(**self._isolation(kwargs))
 
     def restore_consumer(self, role: str = "restore") -> AIOKafkaConsumer:
         """No group: restoration and standbys assign changelog partitions themselves; the

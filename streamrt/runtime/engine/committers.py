@@ -10,7 +10,8 @@ whatever the guarantee (repartition purge, the ``commit`` event), is written onc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
@@ -27,14 +28,36 @@ from streamrt.runtime.engine.eos import (
     abort_transaction,
     commit_transaction,
 )
+from streamrt.runtime.engine.own_membership import is_fenced
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 
-__all__ = ("AtLeastOnceCommitter", "Committer", "ExactlyOnceCommitter", "committer_for")
+__all__ = (
+    "AtLeastOnceCommitter",
+    "Committer",
+    "ExactlyOnceCommitter",
+    "GroupOffsets",
+    "committer_for",
+)
 
 logger = logging.getLogger(__name__)
+
+
+class GroupOffsets(Protocol):
+    """The group's side of a commit: whoever keeps the thread's membership (aiokafka's
+    consumer, or streamrt's own member) commits and reads offsets with its identity."""
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Committed offsets of ``partitions``; those with none are left out."""
+        ...
+
+    async def check_membership(self) -> None:
+        """Raise if another process took this static member's ``group.instance.id``."""
+        ...
 
 
 class Committer:
@@ -46,16 +69,22 @@ class Committer:
         consumer: AIOKafkaConsumer,
         purger: RepartitionPurger | None,
         emit: Emit,
+        *,
+        offsets: GroupOffsets | None = None,
     ) -> None:
         self.collector = collector  # the tasks send through it
         self.consumer = consumer
+        self.offsets: GroupOffsets = offsets or _ConsumerOffsets(consumer)
         self.purger = purger
         self.emit = emit
 
-    async def commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
-        """Commit the open tasks; then purge consumed repartition records and report the
-        offsets (empty: nothing to commit). Call under the thread's commit lock."""
-        offsets = await self._commit(tasks)
+    async def commit(
+        self, tasks: TaskManager, only: Collection[str] | None = None
+    ) -> dict[TopicPartition, int]:
+        """Commit the open tasks (``only``: just these, where the guarantee allows it); then
+        purge consumed repartition records and report the offsets (empty: nothing to commit).
+        Call under the thread's commit lock."""
+        offsets = await self._commit(tasks, only)
         if self.purger is not None:
             self.purger.after_commit(offsets.items())
         if offsets:
@@ -65,8 +94,18 @@ class Committer:
             )
         return offsets
 
-    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
+    async def _commit(
+        self, tasks: TaskManager, only: Collection[str] | None
+    ) -> dict[TopicPartition, int]:
         raise NotImplementedError
+
+    async def lose(self, tasks: TaskManager, task_ids: Collection[str]) -> None:
+        """The partitions of ``task_ids`` already belong to another member: close them dirty,
+        nothing committed (Kafka Streams' handleLostAll); their staged writes are dropped."""
+        for task in tasks.open_tasks():
+            if str(task.task_id) in task_ids:
+                task.discard_uncommitted()
+        await tasks.close(task_ids)
 
     async def close(self, producer_started: bool) -> None:
         """Stop the producer (if it was started) and the purger's admin client."""
@@ -85,7 +124,7 @@ class Committer:
 
 
 class _ConsumerOffsets:
-    """Step 3 of an at-least-once commit: the group consumer commits the input offsets."""
+    """aiokafka's group consumer as :class:`GroupOffsets`."""
 
     def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
@@ -93,13 +132,27 @@ class _ConsumerOffsets:
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
 
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            offset = await self._consumer.committed(KafkaTP(*tp))
+            if offset is not None:
+                out[tp] = offset
+        return out
+
+    async def check_membership(self) -> None:
+        await kafka_adapter.check_static_membership(self._consumer)
+
 
 class AtLeastOnceCommitter(Committer):
     """The numbered commit of :mod:`~streamrt.runtime.engine.commit`; then the standbys
     refresh their checkpoint hints (the subscription reads them)."""
 
-    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
-        offsets = await commit(self.collector, tasks.open_tasks(), _ConsumerOffsets(self.consumer))
+    async def _commit(
+        self, tasks: TaskManager, only: Collection[str] | None
+    ) -> dict[TopicPartition, int]:
+        chosen = [t for t in tasks.open_tasks() if only is None or str(t.task_id) in only]
+        offsets = await commit(self.collector, chosen, self.offsets)
         tasks.standbys.checkpoint()
         return offsets
 
@@ -118,14 +171,19 @@ class ExactlyOnceCommitter(Committer):
         group_id: str,
         new_producer: Callable[[], AIOKafkaProducer],
         thread_name: str,
+        *,
+        offsets: GroupOffsets | None = None,
     ) -> None:
-        super().__init__(collector, consumer, purger, emit)
+        super().__init__(collector, consumer, purger, emit, offsets=offsets)
         self._group_id = group_id
         self._new_producer = new_producer
         self._thread_name = thread_name
 
-    async def _commit(self, tasks: TaskManager) -> dict[TopicPartition, int]:
-        """Commit the transaction; on failure abort it and discard the staged writes."""
+    async def _commit(
+        self, tasks: TaskManager, only: Collection[str] | None
+    ) -> dict[TopicPartition, int]:
+        """Commit the transaction; on failure abort it and discard the staged writes. One
+        transaction holds every task's output, so ``only`` is ignored: all are committed."""
         open_tasks = tasks.open_tasks()
         try:
             return await commit_transaction(self.collector, open_tasks, self._group_id)
@@ -137,7 +195,7 @@ class ExactlyOnceCommitter(Committer):
     def recovers(self, exc: BaseException) -> bool:
         """A lost transaction is recovered; a fenced static member (another process took its
         ``group.instance.id``) is not: that stops the instance."""
-        return not kafka_adapter.is_fenced(exc)
+        return not is_fenced(exc)
 
     async def recover(self, exc: BaseException, tasks: TaskManager) -> None:
         """The transaction is lost: close every task dirty (staged writes discarded), re-create
@@ -155,7 +213,7 @@ class ExactlyOnceCommitter(Committer):
         aborted = await abort_transaction(self.collector, list(tasks.tasks.values()))
         await tasks.close(task_ids)
         if not aborted or kafka_adapter.is_producer_fenced(exc):
-            await kafka_adapter.check_static_membership(self.consumer)
+            await self.offsets.check_membership()
             await self._renew_producer()
         await tasks.reopen(task_ids)
         await self._rewind()
@@ -175,15 +233,22 @@ class ExactlyOnceCommitter(Committer):
         await producer.start()
         self.collector.reset(producer)
 
+    async def lose(self, tasks: TaskManager, task_ids: Collection[str]) -> None:
+        """Lost partitions: the open transaction (every task's output) is aborted first."""
+        await abort_transaction(self.collector, list(tasks.tasks.values()))
+        await super().lose(tasks, task_ids)
+
     async def _rewind(self) -> None:
         """Read the input again from the committed offsets (the lost transaction's are gone)."""
         consumer = self.consumer
-        for ktp in consumer.assignment():
-            committed = await consumer.committed(ktp)
-            if committed is None:
+        assigned = list(consumer.assignment())
+        committed = await self.offsets.committed(TopicPartition(*k) for k in assigned)
+        for ktp in assigned:
+            offset = committed.get(TopicPartition(*ktp))
+            if offset is None:
                 await consumer.seek_to_beginning(ktp)
             else:
-                consumer.seek(ktp, committed)
+                consumer.seek(ktp, offset)
 
 
 def committer_for(
@@ -192,8 +257,10 @@ def committer_for(
     emit: Emit,
     new_producer: Callable[[], AIOKafkaProducer],
     thread_name: str,
+    offsets: GroupOffsets | None = None,
 ) -> Committer:
-    """The committer of ``processing.guarantee``, over the collector of the thread's producer."""
+    """The committer of ``processing.guarantee``, over the collector of the thread's producer;
+    ``offsets``: the group's side (default: the thread's group consumer)."""
     producer = clients.producer
     if config.exactly_once:
         if not isinstance(producer, AIOKafkaProducer):  # StreamsConfig refuses it first
@@ -206,10 +273,11 @@ def committer_for(
             config.application_id,
             new_producer,
             thread_name,
+            offsets=offsets,
         )
     collector: Collector = (
         LibrdkafkaCollector(producer)
         if isinstance(producer, LibrdkafkaProducer)
         else ProducerCollector(producer)
     )
-    return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit)
+    return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit, offsets=offsets)

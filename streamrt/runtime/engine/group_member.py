@@ -9,13 +9,12 @@ KIP-441 when warm-up replicas were placed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer
 
 from streamrt.logs import fields
-from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import (
     AssignmentInfo,
     PlacementConfig,
@@ -102,11 +101,14 @@ class GroupMember:
         self.emit("group_leader", generation=generation, members=members, tasks=tasks)
 
     async def refresh_changelog_ends(
-        self, offsets_consumer: AIOKafkaConsumer, consumer: AIOKafkaConsumer
+        self,
+        offsets_consumer: AIOKafkaConsumer,
+        partitions_of: Callable[[str], Iterable[int] | None],
     ) -> None:
-        """Before joining: list the changelog ends, in case this thread leads the assignment."""
+        """Before joining: list the changelog ends, in case this thread leads the assignment
+        (``partitions_of``: a source topic's partitions, from the membership's metadata)."""
         if self.changelog_ends.stateful:
-            await self.changelog_ends.refresh(offsets_consumer, consumer.partitions_for_topic)
+            await self.changelog_ends.refresh(offsets_consumer, partitions_of)
 
     def _on_placement(self, plan: TaskPlacement) -> None:
         """As the group leader: warm-ups mean a probing rebalance is due later (KIP-441)."""
@@ -122,7 +124,7 @@ class GroupMember:
             due_ms=due,
         )
 
-    def maybe_probe(self, consumer: AIOKafkaConsumer) -> None:
+    def maybe_probe(self, rejoin: Callable[[], object]) -> None:
         """Trigger the scheduled probing rebalance: the leader rejoins, which always rebalances
         a stable group; members then report their warm-ups' offsets."""
         if self._probe_at_ms is None or self.env.clock.now_ms() < self._probe_at_ms:
@@ -130,7 +132,7 @@ class GroupMember:
         self._probe_at_ms = None
         logger.info("probing rebalance", extra=fields(thread=self.thread_name))
         self.emit("probing_rebalance", generation=self._generation())
-        kafka_adapter.request_rejoin(consumer)
+        rejoin()
 
 
 def local_task_offsets(app_state_dir: Path) -> dict[str, int]:

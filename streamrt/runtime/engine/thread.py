@@ -23,13 +23,16 @@ import aiokafka.errors as kafka_errors
 from aiokafka import AIOKafkaConsumer
 
 from streamrt.logs import fields
+from streamrt.runtime.config import STREAMRT
 from streamrt.runtime.engine import kafka_adapter
-from streamrt.runtime.engine.assignor import AssignmentInfo
+from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.group_member import GroupMember
+from streamrt.runtime.engine.member_listener import MemberListener
+from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
 from streamrt.runtime.engine.rebalance_listener import RebalanceListener
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
@@ -84,6 +87,7 @@ class StreamThread:
         )
         self._tasks: TaskManager | None = None  # from the start of the loop on
         self._clients: ThreadClients | None = None
+        self._own: StreamrtMembership | None = None  # stream.thread.membership=streamrt
         self._stop_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -152,11 +156,15 @@ class StreamThread:
     @property
     def member_id(self) -> str | None:
         """The consumer's member id in the group (assigned by the coordinator), once joined."""
+        if self._own is not None:
+            return self._own.member_id
         return kafka_adapter.member_id(self._consumer)
 
     @property
     def generation(self) -> int | None:
         """The group generation this thread's consumer last joined."""
+        if self._own is not None:
+            return self._own.generation
         return kafka_adapter.generation(self._consumer)
 
     @property
@@ -229,7 +237,11 @@ class StreamThread:
         self.emit("thread_state", old=old.name, new=new.name)
 
     def tasks_running(self) -> None:
-        """Every assigned task is open and restored: after an assignment, the thread runs."""
+        """Every assigned task is open and restored: after an assignment, the thread runs
+        (unless a cooperative second round is still to come: the rebalance is not over)."""
+        info = self.member.assignment_info
+        if info is not None and info.followup:
+            return
         if self.state is ThreadState.PARTITIONS_ASSIGNED:
             self.mark("ready")
             self.transition(ThreadState.RUNNING)
@@ -242,9 +254,14 @@ class StreamThread:
     async def before_join(self) -> None:
         """After a revocation: list the changelog ends, in case this thread leads the
         assignment that follows."""
-        if self._clients is not None:
-            clients = self._clients
-            await self.member.refresh_changelog_ends(clients.offsets_consumer, clients.consumer)
+        if self._clients is None:
+            return
+        clients = self._clients
+        partitions_of = clients.consumer.partitions_for_topic
+        if self._own is not None:  # a manual-assign consumer has no source topic metadata
+            counts = await self._own.partition_counts(self.env.subtopologies)
+            partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
+        await self.member.refresh_changelog_ends(clients.offsets_consumer, partitions_of)
 
     # -- the thread's own loop -----------------------------------------------------------------
 
@@ -253,7 +270,7 @@ class StreamThread:
             asyncio.run(self._main())
         except BaseException as exc:
             self.error = exc
-            if kafka_adapter.is_fenced(exc):
+            if is_fenced(exc):
                 self.emit("fenced", thread_instance_id=self.thread_instance_id)
                 self.error = FatalThreadError(
                     f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
@@ -274,15 +291,19 @@ class StreamThread:
         self._wakeup.bind()
         if self._stop_requested.is_set():
             return
+        assignor = self.member.assignor()
+        own = self._own = self._own_membership(assignor)
         factory = ClientFactory(
             self.env,
             self.client_id,
             self.thread_instance_id,
             self.transactional_id,
-            lambda: kafka_adapter.group_metadata(self._consumer),
+            own.group_metadata if own else lambda: kafka_adapter.group_metadata(self._consumer),
         )
-        clients = self._clients = factory.build(self.member.assignor())
-        committer = committer_for(self.env.config, clients, self.emit, factory.producer, self.name)
+        clients = self._clients = factory.build(assignor, manual=own is not None)
+        committer = committer_for(
+            self.env.config, clients, self.emit, factory.producer, self.name, offsets=own
+        )
         tasks = self._tasks = TaskManager.build(
             TaskFactory(self.env, committer.collector, self._cache),
             clients.consumer,
@@ -302,14 +323,22 @@ class StreamThread:
             await clients.producer.start()
         await clients.restore_consumer.start()
         await clients.offsets_consumer.start()
+        listener: RebalanceListener | MemberListener = (
+            MemberListener(self, tasks, committer, clients.consumer, own)
+            if own
+            else RebalanceListener(self, tasks, committer)
+        )
         try:
-            if await self._join(factory, clients, RebalanceListener(self, tasks, committer)):
+            if await self._join(factory, clients, listener):
                 await self._run_loop(clients.consumer, tasks, committer)
                 await self._final_commit(tasks, committer)
         finally:
             # before "committed" lets a hand-off successor join: from now on this consumer
             # never joins again (a late rejoin would take the instance id back and fence it)
-            kafka_adapter.retire_static_member(clients.consumer)
+            if own is not None:
+                await own.retire()
+            else:
+                kafka_adapter.retire_static_member(clients.consumer)
             self.prepared.set()
             self.committed.set()
             await tasks.close_all()
@@ -318,15 +347,27 @@ class StreamThread:
             await committer.close(producer_started=not eos or self._hold.is_set())
             self.mark("clients_closed")
 
+    def _own_membership(self, assignor: StreamsPartitionAssignor) -> StreamrtMembership | None:
+        """streamrt's own group member, if ``stream.thread.membership`` asks for it."""
+        if self.env.config.stream_thread_membership != STREAMRT:
+            return None
+        return StreamrtMembership(self.env, self.client_id, self.thread_instance_id, assignor)
+
     async def _join(
-        self, factory: ClientFactory, clients: ThreadClients, listener: RebalanceListener
+        self,
+        factory: ClientFactory,
+        clients: ThreadClients,
+        listener: RebalanceListener | MemberListener,
     ) -> bool:
         """Connect, load metadata and find the group coordinator; a held thread then waits for
-        release(). Subscribes, unless asked to stop first (returns False then)."""
-        consumer = clients.consumer
+        release(). Subscribes (or starts our member), unless asked to stop first (False)."""
+        consumer, own = clients.consumer, self._own
         await consumer.start()
-        kafka_adapter.install_static_heartbeat(consumer)
-        await kafka_adapter.find_coordinator(consumer)
+        if own is not None:
+            await own.find_coordinator()
+        else:
+            kafka_adapter.install_static_heartbeat(consumer)
+            await kafka_adapter.find_coordinator(consumer)
         if not self._hold.is_set():
             await factory.warm_offsets_consumer(clients.offsets_consumer)
         self.mark("prepared")
@@ -338,7 +379,10 @@ class StreamThread:
         if self.env.config.exactly_once:
             await clients.producer.start()
         topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
-        consumer.subscribe(topics, listener=listener)
+        if isinstance(listener, MemberListener):
+            listener.membership.start(listener)
+        else:
+            consumer.subscribe(topics, listener=listener)
         self.mark("join_requested")
         return True
 
@@ -372,7 +416,15 @@ class StreamThread:
         self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
+        own = self._own
+        rejoin = (
+            (lambda: own.request_rejoin("probing rebalance"))
+            if own is not None
+            else (lambda: kafka_adapter.request_rejoin(consumer))
+        )
         while not self._stop_requested.is_set():
+            if own is not None:
+                own.raise_if_failed()
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
@@ -392,4 +444,4 @@ class StreamThread:
                 if schedule.due():
                     await committer.commit(tasks)
                     schedule.committed()
-                self.member.maybe_probe(consumer)
+                self.member.maybe_probe(rejoin)

@@ -1,0 +1,141 @@
+"""MemberListener: streamrt's group member's callbacks, turned into consumer and task changes.
+
+The thread's consumer is in manual-assign mode, so each callback also sets its assignment:
+revoked or lost partitions leave it, assigned ones join it at their committed offsets. aiokafka's
+``assign`` replaces the whole assignment (positions and pauses included), so the partitions that
+stay are put back at their positions and paused again if they were: their tasks see nothing.
+
+Revoked (eager: everything, before the join; cooperative: only what moves, after the sync)
+commits and closes those tasks; lost closes them dirty, nothing committed (Kafka Streams'
+handleLostAll); assigned hands the leader's task set to the TaskManager, as the aiokafka path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.logs import fields
+from streamrt.membership.member import RebalanceListener as MemberRebalanceListener
+from streamrt.membership.protocol import TopicPartition as MemberTP
+from streamrt.runtime.engine.committers import Committer
+from streamrt.runtime.engine.own_membership import StreamrtMembership
+from streamrt.runtime.engine.rebalance_listener import RebalanceListener, RebalancingThread
+from streamrt.runtime.engine.task import TopicPartition
+from streamrt.runtime.engine.task_manager import TaskManager
+from streamrt.runtime.metadata import ThreadState
+
+__all__ = ("MemberListener",)
+
+logger = logging.getLogger(__name__)
+
+_POSITION_WAIT_S = 1.0
+
+
+class MemberListener(MemberRebalanceListener):
+    """The thread's side of :class:`~streamrt.membership.member.GroupMember`'s callbacks."""
+
+    def __init__(
+        self,
+        thread: RebalancingThread,
+        tasks: TaskManager,
+        committer: Committer,
+        consumer: AIOKafkaConsumer,
+        membership: StreamrtMembership,
+    ) -> None:
+        self.thread = thread
+        self.tasks = tasks
+        self.committer = committer
+        self.consumer = consumer
+        self.membership = membership
+        self._assigned = RebalanceListener(thread, tasks, committer)
+
+    async def on_join_prepare(self) -> None:
+        """A rebalance begins (cooperative: nothing is revoked yet, so it is said here; eager:
+        the revocation said it); list the changelog ends, in case this thread leads."""
+        if not self._eager:
+            self.thread.emit("rebalance_started", generation=self.thread.generation)
+        await self.thread.before_join()
+
+    async def on_partitions_revoked(self, partitions: set[MemberTP]) -> None:
+        thread, revoked = self.thread, _sorted(partitions)
+        gone = self.tasks.tasks_of(revoked)
+        logger.info(
+            "partitions revoked", extra=fields(thread=thread.name, partitions=revoked, tasks=gone)
+        )
+        if self._eager:
+            thread.emit("rebalance_started", generation=thread.generation)
+        thread.emit("revocation", partitions=revoked, tasks=gone)
+        async with thread.commit_lock:
+            try:  # cooperative: only the moving tasks (under at-least-once)
+                await self.committer.commit(self.tasks, None if self._eager else gone)
+            except Exception as exc:  # the group moved on: uncommitted input is re-read
+                logger.warning(
+                    "commit on revocation failed", extra=fields(thread=thread.name, error=repr(exc))
+                )
+            await self.tasks.close(gone)
+            await self._reassign({})
+
+    async def on_partitions_lost(self, partitions: set[MemberTP]) -> None:
+        thread, lost = self.thread, _sorted(partitions)
+        gone = self.tasks.tasks_of(lost)
+        logger.warning(
+            "partitions lost", extra=fields(thread=thread.name, partitions=lost, tasks=gone)
+        )
+        thread.emit("partitions_lost", partitions=lost, tasks=gone)
+        async with thread.commit_lock:
+            await self.committer.lose(self.tasks, gone)
+            await self._reassign({})
+
+    async def on_partitions_assigned(self, partitions: set[MemberTP]) -> None:
+        if self.thread.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+            return
+        self.thread.rebalances += 1
+        added = _sorted(partitions)
+        committed = await self.membership.committed(added) if added else {}
+        async with self.thread.commit_lock:
+            await self._reassign(committed)
+        await self._assigned.on_partitions_assigned([KafkaTP(*tp) for tp in added])
+
+    @property
+    def _eager(self) -> bool:
+        return not self.membership.cooperative
+
+    async def _reassign(self, new_at: dict[TopicPartition, int]) -> None:
+        """Make the consumer's assignment the member's: partitions that stay keep their
+        position and pause; new ones start at ``new_at`` (else ``auto.offset.reset``)."""
+        consumer = self.consumer
+        wanted = {KafkaTP(*tp) for tp in self.membership.member.assignment}
+        before = consumer.assignment()
+        paused = consumer.paused()
+        kept = {tp: await self._position(tp) for tp in sorted(wanted & before)}
+        unknown = [TopicPartition(*tp) for tp, position in kept.items() if position is None]
+        if unknown:
+            new_at = {**await self.membership.committed(unknown), **new_at}
+        consumer.assign(sorted(wanted))
+        for tp, position in kept.items():
+            offset = position if position is not None else new_at.get(TopicPartition(*tp))
+            if offset is not None:
+                consumer.seek(tp, offset)
+        for tp in sorted(wanted - before):
+            offset = new_at.get(TopicPartition(*tp))
+            if offset is not None:
+                consumer.seek(tp, offset)
+        still_paused = [tp for tp in paused if tp in wanted]
+        if still_paused:
+            consumer.pause(*still_paused)
+
+    async def _position(self, tp: KafkaTP) -> int | None:
+        """The consumer's position (None: not known yet, e.g. a reset still in flight)."""
+        try:
+            position: int = await asyncio.wait_for(self.consumer.position(tp), _POSITION_WAIT_S)
+        except Exception:
+            return None
+        return position
+
+
+def _sorted(partitions: set[MemberTP]) -> list[TopicPartition]:
+    return sorted(TopicPartition(t, p) for t, p in partitions)

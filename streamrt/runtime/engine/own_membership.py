@@ -1,0 +1,181 @@
+"""``stream.thread.membership=streamrt``: a stream thread's group membership kept by
+:class:`streamrt.membership.GroupMember` instead of aiokafka's consumer.
+
+The thread's consumer then fetches in manual-assign mode (public ``assign``/``seek``; no
+subscribe, no aiokafka coordinator): the member joins, syncs (the runtime's assignor, through
+:class:`~streamrt.runtime.engine.member_assignor.MemberStreamsAssignor`), heartbeats, commits
+with its generation and member id, and the :class:`MemberListener` turns its callbacks into
+consumer assignments and task changes. Under the cooperative protocol (the default here) only
+the tasks of revoked partitions stop; the others keep processing through the rebalance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from streamrt.errors import ErrorCode, KafkaError
+from streamrt.logs import fields
+from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
+from streamrt.membership.member import GroupMember, RebalanceListener
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
+from streamrt.runtime.engine.task import TopicPartition
+
+__all__ = ("StreamrtMembership", "is_fenced")
+
+logger = logging.getLogger(__name__)
+
+_SECURITY = ("security.", "ssl.", "sasl.")
+
+
+def is_fenced(exc: BaseException) -> bool:
+    """FENCED_INSTANCE_ID from either membership (ours, or aiokafka's as the adapter sees it)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, FencedInstanceError):
+            return True
+        seen = seen.__cause__
+    return kafka_adapter.is_fenced(exc)
+
+
+def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> MemberConfig:
+    """The member's settings from the streams config: the group's as the aiokafka consumer
+    gets them, and the main consumer's client settings (``consumer.``/``main.consumer.``
+    prefixes or bare: timeouts, rack, TLS/SASL)."""
+    cfg = env.config
+    consumer = cfg.client_config().for_role("main.consumer")
+    security = {k: v for k, v in consumer.items() if k.startswith(_SECURITY)}
+    return MemberConfig(
+        bootstrap_servers=cfg.bootstrap_servers,
+        group_id=cfg.application_id,
+        group_instance_id=instance_id,
+        session_timeout_ms=cfg.session_timeout_ms,
+        rebalance_timeout_ms=max(cfg.session_timeout_ms, 10_000),
+        heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+        rebalance_protocol="cooperative" if cfg.rebalance_protocol == "cooperative" else "eager",
+        client_id=client_id,
+        client_rack=consumer.get("client.rack"),
+        request_timeout_ms=int(consumer.get("request.timeout.ms", 30_000)),
+        retry_backoff_ms=int(consumer.get("retry.backoff.ms", 100)),
+        security=security,
+    )
+
+
+class StreamrtMembership:
+    """One thread's :class:`GroupMember` and its offsets (the committers' ``GroupOffsets``)."""
+
+    def __init__(
+        self,
+        env: ThreadEnv,
+        client_id: str,
+        instance_id: str | None,
+        streams: StreamsPartitionAssignor,
+    ) -> None:
+        config = member_config(env, client_id, instance_id)
+        topics = {t for s in env.subtopologies for t in s.source_topics}
+        self.assignor = MemberStreamsAssignor(streams, config.rebalance_protocol == "cooperative")
+        self.member = GroupMember(config, topics, self.assignor, offsets_connection=True)
+        self._start: asyncio.Task[None] | None = None
+        self._pending: dict[TopicPartition, int] = {}  # refused during a rebalance: retried
+
+    # -- identity ------------------------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str | None:
+        return self.member.member_id or None
+
+    @property
+    def generation(self) -> int:
+        return self.member.generation
+
+    @property
+    def cooperative(self) -> bool:
+        return self.member.cooperative
+
+    def group_metadata(self) -> kafka_adapter.GroupMetadata:
+        """What a TxnOffsetCommit v3 carries (KIP-447): our member's generation and ids."""
+        return kafka_adapter.GroupMetadata(
+            self.member.generation, self.member.member_id, self.member.config.group_instance_id
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def find_coordinator(self) -> None:
+        """Connect to the group coordinator now (a held hand-off successor, before release)."""
+        await self.member.find_coordinator()
+
+    async def partition_counts(self, subtopologies: Iterable[Any]) -> dict[str, int]:
+        """Each source topic's partition count (the leader's changelog ends need them)."""
+        topics = sorted({t for s in subtopologies for t in s.source_topics})
+        try:
+            return await self.member.client.partition_counts(topics)
+        except Exception as exc:  # best effort, as the changelog ends themselves
+            logger.info("partition counts not read", extra=fields(error=repr(exc)))
+            return {}
+
+    def start(self, listener: RebalanceListener) -> None:
+        """Start joining in the background; ``listener`` hears of every assignment."""
+        self.member.listener = listener
+        self._start = asyncio.create_task(self.member.start(), name="streamrt-member-start")
+
+    def raise_if_failed(self) -> None:
+        """The member's group loop stopped with an error (e.g. FENCED_INSTANCE_ID): raise it."""
+        if self.member.error is not None:
+            raise self.member.error
+
+    def request_rejoin(self, reason: str) -> None:
+        self.member.request_rejoin(reason)
+
+    async def retire(self) -> None:
+        """Stopped for good (final commit made): no rejoin from now on; a dynamic member
+        leaves, a static one keeps its session (the tasks are closed by the thread)."""
+        if self._start is not None:
+            self._start.cancel()
+            await asyncio.gather(self._start, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.member.close(revoke=False)
+
+    # -- offsets (GroupOffsets) ----------------------------------------------------------------
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit as the member's current generation. Refused during a rebalance
+        (REBALANCE_IN_PROGRESS): kept and sent with the next commit, as Kafka Streams retries;
+        refused for a stale generation: dropped (the partitions are lost, re-read elsewhere)."""
+        owned = self.member.assignment  # revoked partitions have left it: new offsets are ours
+        merged = {tp: o for tp, o in self._pending.items() if tuple(tp) in owned}
+        merged.update(offsets)
+        self._pending = {}
+        try:
+            await self.member.commit({tuple(tp): o for tp, o in merged.items()})  # type: ignore[misc]
+        except CommitFailedError as exc:
+            logger.info("offset commit refused, retried later", extra=fields(error=str(exc)))
+            if "FENCED_INSTANCE_ID" in str(exc):
+                raise FencedInstanceError(self.member.config.group_instance_id, str(exc)) from exc
+            if "REBALANCE_IN_PROGRESS" in str(exc):
+                self._pending = merged
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets; while a transaction holds offsets of these
+        partitions (UNSTABLE_OFFSET_COMMIT) ask again, as Kafka's consumer does, until the
+        request timeout."""
+        wanted = [(tp[0], tp[1]) for tp in partitions]
+        deadline = time.monotonic() + self.member.config.request_timeout_ms / 1000
+        while True:
+            try:
+                found = await self.member.committed(wanted)
+            except KafkaError as exc:
+                if exc.code != ErrorCode.unstable_offset_commit or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(self.member.config.retry_backoff_ms / 1000)
+                continue
+            return {TopicPartition(*tp): offset for tp, offset in found.items()}
+
+    async def check_membership(self) -> None:
+        await self.member.check_membership()

@@ -1,0 +1,111 @@
+"""The runtime's assignor through streamrt's membership (no broker): user data both ways,
+the cooperative first round holding back tasks still owned elsewhere, and the config switch."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamrt.errors import ConfigError
+from streamrt.membership.assignment import MemberSubscription
+from streamrt.membership.protocol import ConsumerSubscription
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine.assignor import (
+    AssignmentInfo,
+    StreamsPartitionAssignor,
+    SubscriptionInfo,
+)
+from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
+
+
+def streams(received: list[AssignmentInfo], me: str = "a-thread-1") -> StreamsPartitionAssignor:
+    return StreamsPartitionAssignor(
+        {0: ("events",)},
+        {0: ()},
+        lambda: SubscriptionInfo(me.split("-thread")[0], me, None, ("0_0",)),
+        received.append,
+    )
+
+
+def subscription(
+    thread: str, previous: tuple[str, ...], owned: tuple[int, ...], generation: int
+) -> MemberSubscription:
+    info = SubscriptionInfo(thread.split("-thread")[0], thread, None, previous)
+    return MemberSubscription(
+        thread,
+        thread,
+        ConsumerSubscription(
+            version=3,
+            topics=("events",),
+            user_data=info.encode(),
+            owned_partitions={"events": owned} if owned else {},
+            generation_id=generation,
+            rack_id=None,
+        ),
+    )
+
+
+def test_subscription_and_assignment_user_data_round_trip() -> None:
+    received: list[AssignmentInfo] = []
+    face = MemberStreamsAssignor(streams(received), cooperative=False)
+    sent = SubscriptionInfo.decode(face.subscription_user_data() or b"", "m")
+    assert sent.thread_instance_id == "a-thread-1" and sent.previous_tasks == ("0_0",)
+    members = {"a-thread-1": subscription("a-thread-1", (), (), -1)}
+    target = face.assign(members, {"events": 2})
+    assert target == {"a-thread-1": {("events", 0), ("events", 1)}}
+    face.on_assignment(face.assignment_user_data("a-thread-1"))
+    assert received[-1].tasks == ("0_0", "0_1")
+
+
+def test_cooperative_first_round_holds_back_what_another_member_still_owns() -> None:
+    received: list[AssignmentInfo] = []
+    members = {  # a owned all four in generation 5; b is new
+        "a-thread-1": subscription("a-thread-1", ("0_0", "0_1", "0_2", "0_3"), (0, 1, 2, 3), 5),
+        "b-thread-1": subscription("b-thread-1", (), (), -1),
+    }
+    face = MemberStreamsAssignor(streams(received), cooperative=True)
+    target = face.assign(members, {"events": 4})
+    assert len(target["a-thread-1"]) == 2 and target["b-thread-1"] == set()
+    b_info = AssignmentInfo.decode(face.assignment_user_data("b-thread-1") or b"")
+    assert b_info.tasks == ()  # its tasks come in the second round
+    assert b_info.followup  # ... so the rebalance is not over for anyone
+    assert not AssignmentInfo.decode(b'{"tasks": [], "cluster": []}').followup
+    a_info = AssignmentInfo.decode(face.assignment_user_data("a-thread-1") or b"")
+    assert {("events", int(t.split("_")[1])) for t in a_info.tasks} == target["a-thread-1"]
+    eager = MemberStreamsAssignor(streams(received), cooperative=False).assign(
+        members, {"events": 4}
+    )
+    assert len(eager["b-thread-1"]) == 2  # eager: everything was revoked before the join
+
+
+@pytest.mark.parametrize(
+    ("values", "membership", "protocol"),
+    [
+        ({}, "aiokafka", "eager"),
+        ({"stream.thread.membership": "streamrt"}, "streamrt", "cooperative"),
+        ({"stream.thread.membership": "streamrt", "upgrade.from": "2.3"}, "streamrt", "eager"),
+        (
+            {"stream.thread.membership": "streamrt", "upgrade.from": "3.9"},
+            "streamrt",
+            "cooperative",
+        ),
+        ({"upgrade.from": "2.4"}, "aiokafka", "eager"),  # aiokafka's consumer is eager only
+    ],
+)
+def test_membership_and_rebalance_protocol_config(
+    values: dict[str, str], membership: str, protocol: str
+) -> None:
+    config = StreamsConfig.from_mapping({"application.id": "app", **values})
+    assert config.stream_thread_membership == membership
+    assert config.rebalance_protocol == protocol
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("stream.thread.membership", "kafka", "stream.thread.membership 'kafka' must be one of"),
+        ("upgrade.from", "2.3.1", "upgrade.from '2.3.1' must be one of Kafka's versions"),
+    ],
+)
+def test_bad_membership_settings_are_refused(key: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        StreamsConfig.from_mapping({"application.id": "app", key: value})
