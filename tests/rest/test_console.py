@@ -261,7 +261,7 @@ def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
     browser.wait_js(
         "[...document.querySelectorAll('#timeline li.rebalance')]"
         ".some(li => li.textContent.includes('left: web-3-thread-1'))",
-        30,
+        60,  # a bound, as for the partitions above: the page polls, a loaded machine is slow
         "the rebalance in the timeline",
     )
     assert "s3cret" not in browser.js("document.documentElement.outerHTML")
