@@ -8,6 +8,7 @@ wrong (or the test is): docs/apache-kafka.md lists what was found.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -47,8 +48,13 @@ async def _form_two(
     assert (error_name(s.error_code), bytes(s.assignment)) == ("NONE", A)
 
     b_join = asyncio.create_task(gb.join("", "b", b_session))
-    await asyncio.sleep(0.3)  # b is parked until the known member a rejoins
-    assert await g.heartbeat(gen1, a_id, "a") == "REBALANCE_IN_PROGRESS"
+    # b is parked until the known member a rejoins; a hears of it on its next heartbeat (NONE
+    # until b's JoinGroup has reached the coordinator, which a loaded machine can delay).
+    heard, deadline = "NONE", time.monotonic() + 20
+    while heard == "NONE" and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        heard = await g.heartbeat(gen1, a_id, "a")
+    assert heard == "REBALANCE_IN_PROGRESS"
     a2 = await g.join(a_id, "a", a_session)
     b = await b_join
     b_id = str(b.member_id)

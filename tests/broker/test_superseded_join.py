@@ -16,7 +16,27 @@ from streamrt.errors import ErrorCode
 from tests.broker.groups_support import start_broker
 
 JOIN = 11
+HEARTBEAT = 12
 SYNC = 14
+
+
+async def _until_rebalancing(leader: BrokerConnection, generation: int, member_id: str) -> None:
+    """Wait until the coordinator has the parked JoinGroup: the leader's heartbeat then answers
+    REBALANCE_IN_PROGRESS (a fixed sleep was too short on a loaded machine)."""
+    for _ in range(200):
+        beat = await leader.call(
+            HEARTBEAT,
+            min_version=3,
+            group_id="g",
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id="i1",
+        )
+        if beat.error_code == ErrorCode.rebalance_in_progress:
+            return
+        assert beat.error_code == ErrorCode.none
+        await asyncio.sleep(0.1)
+    raise AssertionError("the parked JoinGroup never reached the coordinator")
 
 
 def _join_fields(member_id: str, instance_id: str | None) -> dict[str, object]:
@@ -63,7 +83,7 @@ def test_superseded_join_closes_its_connection_and_the_newer_one_is_answered(
             parked = asyncio.create_task(
                 old.call(JOIN, min_version=5, **_join_fields(member, None))
             )
-            await asyncio.sleep(0.3)
+            await _until_rebalancing(leader, joined.generation_id, joined.member_id)
             assert not parked.done()
             # the same member joins again on another connection: the first is superseded
             newer = asyncio.create_task(new.call(JOIN, min_version=5, **_join_fields(member, None)))
