@@ -50,6 +50,13 @@ def register(sub: Any) -> None:
         help="seconds each instance stays down after it exited, as a pod being replaced "
         "does (default 2; 0 restarts in place)",
     )
+    p.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=10_000,
+        help="the instances' session.timeout.ms (default 10000): a static instance that is down "
+        "longer than this is removed, and its partitions move",
+    )
     p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
     p.add_argument("--no-handoff", action="store_true", help="skip the hand-off deploy")
     p.add_argument(
@@ -234,6 +241,7 @@ def _run_one(
         bootstrap=bootstrap,
         processing_guarantee="exactly_once_v2" if eos else "at_least_once",
         rest_ports=rest_ports,
+        session_timeout_ms=args.session_timeout_ms,
     )
     report = run_scenario(cfg, lambda msg: print(msg, flush=True))
     print()
