@@ -22,8 +22,8 @@ from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.rdkafka_consumer import (
-    LibrdkafkaConsumer,
     TUNING_KWARGS,
+    LibrdkafkaConsumer,
     PositionUnknownError,
     librdkafka_consumer_config,
 )
@@ -145,7 +145,7 @@ def test_assign_seek_pause_and_records_as_the_task_path_reads_them(broker) -> No
             got = await _take(consumer, 7)
             by_tp = {(r.topic, r.partition): r for r in got}
             assert [r.offset for r in got if r.partition == 0] == list(range(4, 10))
-            assert [r.value for r in got if r.partition == 0][0] == b"v4"
+            assert next(r.value for r in got if r.partition == 0) == b"v4"
             head = by_tp[("rdc-in", 1)]
             assert (head.key, head.value, list(head.headers)) == (None, b"p1", [("h", b"x")])
             assert head.timestamp > 0 and head.timestamp_type == 0  # create time
