@@ -144,6 +144,7 @@ class LibrdkafkaConsumer:
         self._starting: dict[KafkaTP, int] = {}  # assigned here, not yet in librdkafka
         self._paused: set[KafkaTP] = set()
         self._positions: dict[KafkaTP, int] = {}
+        self._fetched: set[KafkaTP] = set()  # records handed out since the last (re)start
         self._fatal: str | None = None
 
     async def start(self) -> None:
@@ -168,6 +169,7 @@ class LibrdkafkaConsumer:
         for tp in gone:
             self._starting.pop(tp, None)
             self._positions.pop(tp, None)
+            self._fetched.discard(tp)
         self._paused -= gone
         for tp in wanted - self._assigned:
             self._starting[tp] = _OFFSET_INVALID  # the group's committed offset, else the reset
@@ -182,6 +184,7 @@ class LibrdkafkaConsumer:
         running = partition not in self._starting
         if running and offset >= 0 and self._positions.get(partition) == offset:
             return  # librdkafka goes on from there already: its prefetched records stay
+        self._fetched.discard(partition)
         if offset >= 0:
             self._positions[partition] = offset
         else:
@@ -202,11 +205,25 @@ class LibrdkafkaConsumer:
         if partition not in self._assigned:
             raise PositionUnknownError(f"{partition} is not assigned")
         position = self._positions.get(partition)
+        if partition in self._fetched:
+            past = self._past_markers(partition)
+            if past is not None and (position is None or past > position):
+                position = past
         if position is None:
             position = self._empty_at(partition)
         if position is None:
             raise PositionUnknownError(f"{partition}: no position yet")
         return position
+
+    def _past_markers(self, partition: KafkaTP) -> int | None:
+        """librdkafka's own position: past the transaction markers that follow the last record
+        handed out (they are never handed out, so the tracked position stops before them and
+        a transactional input would look one record behind its end for ever)."""
+        try:
+            (tp,) = self._consumer.position([self._tp(partition)])
+        except Exception:
+            return None
+        return int(tp.offset) if tp.offset >= 0 else None
 
     def _empty_at(self, partition: KafkaTP) -> int | None:
         """A partition started at a committed offset or a reset that returned nothing yet:
@@ -309,6 +326,7 @@ class LibrdkafkaConsumer:
             if tp not in self._assigned or tp in self._starting:
                 continue  # fetched before an unassign or a seek: not the thread's any more
             self._positions[tp] = records[-1].offset + 1
+            self._fetched.add(tp)
             batches[tp] = records
         return batches
 
