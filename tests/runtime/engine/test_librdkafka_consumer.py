@@ -1,7 +1,8 @@
 """``stream.thread.consumer=librdkafka``: every main-consumer setting reaches librdkafka,
 security included; the aiokafka membership refuses it; the consumer in assign mode fetches,
 seeks, pauses and skips aborted transactions on a real broker, never joining the group; a
-word count through it (own membership, librdkafka both ways) is exact and commits its input."""
+word count through it (own membership; librdkafka both ways under at-least-once, aiokafka's
+transactional producer under exactly_once_v2) is exact and commits its input, on both brokers."""
 
 from __future__ import annotations
 
@@ -235,7 +236,19 @@ def _group_state(bootstrap: str, group: str) -> Any:
 WORDS = [f"w{i}" for i in range(40)]
 
 
-def test_word_count_through_librdkafka_both_ways_is_exact(any_broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "guarantee",
+    [
+        # librdkafka both ways
+        {"stream.thread.producer": "librdkafka"},
+        # aiokafka's transactional producer; the consumer reads committed (markers skipped)
+        {"processing.guarantee": "exactly_once_v2"},
+    ],
+    ids=["at_least_once", "exactly_once_v2"],
+)
+def test_word_count_through_librdkafka_is_exact(
+    guarantee: dict[str, str], any_broker, tmp_path: Path
+) -> None:
     bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "rdc-lines", 2)
     create_topic(bootstrap, "rdc-counts", 3)
@@ -251,7 +264,7 @@ def test_word_count_through_librdkafka_both_ways_is_exact(any_broker, tmp_path: 
             "commit.interval.ms": "200",
             "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "500",
-            "stream.thread.producer": "librdkafka",
+            **guarantee,
             **OWN,
         }
     )
