@@ -269,6 +269,8 @@ class LibrdkafkaConsumer:
         return None if high is None or high < 0 else int(high)
 
     def last_stable_offset(self, partition: KafkaTP) -> int | None:
+        """The high watermark: librdkafka keeps the last stable offset only in its statistics
+        (so under read_committed an open input transaction counts as lag until it ends)."""
         return self.highwater(partition)
 
     # -- fetching ------------------------------------------------------------------------------
