@@ -19,6 +19,10 @@ Contenders (``--contenders``, comma-separated):
   producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
   ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``; ``+rdk`` sets
   ``stream.thread.producer=librdkafka`` (a runtime setting, not a monkeypatch);
+  ``streamrt-1t-rdk`` (any ``streamrt-…-rdk``): the librdkafka data path, the thread's
+  consumer and producer both librdkafka's and the group kept by streamrt's own member
+  (``stream.thread.membership=streamrt``, ``stream.thread.consumer=librdkafka``,
+  ``stream.thread.producer=librdkafka``);
 - ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
   < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
 - ``faust``: faust-streaming 0.15.3, agents + RocksDB tables;
@@ -227,11 +231,27 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
         if args.commit_interval_ms:
             env["PEERS_CONFIG"] = json.dumps({"commit.interval.ms": args.commit_interval_ms})
         return Launch([argv], env)
-    m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)([tp]?)", base)
+    return streamrt_launch(name, base, mods, env, args)
+
+
+#: ``streamrt-…-rdk``: librdkafka's fetching consumer (own membership) and producer
+RDK_DATA_PATH = {
+    "stream.thread.membership": "streamrt",
+    "stream.thread.consumer": "librdkafka",
+    "stream.thread.producer": "librdkafka",
+}
+
+
+def streamrt_launch(
+    name: str, base: str, mods: list[str], env: dict[str, str], args: argparse.Namespace
+) -> Launch:
+    """A ``streamrt-*`` contender's processes: instances x threads, its levers."""
+    py = sys.executable
+    m = re.fullmatch(r"streamrt-(?:(\d+)x)?(\d+)([tp]?)(-rdk)?", base)
     if not m:
         raise SystemExit(f"unknown contender {name!r}")
     instances, threads = int(m.group(1) or 1), int(m.group(2))
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = dict(RDK_DATA_PATH) if m.group(4) else {}
     if m.group(3) == "p":
         config["stream.thread.mode"] = "process"
     producer: dict[str, Any] = {}

@@ -115,12 +115,17 @@ def apache_kafka_cluster(_apache_kafka_3: object) -> Iterator[object]:
     yield from _checked(_apache_kafka_3)
 
 
-@pytest.fixture(params=["aiokafka", "streamrt"])
+@pytest.fixture(params=["aiokafka", "streamrt", "streamrt+librdkafka"])
 def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test once per ``stream.thread.membership`` (aiokafka's consumer, streamrt's own
-    member). Set through the environment (``STREAMRT_STREAM_THREAD_MEMBERSHIP``), which every
-    ``App`` reads, so in-process instances and ``streamrt run`` subprocesses both get it."""
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", str(request.param))
+    member) and once more with streamrt's member and librdkafka's fetching consumer
+    (``stream.thread.consumer=librdkafka``). Set through the environment
+    (``STREAMRT_STREAM_THREAD_MEMBERSHIP``, ``..._CONSUMER``), which every ``App`` reads, so
+    in-process instances and ``streamrt run`` subprocesses both get it."""
+    membership, _, consumer = str(request.param).partition("+")
+    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", membership)
+    if consumer:
+        monkeypatch.setenv("STREAMRT_STREAM_THREAD_CONSUMER", consumer)
     return str(request.param)
 
 

@@ -30,6 +30,7 @@ __all__ = (
     "EXACTLY_ONCE_V2",
     "LIBRDKAFKA",
     "STREAMRT",
+    "STREAM_THREAD_CONSUMERS",
     "STREAM_THREAD_MEMBERSHIPS",
     "STREAM_THREAD_PRODUCERS",
     "StreamsConfig",
@@ -49,6 +50,7 @@ _GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
 EOS_COMMIT_INTERVAL_MS = 100
 AIOKAFKA, LIBRDKAFKA = "aiokafka", "librdkafka"
 STREAM_THREAD_PRODUCERS = (AIOKAFKA, LIBRDKAFKA)
+STREAM_THREAD_CONSUMERS = (AIOKAFKA, LIBRDKAFKA)
 STREAMRT = "streamrt"
 STREAM_THREAD_MEMBERSHIPS = (AIOKAFKA, STREAMRT)
 #: Kafka Streams' ``upgrade.from`` values: from these the group stays on the eager protocol
@@ -94,6 +96,9 @@ class StreamsConfig:
     # who keeps each stream thread's group membership: aiokafka's consumer (eager only), or
     # streamrt's own member (streamrt.membership; its consumer fetches in manual-assign mode)
     stream_thread_membership: str = "aiokafka"
+    # the client each stream thread fetches its input with: aiokafka, or librdkafka (needs
+    # stream.thread.membership=streamrt: librdkafka's consumer then only fetches, assign mode)
+    stream_thread_consumer: str = "aiokafka"
     # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
     # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
     upgrade_from: str | None = None
@@ -249,6 +254,23 @@ class StreamsConfig:
                 membership not in STREAM_THREAD_MEMBERSHIPS,
                 f"stream.thread.membership {membership!r} must be one of "
                 f"{', '.join(STREAM_THREAD_MEMBERSHIPS)}",
+            ),
+            (
+                self.stream_thread_consumer not in STREAM_THREAD_CONSUMERS,
+                f"stream.thread.consumer {self.stream_thread_consumer!r} must be one of "
+                f"{', '.join(STREAM_THREAD_CONSUMERS)}",
+            ),
+            (
+                self.stream_thread_consumer == LIBRDKAFKA and membership != STREAMRT,
+                "stream.thread.consumer 'librdkafka' needs stream.thread.membership=streamrt: "
+                "librdkafka's consumer only fetches (assign mode); with "
+                "stream.thread.membership=aiokafka the group member is aiokafka's consumer",
+            ),
+            (
+                self.stream_thread_consumer == LIBRDKAFKA
+                and importlib.util.find_spec("confluent_kafka") is None,
+                "stream.thread.consumer 'librdkafka' needs confluent-kafka "
+                "(pip install 'streamrt[librdkafka]')",
             ),
             (
                 upgrade is not None

@@ -33,7 +33,15 @@ def missing(contender: str) -> str:
 
 @pytest.mark.parametrize(
     "contender",
-    ["streamrt-1t", "bare-confluent", "bare-aiokafka", "quix", "faust", "kafka-streams-1t"],
+    [
+        "streamrt-1t",
+        "streamrt-1t-rdk",
+        "bare-confluent",
+        "bare-aiokafka",
+        "quix",
+        "faust",
+        "kafka-streams-1t",
+    ],
 )
 def test_contender_completes_every_workload_verified(tmp_path: Path, contender: str) -> None:
     if why := missing(contender):

@@ -130,11 +130,17 @@ def generation_after(events: list[dict[str, Any]], index: int) -> int:
     raise AssertionError(f"no rebalance_complete after event {index}")
 
 
+@pytest.mark.parametrize("consumer", ["aiokafka", "librdkafka"])  # stream.thread.consumer
 @pytest.mark.parametrize("upgrade_from", [None, "2.3"], ids=["cooperative", "eager"])
 def test_a_third_instance_moves_only_what_it_takes(
-    upgrade_from: str | None, any_broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    upgrade_from: str | None,
+    consumer: str,
+    any_broker,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", "streamrt")
+    monkeypatch.setenv("STREAMRT_STREAM_THREAD_CONSUMER", consumer)
     bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "events", PARTITIONS)
     create_topic(bootstrap, "event-counts-out", PARTITIONS)

@@ -28,7 +28,19 @@ def _security(pki: Pki) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("producer", ["aiokafka", "librdkafka"])
+#: rdk-both: librdkafka's producer and fetching consumer (streamrt's own group membership)
+_CLIENTS = {
+    "aiokafka": {},
+    "librdkafka": {"stream.thread.producer": "librdkafka"},
+    "rdk-both": {
+        "stream.thread.producer": "librdkafka",
+        "stream.thread.membership": "streamrt",
+        "stream.thread.consumer": "librdkafka",
+    },
+}
+
+
+@pytest.mark.parametrize("producer", sorted(_CLIENTS))
 def test_word_count_over_sasl_ssl(
     secure_broker, pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture, producer: str
 ) -> None:
@@ -47,7 +59,7 @@ def test_word_count_over_sasl_ssl(
             "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "500",
             "ssl.endpoint.identification.algorithm": "",
-            "stream.thread.producer": producer,
+            **_CLIENTS[producer],
             **_security(pki),
         }
     )

@@ -31,7 +31,9 @@ from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.purge import RepartitionPurger
+from streamrt.runtime.engine.rdkafka_consumer import LibrdkafkaConsumer, librdkafka_consumer_config
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
 from streamrt.runtime.graph.topology import changelog_topic
 
@@ -49,7 +51,7 @@ class ThreadClients:
     """One thread's clients, as built (the exactly-once committer may renew the producer)."""
 
     producer: Producer
-    consumer: AIOKafkaConsumer
+    consumer: MainConsumer  # aiokafka's (group member or manual) or librdkafka's (manual)
     restore_consumer: AIOKafkaConsumer
     offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
@@ -131,13 +133,23 @@ class ClientFactory:
             partition_assignment_strategy=(assignor,),
         )
 
-    def manual_consumer(self) -> AIOKafkaConsumer:
+    def manual_consumer(self) -> MainConsumer:
         """``stream.thread.membership=streamrt``: the main consumer's settings, no group (the
-        member assigns it its partitions)."""
+        member assigns it its partitions); librdkafka's with ``stream.thread.consumer``."""
+        cfg = self.env.config
+        if cfg.stream_thread_consumer == LIBRDKAFKA:
+            config, max_records = librdkafka_consumer_config(
+                cfg.client_config(),
+                self.client_id,
+                cfg.application_id,
+                read_committed=self.transactional_id is not None,
+            )
+            return LibrdkafkaConsumer(config, max_records)
         kwargs = client_settings.consumer_kwargs(
             self.env.config.client_config(), "main.consumer", self.client_id
         )
-        return AIOKafkaConsumer(**self._isolation(kwargs))
+        consumer: MainConsumer = AIOKafkaConsumer(**self._isolation(kwargs))
+        return consumer
 
     def restore_consumer(self, role: str = "restore") -> AIOKafkaConsumer:
         """No group: restoration and standbys assign changelog partitions themselves; the

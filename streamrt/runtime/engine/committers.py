@@ -28,6 +28,7 @@ from streamrt.runtime.engine.eos import (
     abort_transaction,
     commit_transaction,
 )
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import is_fenced
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
@@ -66,7 +67,7 @@ class Committer:
     def __init__(
         self,
         collector: Collector,
-        consumer: AIOKafkaConsumer,
+        consumer: MainConsumer,
         purger: RepartitionPurger | None,
         emit: Emit,
         *,
@@ -165,7 +166,7 @@ class ExactlyOnceCommitter(Committer):
     def __init__(
         self,
         collector: TransactionalCollector,
-        consumer: AIOKafkaConsumer,
+        consumer: MainConsumer,
         purger: RepartitionPurger | None,
         emit: Emit,
         group_id: str,

@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.membership.member import RebalanceListener as MemberRebalanceListener
 from streamrt.membership.protocol import TopicPartition as MemberTP
 from streamrt.runtime.engine.committers import Committer
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import StreamrtMembership
 from streamrt.runtime.engine.rebalance_listener import RebalanceListener, RebalancingThread
 from streamrt.runtime.engine.task import TopicPartition
@@ -43,7 +43,7 @@ class MemberListener(MemberRebalanceListener):
         thread: RebalancingThread,
         tasks: TaskManager,
         committer: Committer,
-        consumer: AIOKafkaConsumer,
+        consumer: MainConsumer,
         membership: StreamrtMembership,
     ) -> None:
         self.thread = thread

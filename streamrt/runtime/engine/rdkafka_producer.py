@@ -3,9 +3,9 @@
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
 batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
-Chosen with ``stream.thread.producer=librdkafka``. The group consumer, the restore consumer
-and exactly-once (a transactional producer that commits offsets with the group's metadata)
-stay on aiokafka.
+Chosen with ``stream.thread.producer=librdkafka``. The restore consumer and exactly-once (a
+transactional producer that commits offsets with the group's metadata) stay on aiokafka; the
+main consumer can be librdkafka's too (:mod:`.rdkafka_consumer`, own membership only).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.

@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import IllegalStateError
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
 from streamrt.runtime.engine.task import StreamTask
 
@@ -37,7 +37,7 @@ class ConsumerLags:
     ``ConsumerRecords.Metadata.lag()``): its end (the high watermark, or the last stable
     offset under read_committed) minus its position; None before the first fetch."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, read_committed: bool) -> None:
+    def __init__(self, consumer: MainConsumer, read_committed: bool) -> None:
         self.consumer = consumer
         self.read_committed = read_committed
 
@@ -52,7 +52,7 @@ class ConsumerLags:
             return None
         try:  # no wait when the position is known (a fetched partition); never block the loop
             position: int = await asyncio.wait_for(consumer.position(partition), 0.05)
-        except (TimeoutError, IllegalStateError):
+        except (TimeoutError, IllegalStateError, LookupError):  # LookupError: librdkafka's
             return None
         lag: int = max(0, end - position)
         return lag

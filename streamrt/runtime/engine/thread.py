@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiokafka.errors as kafka_errors
 from aiokafka import AIOKafkaConsumer
@@ -31,6 +31,7 @@ from streamrt.runtime.engine.commit import CommitSchedule
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.group_member import GroupMember
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.member_listener import MemberListener
 from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
 from streamrt.runtime.engine.rebalance_listener import RebalanceListener
@@ -150,7 +151,7 @@ class StreamThread:
         return self._os_thread.is_alive()
 
     @property
-    def _consumer(self) -> AIOKafkaConsumer | None:
+    def _consumer(self) -> MainConsumer | None:
         return self._clients.consumer if self._clients is not None else None
 
     @property
@@ -257,10 +258,11 @@ class StreamThread:
         if self._clients is None:
             return
         clients = self._clients
-        partitions_of = clients.consumer.partitions_for_topic
         if self._own is not None:  # a manual-assign consumer has no source topic metadata
             counts = await self._own.partition_counts(self.env.subtopologies)
             partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
+        else:
+            partitions_of = cast(AIOKafkaConsumer, clients.consumer).partitions_for_topic
         await self.member.refresh_changelog_ends(clients.offsets_consumer, partitions_of)
 
     # -- the thread's own loop -----------------------------------------------------------------
@@ -382,7 +384,7 @@ class StreamThread:
         if isinstance(listener, MemberListener):
             listener.membership.start(listener)
         else:
-            consumer.subscribe(topics, listener=listener)
+            cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
         self.mark("join_requested")
         return True
 
@@ -395,7 +397,7 @@ class StreamThread:
         self.stopped_cleanly = True
 
     async def _run_loop(
-        self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
+        self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
     ) -> None:
         """The process loop; under EOS a lost transaction closes the tasks dirty and the loop
         goes on with a fresh producer (Kafka Streams' TaskMigrated/TaskCorrupted handling)."""
@@ -413,7 +415,7 @@ class StreamThread:
                     await committer.recover(exc, tasks)
 
     async def _loop_until_stopped(
-        self, consumer: AIOKafkaConsumer, tasks: TaskManager, committer: Committer
+        self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
         own = self._own

@@ -12,8 +12,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.runtime.engine.main_consumer import MainConsumer
 
 __all__ = ("Wakeup",)
 
@@ -47,7 +48,7 @@ class Wakeup:
             self._event.clear()
 
     async def poll(
-        self, consumer: AIOKafkaConsumer, timeout_ms: int, stopping: Callable[[], bool]
+        self, consumer: MainConsumer, timeout_ms: int, stopping: Callable[[], bool]
     ) -> dict[KafkaTP, list[Any]]:
         """``getmany``, but a wake-up (a stop request) ends the wait at once instead of after
         the timeout.

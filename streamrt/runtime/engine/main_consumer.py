@@ -1,0 +1,54 @@
+"""MainConsumer: what a stream thread and its tasks use of the thread's main (input) consumer.
+
+Why an interface: with ``stream.thread.membership=streamrt`` the group is kept by streamrt's
+own member, so the consumer only fetches in manual-assign mode, and aiokafka's
+``AIOKafkaConsumer`` and :class:`~streamrt.runtime.engine.rdkafka_consumer.LibrdkafkaConsumer`
+(``stream.thread.consumer=librdkafka``) are interchangeable behind these methods. Records are
+handed over as aiokafka's ``ConsumerRecord`` reads: ``topic``, ``partition``, ``offset``,
+``timestamp``, ``timestamp_type``, ``key``, ``value``, ``headers`` attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Any, Protocol
+
+from aiokafka.structs import TopicPartition as KafkaTP
+
+__all__ = ("MainConsumer",)
+
+
+class MainConsumer(Protocol):
+    """A fetching consumer in manual-assign mode (no group, no offset commits)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def assign(self, partitions: list[KafkaTP]) -> None:
+        """Replace the assignment (a new partition starts where a seek puts it, else at the
+        group's committed offset or ``auto.offset.reset``)."""
+
+    def assignment(self) -> Set[KafkaTP]: ...
+
+    def seek(self, partition: KafkaTP, offset: int) -> None: ...
+
+    async def seek_to_beginning(self, *partitions: KafkaTP) -> Any: ...
+
+    async def position(self, partition: KafkaTP) -> int: ...
+
+    def pause(self, *partitions: KafkaTP) -> None: ...
+
+    def resume(self, *partitions: KafkaTP) -> None: ...
+
+    def paused(self) -> Set[KafkaTP]: ...
+
+    def highwater(self, partition: KafkaTP) -> int | None: ...
+
+    def last_stable_offset(self, partition: KafkaTP) -> int | None: ...
+
+    async def getmany(
+        self, *partitions: KafkaTP, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[KafkaTP, list[Any]]:
+        """Fetched records per partition, waiting up to ``timeout_ms`` when none are there."""
+        ...

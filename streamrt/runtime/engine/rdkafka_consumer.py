@@ -1,0 +1,368 @@
+"""librdkafka (confluent-kafka) as a stream thread's main consumer: ``stream.thread.consumer``.
+
+Why: aiokafka decodes every fetched record batch in Python on the stream thread (about a tenth
+of its CPU on the sessions fold, issue 24); librdkafka fetches, decompresses and decodes in C on
+its own threads and hands over ready messages. Only with ``stream.thread.membership=streamrt``:
+streamrt's member keeps the group and commits, so this consumer runs in assign mode. librdkafka
+insists on a ``group.id`` (the application id, so group ACLs match) but never joins it: it is
+never subscribed, auto-commit and the offset store are off, and close() sends nothing.
+
+Fetching never blocks the event loop: ``consume(n, 0)`` takes what librdkafka has queued, and
+an empty poll sleeps in short slices until its timeout (a cancelled sleep loses nothing, so a
+stop's wake-up ends it at once). Each message becomes one :class:`RdRecord` tuple (the fields
+the task path reads); the position is tracked per partition, once per batch.
+
+Assignment changes are batched: ``assign`` and the seeks that follow it (the member listener
+puts kept partitions back at their positions) take effect at the next fetch, as one
+``incremental_assign`` with the sought offsets; partitions that stay are never restarted.
+Under ``isolation.level=read_committed`` (exactly_once_v2) librdkafka skips aborted records and
+transaction markers itself. ``last_stable_offset`` is the cached high watermark (librdkafka
+exposes no per-partition LSO outside its statistics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Set
+from typing import Any, NamedTuple
+
+from aiokafka.structs import TopicPartition as KafkaTP
+
+from streamrt.client_config import ClientConfig
+from streamrt.runtime import client_settings
+
+__all__ = (
+    "TUNING_KWARGS",
+    "LibrdkafkaConsumer",
+    "PositionUnknownError",
+    "RdRecord",
+    "librdkafka_consumer_config",
+)
+
+logger = logging.getLogger(__name__)
+
+# confluent_kafka's logical offsets and timestamp types (literal: imported lazily)
+_OFFSET_BEGINNING, _OFFSET_INVALID = -2, -1001
+_TIMESTAMP_NOT_AVAILABLE = 0
+_IDLE_SLICE_S = 0.002  # an empty poll's sleep between non-blocking consumes
+# confluent_kafka.KafkaError codes a fetch can end on: the thread cannot go on past them
+_FATAL_FETCH_ERRORS = frozenset(
+    {
+        -140,  # _AUTO_OFFSET_RESET: out of range with auto.offset.reset=none
+        29,  # TOPIC_AUTHORIZATION_FAILED
+    }
+)
+
+# aiokafka keyword (what client_settings parses a Kafka name into) → librdkafka property
+_TUNING: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "fetch_max_bytes": ("fetch.max.bytes", int),
+    "fetch_min_bytes": ("fetch.min.bytes", int),
+    "fetch_max_wait_ms": ("fetch.wait.max.ms", int),
+    "max_partition_fetch_bytes": ("max.partition.fetch.bytes", int),
+    "check_crcs": ("check.crcs", bool),
+    "isolation_level": ("isolation.level", str),
+    "client_rack": ("client.rack", str),
+    # a consumer's request timeout is librdkafka's socket timeout
+    "request_timeout_ms": ("socket.timeout.ms", int),
+    "retry_backoff_ms": ("retry.backoff.ms", int),
+    "metadata_max_age_ms": ("metadata.max.age.ms", int),
+    "connections_max_idle_ms": ("connections.max.idle.ms", int),
+    "auto_offset_reset": ("auto.offset.reset", lambda v: "error" if v == "none" else str(v)),
+}
+_SECURITY_KWARGS = frozenset(
+    {
+        "bootstrap_servers",
+        "client_id",
+        "security_protocol",
+        "ssl_context",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+    }
+)
+TUNING_KWARGS = frozenset(_TUNING)
+# used by this class, not librdkafka: records per fetch; set by the runtime
+_OWN_KWARGS = frozenset({"max_poll_records", "enable_auto_commit"})
+
+
+def librdkafka_consumer_config(
+    cfg: ClientConfig, client_id: str, group_id: str, read_committed: bool
+) -> tuple[dict[str, Any], int]:
+    """The main consumer's librdkafka config and records per fetch: the same defaults and
+    ``consumer.``/``main.consumer.``/bare settings the aiokafka consumer gets (parsed and
+    checked by ``client_settings``), and security."""
+    kwargs = client_settings.consumer_kwargs(cfg, "main.consumer", client_id)
+    out: dict[str, Any] = dict(cfg.librdkafka("main.consumer"))
+    # librdkafka's default is read_committed; aiokafka's (and Kafka's) read_uncommitted
+    out["isolation.level"] = "read_uncommitted"
+    for kwarg, value in kwargs.items():
+        if kwarg in _TUNING:
+            name, convert = _TUNING[kwarg]
+            out[name] = convert(value)
+        elif kwarg not in _SECURITY_KWARGS and kwarg not in _OWN_KWARGS:
+            raise ValueError(f"consumer setting {kwarg!r} has no librdkafka mapping")
+    if read_committed:  # exactly_once_v2: every consumer reads committed data only
+        out["isolation.level"] = "read_committed"
+    out["client.id"] = client_id
+    out["group.id"] = group_id  # required by librdkafka; never joined (assign mode)
+    out["enable.auto.commit"] = False
+    out["enable.auto.offset.store"] = False
+    out["enable.partition.eof"] = False
+    return out, int(kwargs["max_poll_records"])
+
+
+class PositionUnknownError(LookupError):
+    """No position yet: the partition starts at a committed offset or a reset not yet done."""
+
+
+class RdRecord(NamedTuple):
+    """One fetched record, as the task path reads aiokafka's ``ConsumerRecord``."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int  # 0 create time, 1 log append time (aiokafka's numbering)
+    key: bytes | None
+    value: bytes | None
+    headers: Any  # a sequence of (str, bytes)
+
+
+_new_record = tuple.__new__  # builds an RdRecord without NamedTuple.__new__'s argument parsing
+
+
+class LibrdkafkaConsumer:
+    """A confluent-kafka ``Consumer`` in assign mode behind :class:`MainConsumer`."""
+
+    def __init__(self, config: dict[str, Any], max_records: int) -> None:
+        self._config = config
+        self._max_records = max_records
+        self._consumer: Any = None
+        self._assigned: set[KafkaTP] = set()
+        self._starting: dict[KafkaTP, int] = {}  # assigned here, not yet in librdkafka
+        self._paused: set[KafkaTP] = set()
+        self._positions: dict[KafkaTP, int] = {}
+        self._fetched: set[KafkaTP] = set()  # records handed out since the last (re)start
+        self._fatal: str | None = None
+
+    async def start(self) -> None:
+        from confluent_kafka import Consumer
+
+        self._consumer = Consumer({**self._config, "error_cb": self._error, "logger": logger})
+
+    async def stop(self) -> None:
+        """Close off the loop (librdkafka's close waits for its threads); commits nothing."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await asyncio.to_thread(consumer.close)
+
+    # -- assignment ----------------------------------------------------------------------------
+
+    def assign(self, partitions: list[KafkaTP]) -> None:
+        wanted = set(partitions)
+        gone = self._assigned - wanted
+        started = [tp for tp in gone if tp not in self._starting]
+        if started:
+            self._consumer.incremental_unassign([self._tp(tp) for tp in started])
+        for tp in gone:
+            self._starting.pop(tp, None)
+            self._positions.pop(tp, None)
+            self._fetched.discard(tp)
+        self._paused -= gone
+        for tp in wanted - self._assigned:
+            self._starting[tp] = _OFFSET_INVALID  # the group's committed offset, else the reset
+        self._assigned = wanted
+
+    def assignment(self) -> Set[KafkaTP]:
+        return frozenset(self._assigned)
+
+    def seek(self, partition: KafkaTP, offset: int) -> None:
+        if partition not in self._assigned:
+            raise ValueError(f"seek: {partition} is not assigned")
+        running = partition not in self._starting
+        if running and offset >= 0 and self._positions.get(partition) == offset:
+            return  # librdkafka goes on from there already: its prefetched records stay
+        self._fetched.discard(partition)
+        if offset >= 0:
+            self._positions[partition] = offset
+        else:
+            self._positions.pop(partition, None)
+        if not running:
+            self._starting[partition] = offset
+            return
+        # restart the partition at the offset: what librdkafka queued of it is dropped
+        self._consumer.incremental_unassign([self._tp(partition)])
+        self._starting[partition] = offset
+
+    async def seek_to_beginning(self, *partitions: KafkaTP) -> None:
+        for tp in partitions or tuple(self._assigned):
+            self.seek(tp, _OFFSET_BEGINNING)
+
+    async def position(self, partition: KafkaTP) -> int:
+        """The next offset the thread reads from ``partition``."""
+        if partition not in self._assigned:
+            raise PositionUnknownError(f"{partition} is not assigned")
+        position = self._positions.get(partition)
+        if partition in self._fetched:
+            past = self._past_markers(partition)
+            if past is not None and (position is None or past > position):
+                position = past
+        if position is None:
+            position = self._empty_at(partition)
+        if position is None:
+            raise PositionUnknownError(f"{partition}: no position yet")
+        return position
+
+    def _past_markers(self, partition: KafkaTP) -> int | None:
+        """librdkafka's own position: past the transaction markers that follow the last record
+        handed out (they are never handed out, so the tracked position stops before them and
+        a transactional input would look one record behind its end for ever)."""
+        try:
+            (tp,) = self._consumer.position([self._tp(partition)])
+        except Exception:
+            return None
+        return int(tp.offset) if tp.offset >= 0 else None
+
+    def _empty_at(self, partition: KafkaTP) -> int | None:
+        """A partition started at a committed offset or a reset that returned nothing yet:
+        if its last fetch found it empty, the position is its end (a join's empty side
+        must not wait for a position that only a record would tell)."""
+        try:
+            low, high = self._consumer.get_watermark_offsets(self._tp(partition), cached=True)
+        except Exception:
+            return None
+        if low is None or high is None or low < 0 or low != high:
+            return None
+        return int(high)
+
+    def pause(self, *partitions: KafkaTP) -> None:
+        tps = [tp for tp in partitions if tp in self._assigned]
+        self._paused.update(tps)
+        running = [self._tp(tp) for tp in tps if tp not in self._starting]
+        if running:
+            self._consumer.pause(running)
+
+    def resume(self, *partitions: KafkaTP) -> None:
+        tps = [tp for tp in partitions if tp in self._paused]
+        self._paused.difference_update(tps)
+        running = [self._tp(tp) for tp in tps if tp not in self._starting]
+        if running:
+            self._consumer.resume(running)
+
+    def paused(self) -> Set[KafkaTP]:
+        return frozenset(self._paused)
+
+    # -- ends ----------------------------------------------------------------------------------
+
+    def highwater(self, partition: KafkaTP) -> int | None:
+        """The high watermark of the last fetch (None: not fetched, or closed). Safe from
+        another thread (the REST metadata reads it)."""
+        consumer = self._consumer
+        if consumer is None or partition not in self._assigned:
+            return None
+        try:
+            _, high = consumer.get_watermark_offsets(self._tp(partition), cached=True)
+        except Exception:  # closed meanwhile, or unknown to librdkafka
+            return None
+        return None if high is None or high < 0 else int(high)
+
+    def last_stable_offset(self, partition: KafkaTP) -> int | None:
+        """The high watermark: librdkafka keeps the last stable offset only in its statistics
+        (so under read_committed an open input transaction counts as lag until it ends)."""
+        return self.highwater(partition)
+
+    # -- fetching ------------------------------------------------------------------------------
+
+    async def getmany(
+        self, *partitions: KafkaTP, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[KafkaTP, list[Any]]:
+        """What librdkafka has fetched, up to ``max.poll.records``; an empty poll waits in
+        slices (never blocking the loop) until ``timeout_ms``."""
+        del partitions
+        limit = max_records or self._max_records
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            self._raise_if_fatal()
+            if self._starting:
+                self._start_partitions()
+            messages = self._consumer.consume(limit, 0)
+            if messages:
+                return self._batches(messages)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {}
+            await asyncio.sleep(min(remaining, _IDLE_SLICE_S))
+
+    def _batches(self, messages: list[Any]) -> dict[KafkaTP, list[Any]]:
+        """Messages → records per partition, in fetch order; positions move per batch."""
+        out: dict[tuple[str, int], list[Any]] = {}
+        for m in messages:
+            if m.error() is not None:
+                self._message_error(m)
+                continue
+            topic, part = m.topic(), m.partition()
+            ts_type, ts = m.timestamp()
+            record = _new_record(
+                RdRecord,
+                (
+                    topic,
+                    part,
+                    m.offset(),
+                    ts if ts_type != _TIMESTAMP_NOT_AVAILABLE else -1,
+                    ts_type - 1 if ts_type else 0,
+                    m.key(),
+                    m.value(),
+                    m.headers() or (),
+                ),
+            )
+            batch = out.get((topic, part))
+            if batch is None:
+                out[(topic, part)] = [record]
+            else:
+                batch.append(record)
+        batches: dict[KafkaTP, list[Any]] = {}
+        for (topic, part), records in out.items():
+            tp = KafkaTP(topic, part)
+            if tp not in self._assigned or tp in self._starting:
+                continue  # fetched before an unassign or a seek: not the thread's any more
+            self._positions[tp] = records[-1].offset + 1
+            self._fetched.add(tp)
+            batches[tp] = records
+        return batches
+
+    def _start_partitions(self) -> None:
+        """Hand the partitions assigned or sought since the last fetch to librdkafka."""
+        from confluent_kafka import TopicPartition
+
+        starting, self._starting = self._starting, {}
+        self._consumer.incremental_assign(
+            [TopicPartition(tp.topic, tp.partition, off) for tp, off in starting.items()]
+        )
+        paused = [self._tp(tp) for tp in starting if tp in self._paused]
+        if paused:
+            self._consumer.pause(paused)
+
+    def _message_error(self, message: Any) -> None:
+        err = message.error()
+        if err.fatal() or err.code() in _FATAL_FETCH_ERRORS:
+            raise RuntimeError(
+                f"librdkafka consumer: {message.topic()}-{message.partition()}: {err}"
+            )
+        logger.warning("librdkafka consumer: %s", err)
+
+    def _raise_if_fatal(self) -> None:
+        if self._fatal is not None:
+            raise RuntimeError(self._fatal)
+
+    def _error(self, err: Any) -> None:
+        if err.fatal():
+            self._fatal = self._fatal or f"fatal librdkafka consumer error: {err}"
+        logger.warning("librdkafka consumer: %s", err)
+
+    @staticmethod
+    def _tp(tp: KafkaTP) -> Any:
+        from confluent_kafka import TopicPartition
+
+        return TopicPartition(tp.topic, tp.partition)
