@@ -32,6 +32,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
+from streamrt.runtime.engine.rdkafka_producer import SECURITY_KWARGS
 
 __all__ = (
     "TUNING_KWARGS",
@@ -71,17 +72,6 @@ _TUNING: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "connections_max_idle_ms": ("connections.max.idle.ms", int),
     "auto_offset_reset": ("auto.offset.reset", lambda v: "error" if v == "none" else str(v)),
 }
-_SECURITY_KWARGS = frozenset(
-    {
-        "bootstrap_servers",
-        "client_id",
-        "security_protocol",
-        "ssl_context",
-        "sasl_mechanism",
-        "sasl_plain_username",
-        "sasl_plain_password",
-    }
-)
 TUNING_KWARGS = frozenset(_TUNING)
 # used by this class, not librdkafka: records per fetch; set by the runtime
 _OWN_KWARGS = frozenset({"max_poll_records", "enable_auto_commit"})
@@ -101,7 +91,7 @@ def librdkafka_consumer_config(
         if kwarg in _TUNING:
             name, convert = _TUNING[kwarg]
             out[name] = convert(value)
-        elif kwarg not in _SECURITY_KWARGS and kwarg not in _OWN_KWARGS:
+        elif kwarg not in SECURITY_KWARGS and kwarg not in _OWN_KWARGS:
             raise ValueError(f"consumer setting {kwarg!r} has no librdkafka mapping")
     if read_committed:  # exactly_once_v2: every consumer reads committed data only
         out["isolation.level"] = "read_committed"
