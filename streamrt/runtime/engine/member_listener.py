@@ -56,7 +56,8 @@ class MemberListener(MemberRebalanceListener):
     async def on_join_prepare(self) -> None:
         """A rebalance begins (cooperative: nothing is revoked yet, so it is said here; eager:
         the revocation said it); list the changelog ends, in case this thread leads."""
-        self.membership.rebalancing = True
+        async with self.thread.commit_lock:  # a commit in flight ends in this generation
+            self.membership.rebalancing = True
         if not self._eager:
             self.thread.emit("rebalance_started", generation=self.thread.generation)
         await self.thread.before_join()
