@@ -7,7 +7,9 @@ membership) count a steady feed over ``--partitions`` input partitions under exa
 (RocksDB, changelog). Each output record's key carries its input partition, so the output alone
 says when each partition was processed. Scenarios, each run eagerly (``upgrade.from=2.3``) and
 cooperatively: (a) a 4th instance is added, (b) one is stopped and removed with
-``streamrt instances remove``, (c) one is SIGKILLed and not restarted (session 6 s).
+``streamrt instances remove``, (c) one is SIGKILLed and not restarted (session 6 s), (d) one
+more thread on one instance at run time (``POST /v1/threads:add``, Kafka Streams'
+addStreamThread).
 
 Measured per run, from the change on: the longest processing gap of the partitions that did not
 move and of those that moved (next to the longest gap before the change), changelog records
@@ -223,12 +225,12 @@ def longest_gap(times: list[float], start: float, end: float) -> float:
 
 
 def owners(events: list[dict[str, Any]], until: float, alive: set[str]) -> dict[int, str]:
-    """Partition -> instance, from each live thread's last assignment before ``until``."""
+    """Partition -> owning thread, from each live thread's last assignment before ``until``."""
     last: dict[tuple[str, str], list[str]] = {}
     for e in events:
         if e["type"] == "assignment" and e["ts"] <= until and e["instance_id"] in alive:
             last[(e["instance_id"], str(e["thread"]))] = e["fields"]["tasks"]
-    return {int(t.split("_")[1]): inst for (inst, _th), ts in last.items() for t in ts}
+    return {int(t.split("_")[1]): f"{inst}/{th}" for (inst, th), ts in last.items() for t in ts}
 
 
 def change(
@@ -261,6 +263,12 @@ def change(
         )
         if done.returncode:
             raise RuntimeError(f"instances remove failed: {done.stdout}{done.stderr}")
+    elif scenario == "d":  # num.stream.threads raised on i1 at run time (addStreamThread)
+        import httpx
+
+        url = f"http://127.0.0.1:{instances['i1'].rest}/v1/threads:add"
+        auth = {"Authorization": f"Bearer {SETTINGS['rest.auth.token']}"}
+        httpx.post(url, headers=auth, timeout=30).raise_for_status()
     else:
         instances["i3"].stop(signal.SIGKILL)
     return {n for n in instances if not (scenario in "bc" and n == "i3")}
@@ -375,7 +383,7 @@ def chart(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="rebalance-out")
-    parser.add_argument("--scenarios", default="a,b,c")
+    parser.add_argument("--scenarios", default="a,b,c,d")
     parser.add_argument("--protocols", default="eager,cooperative")
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--rate", type=int, default=50, help="rounds per second (1 per partition)")
