@@ -147,15 +147,3 @@ def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     yield BrokerEndpoint("apache-kafka", bootstrap)
     clean_slate(bootstrap)
 
-
-#: Markers of tests that start a JVM (Apache Kafka, Spark, the Kafka Streams runner).
-_JVM_MARKERS = ("kafka", "spark", "differential")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test`` runs ``-n 3 --dist loadgroup``), every JVM test runs on
-    one worker: the session-scoped Apache Kafka clusters then start once, and
-    two JVMs never compete for the two cores with the rest of the suite's brokers."""
-    for item in items:
-        if any(item.get_closest_marker(marker) for marker in _JVM_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("jvm"))
