@@ -146,4 +146,3 @@ def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     bootstrap = kafka.bootstrap  # type: ignore[attr-defined]
     yield BrokerEndpoint("apache-kafka", bootstrap)
     clean_slate(bootstrap)
-
