@@ -135,6 +135,11 @@ class MemberListener(MemberRebalanceListener):
             offset = new_at.get(TopicPartition(*tp))
             if offset is not None:
                 consumer.seek(tp, offset)
+        # aiokafka's assign() forgets every pause, librdkafka's keeps them: say both ways
+        # which partitions run, so the ones paused above for the positions run again.
+        resumed = [tp for tp in staying if tp not in paused]
+        if resumed:
+            consumer.resume(*resumed)
         still_paused = [tp for tp in paused if tp in wanted]
         if still_paused:
             consumer.pause(*still_paused)
