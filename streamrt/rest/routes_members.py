@@ -1,4 +1,5 @@
-"""The mutating calls: static-member removal and reload. Both need the bearer token.
+"""The mutating calls: static-member removal, reload, one more stream thread. All need the
+bearer token.
 
 A reload may name another instance (``?instance_id=web-2``, as the console's buttons do): it is
 forwarded to that instance's ``/v1/reload`` with the caller's own ``Authorization`` header,
@@ -34,7 +35,7 @@ __all__ = ("MemberRoutes",)
 
 
 class MemberRoutes:
-    """``POST /v1/members:remove`` and ``POST /v1/reload``."""
+    """``POST /v1/members:remove``, ``POST /v1/reload`` and ``POST /v1/threads:add``."""
 
     def __init__(self, app: App, settings: RestSettings) -> None:
         self.app = app
@@ -56,7 +57,23 @@ class MemberRoutes:
             status_code=202,
             responses={**ERROR_RESPONSES, 409: {"model": ErrorBody}},
         )
+        router.add_api_route(
+            "/v1/threads:add",
+            self.add_thread,
+            methods=["POST"],
+            status_code=201,
+            responses={**ERROR_RESPONSES, 409: {"model": ErrorBody}},
+        )
         return router
+
+    def add_thread(self) -> dict[str, Any]:
+        """Start one more stream thread in this instance, as Kafka Streams' addStreamThread
+        (``num.stream.threads`` raised at run time from outside the process)."""
+        try:
+            index = self.app.add_stream_thread()
+        except Exception as exc:
+            raise ApiError(409, "THREAD_NOT_ADDED", f"no thread added: {exc}") from None
+        return {"thread_index": index}
 
     def remove_members(self, body: RemoveMembersRequest) -> RemoveMembersResponse:
         """Remove static members now (batch LeaveGroup) instead of after session.timeout.ms."""

@@ -68,16 +68,15 @@ class Sampler:
                     self.samples.append((time.monotonic(), name, records))
             time.sleep(0.025)
 
-    def longest_gap(self, name: str, task: str, since: float, until: float) -> float:
-        """The longest time ``task`` on instance ``name`` processed nothing."""
-        last_count, last_change, longest = None, since, 0.0
-        for ts, who, records in self.samples:
-            if who != name or ts < since or ts > until or task not in records:
-                continue
-            if records[task] != last_count:
-                longest = max(longest, ts - last_change)
-                last_count, last_change = records[task], ts
-        return max(longest, until - last_change)
+    def progressed(self, name: str, task: str, since: float, until: float) -> bool:
+        """``task`` on instance ``name`` processed records between ``since`` and ``until``
+        (how long it paused is a benchmark's figure: bench/rebalance_cooperative.py)."""
+        counts = [
+            r[task]
+            for ts, who, r in self.samples
+            if who == name and since <= ts <= until and task in r
+        ]
+        return len(counts) > 1 and counts[-1] > counts[0]
 
     def restarted(self, name: str, task: str) -> bool:
         """The task's count went down: it was closed and created again (a new task object)."""
@@ -186,8 +185,7 @@ def test_a_third_instance_moves_only_what_it_takes(
             assert gone == moved[n], (n, gone, moved[n])  # no revoke of a task that stays
             for task in kept[n]:  # the same task kept processing through both rounds
                 assert not sampler.restarted(n, task), (n, task)
-                gap = sampler.longest_gap(n, task, joined_at, settled_at)
-                assert gap < 1.0, (n, task, gap)
+                assert sampler.progressed(n, task, joined_at, settled_at), (n, task)
             for i, e in revoked[n]:  # revoked in generation g, assigned to c in g + 1
                 g = generation_after(events[n], i)
                 got = [

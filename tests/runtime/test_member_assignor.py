@@ -46,7 +46,7 @@ def subscription(
 
 def test_subscription_and_assignment_user_data_round_trip() -> None:
     received: list[AssignmentInfo] = []
-    face = MemberStreamsAssignor(streams(received), cooperative=False)
+    face = MemberStreamsAssignor(streams(received))
     sent = SubscriptionInfo.decode(face.subscription_user_data() or b"", "m")
     assert sent.thread_instance_id == "a-thread-1" and sent.previous_tasks == ("0_0",)
     members = {"a-thread-1": subscription("a-thread-1", (), (), -1)}
@@ -62,7 +62,7 @@ def test_cooperative_first_round_holds_back_what_another_member_still_owns() -> 
         "a-thread-1": subscription("a-thread-1", ("0_0", "0_1", "0_2", "0_3"), (0, 1, 2, 3), 5),
         "b-thread-1": subscription("b-thread-1", (), (), -1),
     }
-    face = MemberStreamsAssignor(streams(received), cooperative=True)
+    face = MemberStreamsAssignor(streams(received))
     target = face.assign(members, {"events": 4})
     assert len(target["a-thread-1"]) == 2 and target["b-thread-1"] == set()
     b_info = AssignmentInfo.decode(face.assignment_user_data("b-thread-1") or b"")
@@ -71,10 +71,31 @@ def test_cooperative_first_round_holds_back_what_another_member_still_owns() -> 
     assert not AssignmentInfo.decode(b'{"tasks": [], "cluster": []}').followup
     a_info = AssignmentInfo.decode(face.assignment_user_data("a-thread-1") or b"")
     assert {("events", int(t.split("_")[1])) for t in a_info.tasks} == target["a-thread-1"]
-    eager = MemberStreamsAssignor(streams(received), cooperative=False).assign(
-        members, {"events": 4}
+
+
+def test_the_leader_holds_back_whatever_its_own_protocol_and_eager_members_own_nothing() -> None:
+    """Mid-migration (``upgrade.from`` being removed), an eager-configured leader assigns to a
+    cooperative member that kept its partitions through the join: handing them to another
+    member now would let two threads process them at once, so they wait for the second round
+    (Kafka Streams' assignor holds back owned partitions whatever the leader's protocol). An
+    eager member revoked everything before its join and reports nothing owned: all at once."""
+    received: list[AssignmentInfo] = []
+    cooperative_a = {
+        "a-thread-1": subscription("a-thread-1", ("0_0", "0_1", "0_2", "0_3"), (0, 1, 2, 3), 5),
+        "b-thread-1": subscription("b-thread-1", (), (), -1),
+    }
+    target = MemberStreamsAssignor(streams(received, "b-thread-1")).assign(
+        cooperative_a, {"events": 4}
     )
-    assert len(eager["b-thread-1"]) == 2  # eager: everything was revoked before the join
+    assert len(target["a-thread-1"]) == 2 and target["b-thread-1"] == set()
+    eager_a = {
+        "a-thread-1": subscription("a-thread-1", ("0_0", "0_1", "0_2", "0_3"), (), -1),
+        "b-thread-1": subscription("b-thread-1", (), (), -1),
+    }
+    face = MemberStreamsAssignor(streams(received))
+    eager = face.assign(eager_a, {"events": 4})
+    assert len(eager["a-thread-1"]) == 2 and len(eager["b-thread-1"]) == 2
+    assert not AssignmentInfo.decode(face.assignment_user_data("b-thread-1") or b"").followup
 
 
 @pytest.mark.parametrize(

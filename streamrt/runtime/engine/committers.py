@@ -200,7 +200,7 @@ class ExactlyOnceCommitter(Committer):
 
     async def recover(self, exc: BaseException, tasks: TaskManager) -> None:
         """The transaction is lost: close every task dirty (staged writes discarded), re-create
-        a fenced producer, reopen the tasks and rewind the input to the committed offsets.
+        the producer, reopen the tasks and rewind the input to the committed offsets.
 
         A static member first checks it is still the current incarnation: if another process
         took its instance id, re-creating the producer would fence that process, so this one
@@ -211,11 +211,14 @@ class ExactlyOnceCommitter(Committer):
             extra=fields(thread=self._thread_name, error=repr(exc)),
         )
         task_ids = sorted(tasks.tasks)
-        aborted = await abort_transaction(self.collector, list(tasks.tasks.values()))
+        await abort_transaction(self.collector, list(tasks.tasks.values()))
         await tasks.close(task_ids)
-        if not aborted or kafka_adapter.is_producer_fenced(exc):
-            await self.offsets.check_membership()
-            await self._renew_producer()
+        # Always a new producer, fenced or not: after an abortable error (e.g. a refused
+        # TxnOffsetCommit) aiokafka forgets the transaction's partitions, so its abort sends
+        # no EndTxn and the broker keeps the transaction open; the next commit would commit
+        # the lost records along with their reprocessing. A new InitProducerId aborts it.
+        await self.offsets.check_membership()
+        await self._renew_producer()
         await tasks.reopen(task_ids)
         await self._rewind()
         self.emit("tasks_lost", tasks=task_ids, error=repr(exc))

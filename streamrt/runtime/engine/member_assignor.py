@@ -1,10 +1,15 @@
 """The StreamsPartitionAssignor's face for streamrt's own group member (``streamrt.membership``).
 
 The same placement, user data and protocol name as the aiokafka face (so stickiness, standbys,
-warm-ups and probing rebalances are unchanged); under the cooperative protocol the leader also
-holds back every partition another member still owns (KIP-429's first round) and drops, from
-the receiving member's task list, each task whose partitions are not all handed over yet: the
-task moves in the second round, once its previous owner closed it, as Kafka Streams does.
+warm-ups and probing rebalances are unchanged). The leader also holds back every partition
+another member still owns (KIP-429's first round) and drops, from the receiving member's task
+list, each task whose partitions are not all handed over yet: the task moves in the second
+round, once its previous owner closed it, as Kafka Streams does.
+
+The leader does so whatever its own protocol, as Kafka Streams' assignor does: during the
+rolling bounce that removes ``upgrade.from``, an eager-configured leader may be assigning to
+cooperative members that keep their partitions through the join. Eager members revoke all
+before joining and report nothing owned, so in an all-eager group nothing is held back.
 """
 
 from __future__ import annotations
@@ -29,9 +34,8 @@ class MemberStreamsAssignor:
 
     name = ASSIGNOR_NAME
 
-    def __init__(self, streams: StreamsPartitionAssignor, cooperative: bool) -> None:
+    def __init__(self, streams: StreamsPartitionAssignor) -> None:
         self.streams = streams
-        self.cooperative = cooperative
         self._user_data: dict[str, bytes] = {}
 
     def subscription_user_data(self) -> bytes | None:
@@ -56,8 +60,7 @@ class MemberStreamsAssignor:
         target = {m: set(parts) for m, (parts, _info) in planned.items()}
         for member in members:
             target.setdefault(member, set())
-        if self.cooperative:
-            target = cooperative_adjust({m: s.subscription for m, s in members.items()}, target)
+        target = cooperative_adjust({m: s.subscription for m, s in members.items()}, target)
         given = {
             m: _held_back(info, task_parts, target.get(m, set()))
             for m, (_parts, info) in planned.items()

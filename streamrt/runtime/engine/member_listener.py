@@ -56,6 +56,8 @@ class MemberListener(MemberRebalanceListener):
     async def on_join_prepare(self) -> None:
         """A rebalance begins (cooperative: nothing is revoked yet, so it is said here; eager:
         the revocation said it); list the changelog ends, in case this thread leads."""
+        async with self.thread.commit_lock:  # a commit in flight ends in this generation
+            self.membership.rebalancing = True
         if not self._eager:
             self.thread.emit("rebalance_started", generation=self.thread.generation)
         await self.thread.before_join()
@@ -91,6 +93,7 @@ class MemberListener(MemberRebalanceListener):
             await self._reassign({})
 
     async def on_partitions_assigned(self, partitions: set[MemberTP]) -> None:
+        self.membership.rebalancing = False  # the new generation is ours: commits may go
         if self.thread.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
             return
         self.thread.rebalances += 1
@@ -106,12 +109,20 @@ class MemberListener(MemberRebalanceListener):
 
     async def _reassign(self, new_at: dict[TopicPartition, int]) -> None:
         """Make the consumer's assignment the member's: partitions that stay keep their
-        position and pause; new ones start at ``new_at`` (else ``auto.offset.reset``)."""
+        position and pause; new ones start at ``new_at`` (else ``auto.offset.reset``).
+
+        The thread's loop polls while this runs (a cooperative rebalance leaves it working):
+        the partitions that stay are paused first, so no poll moves their position between
+        reading it and seeking back to it (a record returned in between would come again).
+        """
         consumer = self.consumer
         wanted = {KafkaTP(*tp) for tp in self.membership.member.assignment}
         before = consumer.assignment()
         paused = consumer.paused()
-        kept = {tp: await self._position(tp) for tp in sorted(wanted & before)}
+        staying = sorted(wanted & before)
+        if staying:
+            consumer.pause(*staying)
+        kept = {tp: await self._position(tp) for tp in staying}
         unknown = [TopicPartition(*tp) for tp, position in kept.items() if position is None]
         if unknown:
             new_at = {**await self.membership.committed(unknown), **new_at}
@@ -124,6 +135,11 @@ class MemberListener(MemberRebalanceListener):
             offset = new_at.get(TopicPartition(*tp))
             if offset is not None:
                 consumer.seek(tp, offset)
+        # aiokafka's assign() forgets every pause, librdkafka's keeps them: say both ways
+        # which partitions run, so the ones paused above for the positions run again.
+        resumed = [tp for tp in staying if tp not in paused]
+        if resumed:
+            consumer.resume(*resumed)
         still_paused = [tp for tp in paused if tp in wanted]
         if still_paused:
             consumer.pause(*still_paused)

@@ -80,10 +80,14 @@ class StreamrtMembership:
     ) -> None:
         config = member_config(env, client_id, instance_id)
         topics = {t for s in env.subtopologies for t in s.source_topics}
-        self.assignor = MemberStreamsAssignor(streams, config.rebalance_protocol == "cooperative")
+        self.assignor = MemberStreamsAssignor(streams)
         self.member = GroupMember(config, topics, self.assignor, offsets_connection=True)
         self._start: asyncio.Task[None] | None = None
         self._pending: dict[TopicPartition, int] = {}  # refused during a rebalance: retried
+        # from a join to its assignment: the generation is about to change, so a commit now
+        # would be refused (a TxnOffsetCommit's refusal loses the transaction); the thread's
+        # scheduled commits wait, as Kafka Streams' do while a rebalance is in progress
+        self.rebalancing = False
 
     # -- identity ------------------------------------------------------------------------------
 

@@ -443,7 +443,7 @@ class StreamThread:
                     self.mark("first_record")
                 tasks.punctuate(self.env.clock.now_ms())
                 await committer.collector.drain()
-                if schedule.due():
+                if schedule.due() and not (own is not None and own.rebalancing):
                     await committer.commit(tasks)
                     schedule.committed()
                 self.member.maybe_probe(rejoin)

@@ -1,0 +1,39 @@
+"""bench/rebalance_cooperative.py at a tiny size: a 4th instance joins three (2 threads each,
+12 partitions, exactly-once), once eagerly and once cooperatively; both runs complete, the
+output is exact (the script exits non-zero otherwise), the table and the charts are written,
+and the cooperative run takes two generations to move what it moves."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.bench.bench_run import run_bench
+
+pytestmark = pytest.mark.slow
+
+ROW = re.compile(r"^\| a \| (eager|cooperative) \|(.*)\|$", re.MULTILINE)
+
+
+def test_rebalance_cooperative_runs_both_protocols_and_stays_exact(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    printed = run_bench(
+        "rebalance_cooperative.py",
+        *("--out", str(out), "--scenarios", "a", "--partitions", "12", "--rate", "20"),
+        *("--baseline", "3", "--settle", "8"),
+        cwd=tmp_path,
+        timeout=400,
+    )
+    rows = {m[0]: [c.strip() for c in m[1].split("|")] for m in ROW.findall(printed)}
+    assert set(rows) == {"eager", "cooperative"}, printed
+    results = {
+        r["protocol"]: r for r in json.loads((out / "rebalance_cooperative.json").read_text())
+    }
+    for protocol, r in results.items():
+        assert r["lost"] == 0 and r["duplicated"] == 0, r
+        assert (out / f"rebalance_a_{protocol}.png").stat().st_size > 0
+    if results["cooperative"]["moved"]:
+        assert results["cooperative"]["generations"] >= 2, results
