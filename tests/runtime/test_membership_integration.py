@@ -121,30 +121,10 @@ def test_two_instances_two_threads_share_eight_partitions(
         meta = {m.instance_id: m for m in a.metadata_for_all_clients()}
         assert meta["inst-b"].thread_instance_ids == ("inst-b-thread-1", "inst-b-thread-2")
         assert meta["inst-b"].state_store_names == ("event-counts",)
-        if thread_membership == "aiokafka":
-            wait_until(lambda: counts(broker.bootstrap) == expected(160), what="counts")
-        else:
-            _every_record_counted_exactly_or_known_overcount(broker.bootstrap)
+        wait_until(lambda: counts(broker.bootstrap) == expected(160), what="counts")
     finally:
         a.stop()
         b.stop()
-
-
-def _every_record_counted_exactly_or_known_overcount(bootstrap: str) -> None:
-    """Nothing may be lost (a count below the input's fails). A count above it is a known bug
-    of the opt-in ``stream.thread.membership=streamrt`` path under load, reported as xfail
-    until fixed: a revoked partition's offsets, refused with REBALANCE_IN_PROGRESS during a
-    cooperative rebalance, are dropped instead of committed before the rejoin, so the new owner
-    re-reads records at-least-once already counted (seen in 2 of 5 CI runs beside a CPU hog)."""
-    want = expected(160)
-
-    def covered() -> dict[str, int] | None:
-        got = counts(bootstrap)
-        return got if all(got.get(k, 0) >= n for k, n in want.items()) else None
-
-    got = wait_until(covered, what="every record counted at least once")
-    if got != want:  # a count only grows: above the input's now means counted twice
-        pytest.xfail(f"known: over-counted after a cooperative rebalance: {got} vs {want}")
 
 
 def test_bounce_within_session_timeout_restores_nothing(
