@@ -37,11 +37,28 @@ async def _authenticate_seconds(bootstrap: str, user: str, password: str) -> flo
 
 def _fastest_failure(bootstrap: str, user: str, n: int = 30) -> float:
     """The minimum over ``n`` tries: the check's own cost, least disturbed by a busy machine."""
+    return _fastest_failures(bootstrap, (user,), n)[user]
 
-    async def run() -> list[float]:
-        return [await _authenticate_seconds(bootstrap, user, "wrong-password") for _ in range(n)]
 
-    return min(asyncio.run(run()))
+def _fastest_failures(bootstrap: str, users: tuple[str, ...], n: int = 40) -> dict[str, float]:
+    """Each user's fastest of ``n`` failed tries, the users taking turns: a busy spell of the
+    machine falls on all of them alike, not on whichever was measured second."""
+
+    async def run() -> dict[str, float]:
+        fastest = dict.fromkeys(users, float("inf"))
+        for _ in range(n):
+            for user in users:
+                took = await _authenticate_seconds(bootstrap, user, "wrong-password")
+                fastest[user] = min(fastest[user], took)
+        return fastest
+
+    return asyncio.run(run())
+
+
+def _same_cost(known: float, unknown: float) -> bool:
+    """Within 2x either way: measured 0.8-1.1x; a missing dummy PBKDF2 gives 0.2-0.35x (or, for
+    a JAAS user checked without it, 3-5x), far outside."""
+    return 0.5 < unknown / known < 2.0
 
 
 def test_unknown_user_costs_the_same_as_a_wrong_password(pki, tmp_path) -> None:
@@ -51,10 +68,10 @@ def test_unknown_user_costs_the_same_as_a_wrong_password(pki, tmp_path) -> None:
     overrides = secure_overrides(pki, **{"connection.failed.authentication.delay.ms": "0"})
     with BrokerThread(tmp_path, overrides) as broker:
         bootstrap = address(broker, "SASL_PLAINTEXT")
-        _fastest_failure(bootstrap, "alice", 3)  # warm up
-        known = _fastest_failure(bootstrap, "alice")
-        unknown = _fastest_failure(bootstrap, "nobody-here")
-    assert 0.6 < unknown / known < 1.7, (known, unknown)
+        _fastest_failures(bootstrap, ("alice", "nobody-here"), 3)  # warm up
+        fastest = _fastest_failures(bootstrap, ("alice", "nobody-here"))
+    known, unknown = fastest["alice"], fastest["nobody-here"]
+    assert _same_cost(known, unknown), (known, unknown)
 
 
 def test_failed_login_is_delayed(secure_broker) -> None:
@@ -84,7 +101,7 @@ def test_jaas_users_log_in_and_cost_the_same(pki, tmp_path) -> None:
             await conn.close()
 
         asyncio.run(login())
-        _fastest_failure(bootstrap, "carol", 3)  # warm up
-        known = _fastest_failure(bootstrap, "carol")
-        unknown = _fastest_failure(bootstrap, "nobody-here")
-    assert 0.6 < unknown / known < 1.7, (known, unknown)
+        _fastest_failures(bootstrap, ("carol", "nobody-here"), 3)  # warm up
+        fastest = _fastest_failures(bootstrap, ("carol", "nobody-here"))
+    known, unknown = fastest["carol"], fastest["nobody-here"]
+    assert _same_cost(known, unknown), (known, unknown)
