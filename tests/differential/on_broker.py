@@ -97,7 +97,13 @@ def wait_idle(app: App, bootstrap: str, group: str, topics: list[str], timeout: 
             return
         time.sleep(0.1)
     threads = [
-        (t.thread_name, t.state.name, t.active_tasks, t.records_processed)
+        (
+            t.thread_name,
+            t.state.name,
+            t.active_tasks,
+            t.records_processed,
+            sorted(t.topic_partitions),
+        )
         for t in app.metadata_for_local_threads()
     ]
     raise AssertionError(
