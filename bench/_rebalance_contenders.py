@@ -24,6 +24,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Protocol
@@ -177,13 +178,24 @@ class KafkaStreamsInstance:
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         _stop(self.proc, sig)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def _read_line(stream: IO[bytes], timeout: float) -> str:
-    ready, _, _ = select.select([stream], [], [], timeout)
-    if not ready:
-        return f"(no answer within {timeout:g} s)"
-    return stream.readline().decode().strip() or "(stdout closed)"
+    """The next ``ok``/``error`` answer line (anything else the JVM printed is skipped)."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([stream], [], [], left)
+        if not ready:
+            break
+        line = stream.readline().decode().strip()
+        if not line:
+            return "(stdout closed)"
+        if line.startswith(("ok", "error")):
+            return line
+    return f"(no answer within {timeout:g} s)"
 
 
 def start(contender: str, name: str, bootstrap: str, work: Path, protocol: str) -> Instance:

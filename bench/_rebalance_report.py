@@ -16,7 +16,7 @@ from typing import Any
 
 HEADER = (
     "| scenario | protocol | contender | gap before s | gap kept s | gap moved s | moved "
-    "| restored | generations | balanced s | lost | duplicated |"
+    "| restored | generations | balanced s | uncommitted: before / kept s | lost | duplicated |"
 )
 
 
@@ -35,6 +35,9 @@ class Result:
     balanced_s: float
     lost: int
     duplicated: int
+    # the same gaps in the output read_uncommitted: processing, before commits make it visible
+    uncommitted_gap_before_s: float = 0.0
+    uncommitted_gap_kept_s: float = 0.0
 
     @property
     def exact(self) -> bool:
@@ -44,11 +47,12 @@ class Result:
         """A table row; a run whose output is not exact shows no figure but the error."""
         head = f"| {self.scenario} | {self.protocol} | {self.contender} |"
         if not self.exact:
-            return head + " — |" * 7 + f" {self.lost} | {self.duplicated} |"
+            return head + " — |" * 8 + f" {self.lost} | {self.duplicated} |"
         return (
             f"{head} {self.gap_before_s:.2f} | {self.gap_kept_s:.2f} | "
             f"{self.gap_moved_s:.2f} | {self.moved} | {self.restored} | {self.generations} | "
-            f"{self.balanced_s:.2f} | {self.lost} | {self.duplicated} |"
+            f"{self.balanced_s:.2f} | {self.uncommitted_gap_before_s:.2f} / "
+            f"{self.uncommitted_gap_kept_s:.2f} | {self.lost} | {self.duplicated} |"
         )
 
 
@@ -66,6 +70,7 @@ class Observed:
     baseline: float
     before: set[str]  # instances alive before the change
     after: set[str] = field(default_factory=set)
+    produced: dict[int, list[float]] = field(default_factory=dict)  # read_uncommitted arrivals
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float:
@@ -110,6 +115,7 @@ def measure(scenario: str, protocol: str, contender: str, broker: str, o: Observ
     late = [e for e in o.events if e["ts"] >= o.t_change]
     gap = {p: longest_gap(o.arrivals[p], o.t_change, o.t_end) for p in range(o.partitions)}
     start = o.t_change - o.baseline
+    kept = [p for p in gap if p not in moved]
     lost, dup = correctness(o)
     return Result(
         scenario,
@@ -117,7 +123,7 @@ def measure(scenario: str, protocol: str, contender: str, broker: str, o: Observ
         contender,
         broker,
         gap_before_s=max(longest_gap(o.arrivals[p], start, o.t_change) for p in gap),
-        gap_kept_s=max((gap[p] for p in gap if p not in moved), default=0.0),
+        gap_kept_s=max((gap[p] for p in kept), default=0.0),
         gap_moved_s=max((gap[p] for p in moved), default=0.0),
         moved=len(moved),
         restored=sum(
@@ -130,6 +136,12 @@ def measure(scenario: str, protocol: str, contender: str, broker: str, o: Observ
         - o.t_change,
         lost=lost,
         duplicated=dup,
+        uncommitted_gap_before_s=max(
+            longest_gap(o.produced.get(p, []), start, o.t_change) for p in gap
+        ),
+        uncommitted_gap_kept_s=max(
+            (longest_gap(o.produced.get(p, []), o.t_change, o.t_end) for p in kept), default=0.0
+        ),
     )
 
 
