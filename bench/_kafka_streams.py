@@ -64,5 +64,7 @@ def ensure_jar(timeout: float = 900.0) -> Path:
 
 
 def command(mode: str, *args: str) -> list[str]:
-    """``java ... -jar kafka-streams-peer.jar <mode> <args>`` (``peers`` or ``sessions``)."""
+    """``java ... -jar kafka-streams-peer.jar <mode> <args>``.
+
+    Modes: ``peers``, ``sessions``, ``rebalance`` (see PeerApp.java)."""
     return ["java", *JVM_FLAGS, "-jar", str(ensure_jar()), mode, *args]

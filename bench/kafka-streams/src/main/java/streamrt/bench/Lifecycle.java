@@ -1,10 +1,13 @@
 package streamrt.bench;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,7 +29,10 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * thread when Kafka Streams says RUNNING), {@code rebalance_complete} with each new group
  * generation a stream thread's consumer sees, and {@code restore_complete} per changelog
  * partition from Kafka Streams' StateRestoreListener (records) and the restore consumer
- * (bytes: key + value of every changelog record it returned).
+ * (bytes: key + value of every changelog record it returned). With {@link #watchAssignments}
+ * (the rebalance benchmark) it also publishes each stream thread's {@code assignment} after
+ * every generation, as streamrt does, so bench/rebalance_cooperative.py can tell which
+ * partitions moved and when the group was balanced.
  */
 final class Lifecycle implements StateRestoreListener {
     private static final Pattern THREAD = Pattern.compile("StreamThread-(\\d+)");
@@ -41,6 +47,7 @@ final class Lifecycle implements StateRestoreListener {
     private final Map<TopicPartition, AtomicLong> bytes = new ConcurrentHashMap<>();
     private String state = "CREATED";
     private boolean closed;
+    private volatile String assignmentTopic;
 
     Lifecycle(String bootstrap, String appId, String instance, int threads) {
         Properties p = new Properties();
@@ -113,6 +120,40 @@ final class Lifecycle implements StateRestoreListener {
         event("rebalance_complete", threadIndex(), fields().put("generation", generation));
     }
 
+    /** Publish every thread's assignment of {@code sourceTopic} after each generation. */
+    void watchAssignments(String sourceTopic) {
+        assignmentTopic = sourceTopic;
+    }
+
+    boolean watchesAssignments() {
+        return assignmentTopic != null;
+    }
+
+    /**
+     * A stream thread's consumer completed a generation (its onPartitionsAssigned ran, which
+     * the classic protocol calls every generation, even with nothing added): the generation
+     * and the thread's whole assignment. Tasks are {@code 0_<partition>}: the benchmark's
+     * topology is one sub-topology reading one topic.
+     */
+    void assignment(int generation, Collection<TopicPartition> owned) {
+        int thread = threadIndex();
+        event("rebalance_complete", thread, fields().put("generation", generation));
+        ArrayNode partitions = JsonNodeFactory.instance.arrayNode();
+        ArrayNode tasks = JsonNodeFactory.instance.arrayNode();
+        owned.stream()
+                .filter(tp -> tp.topic().equals(assignmentTopic))
+                .sorted(Comparator.comparingInt(TopicPartition::partition))
+                .forEach(
+                        tp -> {
+                            partitions.add(tp.toString());
+                            tasks.add("0_" + tp.partition());
+                        });
+        ObjectNode f = fields();
+        f.set("partitions", partitions);
+        f.set("tasks", tasks);
+        event("assignment", thread, f);
+    }
+
     void restoredBytes(String topic, int partition, long size) {
         bytes.computeIfAbsent(new TopicPartition(topic, partition), k -> new AtomicLong())
                 .addAndGet(size);
@@ -128,21 +169,21 @@ final class Lifecycle implements StateRestoreListener {
 
     @Override
     public void onRestoreEnd(TopicPartition tp, String store, long totalRestored) {
-        complete(tp, totalRestored);
+        complete(tp, store, totalRestored);
     }
 
     @Override
     public void onRestoreSuspended(TopicPartition tp, String store, long totalRestored) {
-        complete(tp, totalRestored);
+        complete(tp, store, totalRestored);
     }
 
-    private void complete(TopicPartition tp, long records) {
+    private void complete(TopicPartition tp, String store, long records) {
         AtomicLong size = bytes.remove(tp);
         event(
                 "restore_complete",
                 threadIndex(),
                 fields().put("task", tp.topic() + "-" + tp.partition())
-                        .put("store", "profiles")
+                        .put("store", store)
                         .put("records", records)
                         .put("bytes", size == null ? 0 : size.get()));
     }

@@ -29,7 +29,9 @@ import org.apache.kafka.streams.state.Stores;
  *       sessions), configured by the harness's PEERS_* environment like every contender;
  *   <li>{@code sessions [--threads N]}: the sessions app of the rolling-deploy benchmark
  *       (bench/rolling_deploy.py), configured by the deploy driver's CONTENDER_* environment;
- *       it publishes the lifecycle events the deploy report reads (see {@link Lifecycle}).
+ *       it publishes the lifecycle events the deploy report reads (see {@link Lifecycle});
+ *   <li>{@code rebalance}: the counting app of the cooperative-rebalance benchmark
+ *       (bench/rebalance_cooperative.py), see {@link RebalanceApp}.
  * </ul>
  *
  * <p>The sessions fold keeps its profiles in a persistent RocksDB store with a changelog
@@ -197,8 +199,9 @@ public final class PeerApp {
         switch (mode) {
             case "peers" -> System.exit(runPeers());
             case "sessions" -> System.exit(runSessions(threads));
+            case "rebalance" -> System.exit(RebalanceApp.run());
             default -> {
-                System.err.println("usage: PeerApp peers | sessions [--threads N]");
+                System.err.println("usage: PeerApp peers | sessions [--threads N] | rebalance");
                 System.exit(2);
             }
         }

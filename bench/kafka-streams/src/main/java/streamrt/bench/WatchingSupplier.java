@@ -1,13 +1,17 @@
 package streamrt.bench;
 
 import java.time.Duration;
+import java.util.Collection;
 import java.util.Map;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.streams.KafkaClientSupplier;
 import org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier;
@@ -16,6 +20,8 @@ import org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier;
  * Kafka Streams' own clients, two of them watched through public consumer API only: the main
  * consumer reports each new group generation it sees (ConsumerGroupMetadata after a poll, on
  * the stream thread that owns it), the restore consumer counts the changelog bytes it returns.
+ * When the lifecycle watches assignments, the main consumer also wraps the rebalance listener
+ * Kafka Streams subscribes with, to publish the thread's assignment after each generation.
  */
 final class WatchingSupplier implements KafkaClientSupplier {
     private final DefaultKafkaClientSupplier base = new DefaultKafkaClientSupplier();
@@ -68,6 +74,45 @@ final class WatchingSupplier implements KafkaClientSupplier {
                 life.generation(now);
             }
             return records;
+        }
+
+        @Override
+        public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
+            super.subscribe(topics, watched(listener));
+        }
+
+        @Override
+        public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) {
+            super.subscribe(pattern, watched(listener));
+        }
+
+        private ConsumerRebalanceListener watched(ConsumerRebalanceListener listener) {
+            return life.watchesAssignments() ? new Watched(listener) : listener;
+        }
+
+        /** Kafka Streams' own listener first; then the assignment it left, as an event. */
+        private final class Watched implements ConsumerRebalanceListener {
+            private final ConsumerRebalanceListener inner;
+
+            Watched(ConsumerRebalanceListener inner) {
+                this.inner = inner;
+            }
+
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                inner.onPartitionsRevoked(partitions);
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> partitions) {
+                inner.onPartitionsLost(partitions);
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                inner.onPartitionsAssigned(partitions);
+                life.assignment(groupMetadata().generationId(), assignment());
+            }
         }
     }
 
