@@ -90,6 +90,16 @@ def changelog_config(topology: Topology, store: str, additional_ms: int) -> dict
 
 _Wanted = dict[str, tuple[int, dict[str, str]]]  # topic → (partitions, topic configs)
 
+#: Kafka Streams' ``RepartitionTopicConfig`` defaults (KIP-284): records stay until the app has
+#: consumed and purged them (DeleteRecords after each commit), never removed by time. With the
+#: broker's default ``retention.ms`` (7 days), records that carry old timestamps (a replay, a
+#: backfill, a test's small timestamps) were deleted by retention before they were read.
+REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {
+    "cleanup.policy": "delete",
+    "segment.bytes": "52428800",
+    "retention.ms": "-1",
+}
+
 
 async def ensure_internal_topics_for(config: StreamsConfig, topology: Topology) -> None:
     """:func:`ensure_internal_topics` with an application's settings (``App.prepare``)."""
@@ -170,7 +180,10 @@ def _wanted_topics(
     repartition = topology.repartition_topics(application_id)
     planned = repartition_counts(topology, application_id, subtopologies, counts)
     validate_copartitioning(topology, application_id, {**counts, **planned})
-    wanted: _Wanted = {topic: (planned[topic], {}) for topic in sorted(set(repartition))}
+    wanted: _Wanted = {
+        topic: (planned[topic], dict(REPARTITION_TOPIC_CONFIG))
+        for topic in sorted(set(repartition))
+    }
     for sub in subtopologies:
         tasks = max(
             (counts.get(t, wanted.get(t, (0, {}))[0]) for t in sub.source_topics), default=1
