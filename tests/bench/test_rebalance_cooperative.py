@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.bench_run import jvm_missing, run_bench
+from tests.bench.bench_run import run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -50,34 +50,3 @@ def test_rebalance_cooperative_runs_both_protocols_and_stays_exact(tmp_path: Pat
         assert (out / f"rebalance_a_{protocol}_streamrt.png").stat().st_size > 0
     if results["cooperative"]["moved"]:
         assert results["cooperative"]["generations"] >= 2, results
-
-
-@pytest.mark.kafka
-def test_rebalance_cooperative_kafka_streams_on_apache_kafka(tmp_path: Path) -> None:
-    """Kafka Streams' instances publish their assignments (else the run never starts its
-    baseline), the 4th instance's tasks move in two generations, and the output is exact."""
-    if why := jvm_missing():
-        pytest.skip(why)
-    from streamrt.dev.apache_kafka import KafkaUnavailable, ensure_libs
-
-    try:
-        ensure_libs()
-    except KafkaUnavailable as exc:
-        pytest.skip(str(exc))
-    out = tmp_path / "out"
-    printed = run_bench(
-        "rebalance_cooperative.py",
-        *("--out", str(out), "--kafka", "apache", "--contenders", "kafka-streams", *TINY),
-        cwd=tmp_path,
-        timeout=900,  # a first run builds the peer's jar with Maven
-    )
-    assert "| a | cooperative | kafka-streams |" in printed, printed
-    (r,) = json.loads((out / "rebalance_cooperative.json").read_text())
-    assert (r["contender"], r["broker"], r["protocol"]) == (
-        "kafka-streams",
-        "apache",
-        "cooperative",
-    )
-    assert r["lost"] == 0 and r["duplicated"] == 0, r
-    assert r["moved"] > 0 and r["generations"] >= 2, r
-    assert (out / "rebalance_a_cooperative_kafka-streams.png").stat().st_size > 0
