@@ -47,6 +47,10 @@ public final class Oracle {
                 run(scenario, name);
             } catch (Exception e) {
                 emit(name, -1).put("error", "build: " + describe(e));
+            } catch (StackOverflowError | OutOfMemoryError e) {
+                // one scenario's failure, not the JVM's: report it and serve the next scenario
+                PENDING.clear();
+                emit(name, -1).put("error", "jvm: " + describe(e));
             }
             emit(name, -1).put("done", true);
             flush(out);
