@@ -9,6 +9,7 @@ whatever the guarantee (repartition purge, the ``commit`` event), is written onc
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Protocol
@@ -61,7 +62,7 @@ class GroupOffsets(Protocol):
         ...
 
 
-class Committer:
+class Committer(abc.ABC):
     """Commits a thread's open tasks; subclasses do it under one processing guarantee."""
 
     def __init__(
@@ -95,10 +96,11 @@ class Committer:
             )
         return offsets
 
+    @abc.abstractmethod
     async def _commit(
         self, tasks: TaskManager, only: Collection[str] | None
     ) -> dict[TopicPartition, int]:
-        raise NotImplementedError
+        """The guarantee's own commit: offsets, transaction, or both."""
 
     async def lose(self, tasks: TaskManager, task_ids: Collection[str]) -> None:
         """The partitions of ``task_ids`` already belong to another member: close them dirty,
