@@ -132,6 +132,20 @@ def test_a_thread_added_to_an_instance_takes_a_task_of_that_instance() -> None:
     assert len(result["new"]) == 1
     for m, info in old.items():  # what stays with its thread is what the thread had
         assert set(result[m]) <= set(info.previous_tasks)
+    # Cooperatively the moved task is revoked first and owned by nobody in the second round,
+    # its state on web-1's disk: the second round must give the same (else it moves on again).
+    on_disk: dict[str, dict[str, int]] = {}
+    for m, info in old.items():
+        on_disk.setdefault(instance[m], {}).update((t, 100) for t in info.previous_tasks)
+    second = {
+        m: member(
+            info.thread_instance_id,
+            previous=tuple(t for t in info.previous_tasks if t in result[m]),
+            offsets=on_disk[instance[m]],
+        )
+        for m, info in members.items()
+    }
+    assert assign_tasks(tasks, second) == result
 
 
 def test_an_added_thread_whose_instance_has_nothing_to_spare_takes_from_another() -> None:

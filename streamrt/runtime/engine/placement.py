@@ -120,6 +120,7 @@ class _Deal:
         self.quota = _Quota(len(tasks), len(order))
         self.owners = {t: [m for m in order if t in members[m].previous_tasks] for t in tasks}
         self.instance_of = {m: members[m].instance_id for m in order}
+        self.home = {t: self._home(t) for t in tasks}
 
     def take(self, task: str, member: str) -> None:
         self.quota.took(len(self.result[member]))
@@ -132,18 +133,32 @@ class _Deal:
     def may_take(self, member: str) -> bool:
         return self.quota.may_take(len(self.result[member]))
 
+    def _home(self, task: str) -> set[str]:
+        """The instances whose state directory holds the task: its previous owners', or, for
+        a task nobody owned (revoked in a cooperative first round), the ones with its most
+        advanced state on disk."""
+        if self.owners[task]:
+            return {self.instance_of[o] for o in self.owners[task]}
+        offsets = {
+            m: o for m in self.order if (o := self.members[m].task_offsets.get(task)) is not None
+        }
+        best = max(offsets.values(), default=None)
+        return {self.instance_of[m] for m, o in offsets.items() if o == best}
+
     def sticky(self) -> None:
-        """The previous owner keeps its task, else a thread of the owner's instance takes it;
+        """The previous owner keeps its task, else a thread of its home instance takes it;
         up to the quota's floor first, then with the extra tasks. Filling the floors first
         matters when a thread was added: otherwise its instance's old threads keep their
         tasks with the extras, and the new thread, still below the floor, gets a task from
         another instance, whose state is not on this disk (a full restore)."""
         for fits in (self.below_floor, self.may_take):
             self._keep(fits, self._previous_owners)
-            self._keep(fits, self._owner_siblings)
+            self._keep(fits, self._home_threads)
 
     def _keep(self, fits: Callable[[str], bool], candidates: Callable[[str], list[str]]) -> None:
-        for task in list(self.unassigned):
+        # tasks nobody owns first: one revoked for a new thread in a cooperative first round
+        # fills that thread's place in the second, rather than another task of its instance
+        for task in sorted(self.unassigned, key=lambda t: bool(self.owners[t])):
             chosen = [m for m in candidates(task) if fits(m)]
             if chosen:
                 self.take(task, chosen[0])
@@ -151,11 +166,10 @@ class _Deal:
     def _previous_owners(self, task: str) -> list[str]:
         return self.owners[task]
 
-    def _owner_siblings(self, task: str) -> list[str]:
-        """The other threads of the previous owners' instances, least loaded first."""
-        owners = self.owners[task]
-        instances = {self.instance_of[o] for o in owners}
-        near = [m for m in self.order if self.instance_of[m] in instances and m not in owners]
+    def _home_threads(self, task: str) -> list[str]:
+        """The threads of the task's home instances but its owners, least loaded first."""
+        home, owners = self.home[task], self.owners[task]
+        near = [m for m in self.order if self.instance_of[m] in home and m not in owners]
         return sorted(near, key=lambda m: len(self.result[m]))  # stable: thread order on ties
 
     def by_local_state(self) -> None:
