@@ -113,3 +113,47 @@ def test_foreign_member_without_user_data_is_treated_as_stateless() -> None:
 def test_assignor_module_does_no_io() -> None:
     imported = {name for name, _level in imports(Path(assignor_module.__file__))}
     assert not imported & {"asyncio", "time", "socket"}
+
+
+def test_a_thread_added_to_an_instance_takes_a_task_of_that_instance() -> None:
+    """Issue 26, scenario (d): 3 instances x 2 threads own 12 tasks, a third thread joins
+    web-1. Every task stays on its instance (its state directory): the new thread takes one of
+    web-1's. Dealt per thread alone, the extra tasks went to web-1's old threads first and the
+    new thread got web-3's 0_11, which it restored in full."""
+    tasks = [f"0_{p}" for p in range(12)]
+    threads = [f"web-{i}-thread-{t}" for i in (1, 2, 3) for t in (1, 2)]
+    old = {f"m{n}": member(th, previous=(tasks[n], tasks[n + 6])) for n, th in enumerate(threads)}
+    members = {**old, "new": member("web-1-thread-3")}
+    result = assign_tasks(tasks, members)
+    instance = {m: info.instance_id for m, info in members.items()}
+    before = {t: instance[m] for m, info in old.items() for t in info.previous_tasks}
+    assert {t: instance[m] for m, ts in result.items() for t in ts} == before
+    assert sorted(len(t) for t in result.values()) == [1, 1, 2, 2, 2, 2, 2]
+    assert len(result["new"]) == 1
+    for m, info in old.items():  # what stays with its thread is what the thread had
+        assert set(result[m]) <= set(info.previous_tasks)
+    # Cooperatively the moved task is revoked first and owned by nobody in the second round,
+    # its state on web-1's disk: the second round must give the same (else it moves on again).
+    on_disk: dict[str, dict[str, int]] = {}
+    for m, info in old.items():
+        on_disk.setdefault(instance[m], {}).update((t, 100) for t in info.previous_tasks)
+    second = {
+        m: member(
+            info.thread_instance_id,
+            previous=tuple(t for t in info.previous_tasks if t in result[m]),
+            offsets=on_disk[instance[m]],
+        )
+        for m, info in members.items()
+    }
+    assert assign_tasks(tasks, second) == result
+
+
+def test_an_added_thread_whose_instance_has_nothing_to_spare_takes_from_another() -> None:
+    """Balance still comes first: a's one task stays, the new thread gets one of b's."""
+    members = {
+        "a1": member("a-thread-1", previous=("0_0",)),
+        "b1": member("b-thread-1", previous=("0_1", "0_2", "0_3")),
+        "a2": member("a-thread-2"),
+    }
+    result = assign_tasks(["0_0", "0_1", "0_2", "0_3"], members)
+    assert result == {"a1": ["0_0"], "a2": ["0_3"], "b1": ["0_1", "0_2"]}
