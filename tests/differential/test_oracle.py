@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.differential import oracle as oracle_module
+from tests.differential.conftest import started_oracle
 from tests.differential.oracle import Oracle, OracleUnavailable
 from tests.differential.scenarios import load, scenario_files
 
@@ -22,12 +23,7 @@ pytestmark = pytest.mark.differential
 @pytest.fixture
 def own_oracle() -> Iterator[Oracle]:
     """A JVM of the test's own, as it is killed."""
-    try:
-        jvm = Oracle()
-    except (OracleUnavailable, OSError) as exc:
-        pytest.skip(f"Kafka Streams oracle unavailable: {exc}")
-    yield jvm
-    jvm.close()
+    yield from started_oracle()
 
 
 def _scenario() -> dict[str, object]:
