@@ -275,7 +275,9 @@ def streamrt_launch(
 
 
 def slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    """Topic/app-id safe and one-to-one on contender names: ``+`` is spelled out, else
+    ``streamrt-1t+rdk`` and ``streamrt-1t-rdk`` shared a sink and an application id."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name.replace("+", "-with-")).strip("-")
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -317,6 +319,10 @@ def run_contender(
         }
     )
     probe = EndOffsets(bootstrap, sink)
+    if probe.total():
+        probe.close()
+        result.error = f"sink {sink} is not empty before the run: a name collision"
+        return result
     procs: list[subprocess.Popen[bytes]] = []
     spies: list[subprocess.Popen[bytes]] = []
     logs = ROOT / "bench" / "results" / "peers-logs"
@@ -357,6 +363,11 @@ def run_contender(
                 )
                 break
         result.seconds_to_done = samples[-1][0] - t0
+        result.trace = [
+            (round(t - t0, 2), n)
+            for i, (t, n, _c) in enumerate(samples)
+            if i == 0 or n != samples[i - 1][1]
+        ]
         span = window(samples, 0.1 * expected, 0.9 * expected)
         if span is not None:
             (t10, _c10), (t90, _c90), _n = span
