@@ -133,6 +133,20 @@ class EndOffsets:
             self.consumer.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in self.tps
         )
 
+    def total_once_led(self, wait_s: float = 30.0) -> int:
+        """``total()`` once every partition has a leader: Apache Kafka answers
+        NOT_LEADER_FOR_PARTITION for a moment after the topic is created."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self.total()
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def close(self) -> None:
         self.consumer.close()
 
@@ -319,7 +333,7 @@ def run_contender(
         }
     )
     probe = EndOffsets(bootstrap, sink)
-    if probe.total():
+    if probe.total_once_led():
         probe.close()
         result.error = f"sink {sink} is not empty before the run: a name collision"
         return result
