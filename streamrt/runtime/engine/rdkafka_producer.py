@@ -1,11 +1,11 @@
-"""librdkafka (confluent-kafka) as a stream thread's producer, under at-least-once.
+"""librdkafka (confluent-kafka) as a stream thread's producer (EOS: :mod:`.rdkafka_txn`).
 
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
 batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
-Chosen with ``stream.thread.producer=librdkafka``. The restore consumer and exactly-once (a
-transactional producer that commits offsets with the group's metadata) stay on aiokafka; the
-main consumer can be librdkafka's too (:mod:`.rdkafka_consumer`, own membership only).
+Chosen with ``stream.thread.producer=librdkafka``. Under exactly_once_v2 (own membership only)
+it is transactional: :mod:`.rdkafka_txn`. The restore consumer stays on aiokafka; the main
+consumer can be librdkafka's too (:mod:`.rdkafka_consumer`, own membership only).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.
@@ -140,6 +140,12 @@ class LibrdkafkaProducer:
         except BufferError:
             return False
         return True
+
+    def forget(self) -> None:
+        """Drop the offsets reached and the delivery error seen since the last flush (the
+        records of an aborted transaction)."""
+        self._reached = {}
+        self._error = None
 
     def poll(self) -> None:
         """Serve delivery reports (non-blocking)."""
