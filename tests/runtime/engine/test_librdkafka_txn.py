@@ -190,3 +190,33 @@ def test_a_zombie_is_fenced_by_init_transactions(broker) -> None:
             await successor.stop()
 
     asyncio.run(go())
+
+
+def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> None:
+    """Records still queued at an abort are purged (their delivery reports are errors): the
+    next transaction's flush must not see them, and only its record is committed."""
+    create_topic(broker.bootstrap, "out", 1)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-4")
+        config["linger.ms"] = 5_000  # the first record stays queued until the abort
+        producer = TransactionalLibrdkafkaProducer(config, lambda: Metadata(-1, "", None))
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            collector.send("out", b"k", b"aborted", 0, int(time.time() * 1000))
+            await collector.drain()  # begins the transaction, hands the record over
+            assert collector.in_transaction
+            await collector.abort()
+            collector.reset()
+            collector.send("out", b"k", b"committed", 0, int(time.time() * 1000))
+            await collector.drain()
+            producer.poll()
+            reached = await collector.flush()
+            await collector.commit()
+        finally:
+            await producer.stop()
+        assert reached == {TopicPartition("out", 0): reached[TopicPartition("out", 0)]}
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"committed"]
