@@ -221,8 +221,11 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
             raise lost(exc, "produce") from exc
 
     async def flush(self) -> dict[TopicPartition, int]:
+        """Deliver the transaction's records; bounded by the transaction timeout, after which
+        the coordinator aborts the transaction anyway."""
+        await self.drain()
         try:
-            return await super().flush()
+            return await self.producer.flush(TRANSACTION_TIMEOUT_MS / 1000)
         except DeliveryError as exc:  # the transaction cannot commit what was not delivered
             raise TransactionLostError(f"delivery failed: {exc}") from exc
 
