@@ -118,14 +118,16 @@ def apache_kafka_cluster(_apache_kafka_3: object) -> Iterator[object]:
 @pytest.fixture(params=["aiokafka", "streamrt", "streamrt+librdkafka"])
 def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test once per ``stream.thread.membership`` (aiokafka's consumer, streamrt's own
-    member) and once more with streamrt's member and librdkafka's fetching consumer
-    (``stream.thread.consumer=librdkafka``). Set through the environment
-    (``STREAMRT_STREAM_THREAD_MEMBERSHIP``, ``..._CONSUMER``), which every ``App`` reads, so
-    in-process instances and ``streamrt run`` subprocesses both get it."""
+    member) and once more with streamrt's member and the whole librdkafka data path
+    (``stream.thread.consumer=librdkafka``, ``stream.thread.producer=librdkafka``: under
+    exactly_once_v2 its transactional producer). Set through the environment
+    (``STREAMRT_STREAM_THREAD_MEMBERSHIP``, ``..._CONSUMER``, ``..._PRODUCER``), which every
+    ``App`` reads, so in-process instances and ``streamrt run`` subprocesses both get it."""
     membership, _, consumer = str(request.param).partition("+")
     monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", membership)
     if consumer:
         monkeypatch.setenv("STREAMRT_STREAM_THREAD_CONSUMER", consumer)
+        monkeypatch.setenv("STREAMRT_STREAM_THREAD_PRODUCER", consumer)
     return str(request.param)
 
 

@@ -90,8 +90,10 @@ class StreamsConfig:
     # thread: stream threads are OS threads of this process (one GIL); process: each runs in a
     # child process supervised by this one (runtime/process_thread.py)
     stream_thread_mode: str = "thread"
-    # the client each stream thread produces with under at_least_once: aiokafka, or librdkafka
-    # (confluent-kafka; a third of the CPU per record, docs/benchmarks.md "data path")
+    # the client each stream thread produces with: aiokafka, or librdkafka (confluent-kafka; a
+    # third of the CPU per record, docs/benchmarks.md "data path"). Under exactly_once_v2
+    # librdkafka's transactional producer needs stream.thread.membership=streamrt: it sends
+    # the offsets with our own member's generation and ids (runtime/engine/rdkafka_txn.py)
     stream_thread_producer: str = "aiokafka"
     # who keeps each stream thread's group membership: aiokafka's consumer (eager only), or
     # streamrt's own member (streamrt.membership; its consumer fetches in manual-assign mode)
@@ -234,10 +236,14 @@ class StreamsConfig:
                 f"{', '.join(STREAM_THREAD_PRODUCERS)}",
             ),
             (
-                producer == LIBRDKAFKA and self.processing_guarantee == EXACTLY_ONCE_V2,
-                "stream.thread.producer 'librdkafka' is at_least_once only: exactly_once_v2 "
-                "keeps aiokafka's transactional producer (TxnOffsetCommit with the group's "
-                "metadata, fencing)",
+                producer == LIBRDKAFKA
+                and self.processing_guarantee == EXACTLY_ONCE_V2
+                and self.stream_thread_membership != STREAMRT,
+                "stream.thread.producer 'librdkafka' is at_least_once only with "
+                "stream.thread.membership=aiokafka: under exactly_once_v2 its transactional "
+                "producer commits the offsets with the group member's generation and ids, "
+                "which only streamrt's own member gives it; set "
+                "stream.thread.membership=streamrt (or stream.thread.producer=aiokafka)",
             ),
             (
                 producer == LIBRDKAFKA and importlib.util.find_spec("confluent_kafka") is None,

@@ -39,8 +39,8 @@ from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
 
-#: A thread's producer: aiokafka's (transactional under exactly_once_v2) or, with
-#: ``stream.thread.producer=librdkafka`` under at_least_once, librdkafka's.
+#: A thread's producer: aiokafka's or, with ``stream.thread.producer=librdkafka``,
+#: librdkafka's; transactional under exactly_once_v2 (librdkafka's: own membership only).
 Producer: TypeAlias = AIOKafkaProducer | LibrdkafkaProducer
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class ClientFactory:
     client_id: str
     group_instance_id: str | None  # static membership
     transactional_id: str | None  # exactly_once_v2
-    group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the consumer's, for the txn
+    group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the member's, for the txn
 
     def build(self, assignor: StreamsPartitionAssignor, manual: bool = False) -> ThreadClients:
         """``manual``: streamrt's own member keeps the group; the consumer only fetches."""
@@ -94,11 +94,21 @@ class ClientFactory:
         )
 
     def thread_producer(self) -> Producer:
-        """The producer ``stream.thread.producer`` names (config refuses librdkafka + EOS)."""
-        if self.env.config.stream_thread_producer == LIBRDKAFKA:
-            clients = self.env.config.client_config()
-            return LibrdkafkaProducer(librdkafka_config(clients, f"{self.client_id}-producer"))
-        return self.producer()
+        """The producer ``stream.thread.producer`` names; transactional under exactly_once_v2
+        (librdkafka's only with streamrt's own membership: StreamsConfig refuses the rest)."""
+        if self.env.config.stream_thread_producer != LIBRDKAFKA:
+            return self.producer()
+        config = librdkafka_config(self.env.config.client_config(), f"{self.client_id}-producer")
+        if self.transactional_id is None:
+            return LibrdkafkaProducer(config)
+        # imported here: confluent-kafka is an optional dependency
+        from streamrt.runtime.engine.rdkafka_txn import (
+            TransactionalLibrdkafkaProducer,
+            transactional_config,
+        )
+
+        config = transactional_config(config, self.transactional_id)
+        return TransactionalLibrdkafkaProducer(config, self.group_metadata)
 
     def producer(self) -> AIOKafkaProducer:
         """The thread's producer; transactional (one per thread) under exactly_once_v2."""
