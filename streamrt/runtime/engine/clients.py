@@ -39,8 +39,8 @@ from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
 
-#: A thread's producer: aiokafka's (transactional under exactly_once_v2) or, with
-#: ``stream.thread.producer=librdkafka`` under at_least_once, librdkafka's.
+#: A thread's producer: librdkafka's (the default under at_least_once) or aiokafka's
+#: (transactional under exactly_once_v2, or chosen with ``stream.thread.producer=aiokafka``).
 Producer: TypeAlias = AIOKafkaProducer | LibrdkafkaProducer
 
 logger = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ class ClientFactory:
         )
 
     def thread_producer(self) -> Producer:
-        """The producer ``stream.thread.producer`` names (config refuses librdkafka + EOS)."""
-        if self.env.config.stream_thread_producer == LIBRDKAFKA:
+        """The producer the config resolves (``StreamsConfig.effective_thread_producer``)."""
+        if self.env.config.effective_thread_producer == LIBRDKAFKA:
             clients = self.env.config.client_config()
             return LibrdkafkaProducer(librdkafka_config(clients, f"{self.client_id}-producer"))
         return self.producer()
@@ -137,7 +137,7 @@ class ClientFactory:
         """``stream.thread.membership=streamrt``: the main consumer's settings, no group (the
         member assigns it its partitions); librdkafka's with ``stream.thread.consumer``."""
         cfg = self.env.config
-        if cfg.stream_thread_consumer == LIBRDKAFKA:
+        if cfg.effective_thread_consumer == LIBRDKAFKA:
             config, max_records = librdkafka_consumer_config(
                 cfg.client_config(),
                 self.client_id,
