@@ -35,6 +35,7 @@ from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.engine.rdkafka_consumer import LibrdkafkaConsumer, librdkafka_consumer_config
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
+from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
@@ -97,7 +98,13 @@ class ClientFactory:
         """The producer the config resolves (``StreamsConfig.effective_thread_producer``)."""
         if self.env.config.effective_thread_producer == LIBRDKAFKA:
             clients = self.env.config.client_config()
-            return LibrdkafkaProducer(librdkafka_config(clients, f"{self.client_id}-producer"))
+            client_id = f"{self.client_id}-producer"
+            # records at timestamp 0, which librdkafka would stamp "now": aiokafka's producer
+            # with the same settings, built on first use (engine/zero_timestamp.py)
+            at_zero = ZeroTimestampSender(
+                lambda: AIOKafkaProducer(**client_settings.producer_kwargs(clients, client_id))
+            )
+            return LibrdkafkaProducer(librdkafka_config(clients, client_id), at_zero)
         return self.producer()
 
     def producer(self) -> AIOKafkaProducer:
