@@ -26,6 +26,9 @@ class Result:
     seconds_to_done: float | None = None
     outputs: int = 0
     window_samples: int = 0  # 100 ms samples between 10 % and 90 %
+    # (seconds since the contender started, outputs seen) at each sample where the count moved:
+    # shows a burst (a short window) or a stall
+    trace: list[tuple[float, int]] = field(default_factory=list)
     verified: bool = False
     error: str = ""
     ratios: dict[str, float] = field(default_factory=dict)

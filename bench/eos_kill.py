@@ -15,12 +15,21 @@ per key, changelogged RocksDB store, counts out):
    faust's exactly-once are not set up in bench/_peers_*.py.)
 
     .venv/bin/python bench/eos_kill.py --kills 20 --events 20000
+    .venv/bin/python bench/eos_kill.py --producer librdkafka ...   # its transactional producer
+
+``--producer aiokafka|librdkafka`` runs both parts on streamrt's own membership with
+librdkafka's fetching consumer and that producer (the transactional one under EOS); without
+it, the runtime's defaults. ``--cache-off`` times the throughput rows with the record cache off
+(with it, 64 keys absorb almost every update and the producer sends little). Throughput rows
+also give records per CPU-second of the app: every thread of this process but the main one,
+which only polls for completion (Linux /proc).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -88,13 +97,29 @@ def topics(bootstrap: str) -> None:
     create_topic(bootstrap, "event-counts-out", 4)
 
 
-def kill_run(root: Path, kills: int, guarantee: str) -> dict[str, object]:
+def data_path(producer: str | None) -> dict[str, str]:
+    """The stream.thread.* settings of ``--producer`` (none: the runtime's defaults)."""
+    if producer is None:
+        return {}
+    return {
+        "stream.thread.membership": "streamrt",
+        "stream.thread.consumer": "librdkafka",
+        "stream.thread.producer": producer,
+    }
+
+
+def kill_run(root: Path, kills: int, guarantee: str, path: dict[str, str]) -> dict[str, object]:
     port = free_port()
     broker = start_broker(str(root / "broker"), port, "group.min.session.timeout.ms=1000")
     bootstrap = f"127.0.0.1:{port}"
     try:
         topics(bootstrap)
-        settings = {**SESSION, "processing.guarantee": guarantee, "commit.interval.ms": "100"}
+        settings = {
+            **SESSION,
+            **path,
+            "processing.guarantee": guarantee,
+            "commit.interval.ms": "100",
+        }
         state = root / "state"
         feeder = Feeder(bootstrap)
         feeder.start()
@@ -143,6 +168,23 @@ def kill_run(root: Path, kills: int, guarantee: str) -> dict[str, object]:
         broker.wait(30)
 
 
+def app_cpu_s() -> float:
+    """CPU seconds of this process's threads but the main one (the app's stream thread, its
+    clients' threads, librdkafka's included; the main thread only polls for completion)."""
+    main = threading.main_thread().native_id
+    total = 0
+    for task in os.listdir("/proc/self/task"):
+        if int(task) == main:
+            continue
+        try:
+            stat = Path(f"/proc/self/task/{task}/stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def committed_input(bootstrap: str) -> int:
     """Sum of the app group's committed input offsets (cheap to poll, unlike the output)."""
     import asyncio
@@ -157,7 +199,10 @@ def committed_input(bootstrap: str) -> int:
     return asyncio.run(go())
 
 
-def throughput(root: Path, n: int, guarantee: str, commit_ms: int) -> float:
+def throughput(
+    root: Path, n: int, guarantee: str, commit_ms: int, path: dict[str, str]
+) -> tuple[float, float]:
+    """(records per second, records per CPU-second of the app) until all are committed."""
     port = free_port()
     broker = start_broker(str(root / f"broker-{guarantee}-{commit_ms}"), port)
     bootstrap = f"127.0.0.1:{port}"
@@ -171,13 +216,14 @@ def throughput(root: Path, n: int, guarantee: str, commit_ms: int) -> float:
                 "state.dir": str(root / f"state-{guarantee}-{commit_ms}"),
                 "processing.guarantee": guarantee,
                 "commit.interval.ms": str(commit_ms),
+                **path,
             }
         )
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), app_cpu_s()
         app.start()
         try:
             wait_until(lambda: committed_input(bootstrap) >= n, timeout=600, interval=0.2)
-            return n / (time.perf_counter() - began)
+            return n / (time.perf_counter() - began), n / (app_cpu_s() - cpu)
         finally:
             app.stop()
     finally:
@@ -190,13 +236,22 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--skip-baseline-kills", action="store_true")
+    parser.add_argument("--producer", choices=("aiokafka", "librdkafka"), default=None)
+    parser.add_argument(
+        "--cache-off",
+        action="store_true",
+        help="throughput with statestore.cache.max.bytes=0: every update is produced twice "
+        "(changelog and output), so the producer's share of the work shows",
+    )
     args = parser.parse_args()
+    path = data_path(args.producer)
+    tput_path = {**path, "statestore.cache.max.bytes": "0"} if args.cache_off else path
     root = Path(tempfile.mkdtemp(prefix="eos-bench-"))
     try:
-        print(f"== SIGKILL x{args.kills} mid-stream, commit.interval.ms=100")
-        runs = [kill_run(root / "eos", args.kills, "exactly_once_v2")]
+        print(f"== SIGKILL x{args.kills} mid-stream, commit.interval.ms=100, {path or 'defaults'}")
+        runs = [kill_run(root / "eos", args.kills, "exactly_once_v2", path)]
         if not args.skip_baseline_kills:
-            runs.append(kill_run(root / "alo", args.kills, "at_least_once"))
+            runs.append(kill_run(root / "alo", args.kills, "at_least_once", path))
         for run in runs:
             print(json.dumps(run))
         print(f"== throughput, {args.events} events, counting app, 1 thread, 4 partitions")
@@ -207,9 +262,12 @@ def main() -> None:
             ("exactly_once_v2", 100),
             ("exactly_once_v2", 1000),
         ):
-            rows[(guarantee, commit_ms)] = throughput(root, args.events, guarantee, commit_ms)
-            rate = rows[(guarantee, commit_ms)]
-            print(f"{guarantee:16} commit.interval.ms={commit_ms:5}: {rate:8.0f} rec/s")
+            rate, per_cpu = throughput(root, args.events, guarantee, commit_ms, tput_path)
+            rows[(guarantee, commit_ms)] = rate
+            print(
+                f"{guarantee:16} commit.interval.ms={commit_ms:5}: {rate:8.0f} rec/s"
+                f" {per_cpu:8.0f} rec/CPU-s"
+            )
         for commit_ms in (100, 1000):
             ratio = rows[("exactly_once_v2", commit_ms)] / rows[("at_least_once", commit_ms)]
             print(f"EOS / at-least-once at commit.interval.ms={commit_ms}: {ratio:.2f}")

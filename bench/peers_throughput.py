@@ -135,6 +135,20 @@ class EndOffsets:
             self.consumer.get_watermark_offsets(tp, timeout=5, cached=False)[1] for tp in self.tps
         )
 
+    def total_once_led(self, wait_s: float = 30.0) -> int:
+        """``total()`` once every partition has a leader: Apache Kafka answers
+        NOT_LEADER_FOR_PARTITION for a moment after the topic is created."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self.total()
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def close(self) -> None:
         self.consumer.close()
 
@@ -285,7 +299,9 @@ def streamrt_launch(
 
 
 def slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    """Topic/app-id safe and one-to-one on contender names: ``+`` is spelled out, else
+    ``streamrt-1t+rdk`` and ``streamrt-1t-rdk`` shared a sink and an application id."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name.replace("+", "-with-")).strip("-")
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -327,6 +343,10 @@ def run_contender(
         }
     )
     probe = EndOffsets(bootstrap, sink)
+    if probe.total_once_led():
+        probe.close()
+        result.error = f"sink {sink} is not empty before the run: a name collision"
+        return result
     procs: list[subprocess.Popen[bytes]] = []
     spies: list[subprocess.Popen[bytes]] = []
     logs = ROOT / "bench" / "results" / "peers-logs"
@@ -367,6 +387,11 @@ def run_contender(
                 )
                 break
         result.seconds_to_done = samples[-1][0] - t0
+        result.trace = [
+            (round(t - t0, 2), n)
+            for i, (t, n, _c) in enumerate(samples)
+            if i == 0 or n != samples[i - 1][1]
+        ]
         span = window(samples, 0.1 * expected, 0.9 * expected)
         if span is not None:
             (t10, _c10), (t90, _c90), _n = span

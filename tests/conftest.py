@@ -127,7 +127,8 @@ THREAD_CLIENTS = {
 def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test once per stream thread data path: aiokafka's consumer as the member with
     aiokafka's clients; streamrt's own member with aiokafka's; streamrt's own member with
-    librdkafka fetching and producing (the default). All three settings are set, through the
+    librdkafka fetching and producing (the default; under exactly_once_v2 librdkafka's
+    transactional producer, asked for explicitly). All three settings are set, through the
     environment (``STREAMRT_STREAM_THREAD_MEMBERSHIP``, ``..._CONSUMER``, ``..._PRODUCER``),
     which every ``App`` reads, so in-process instances and ``streamrt run`` subprocesses both
     get them."""
@@ -135,17 +136,6 @@ def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     for name, value in zip(names, THREAD_CLIENTS[str(request.param)], strict=True):
         monkeypatch.setenv(f"STREAMRT_STREAM_THREAD_{name}", value)
     return str(request.param)
-
-
-@pytest.fixture
-def eos_thread_membership(thread_membership: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """``thread_membership`` for exactly_once_v2 tests: on the default data path the producer
-    is left unset, so it is the one exactly_once_v2 resolves to
-    (``StreamsConfig.effective_thread_producer``: aiokafka's transactional producer until
-    librdkafka's lands); an explicit ``librdkafka`` would be refused."""
-    if thread_membership == "streamrt+librdkafka":
-        monkeypatch.delenv("STREAMRT_STREAM_THREAD_PRODUCER")
-    return thread_membership
 
 
 @pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])

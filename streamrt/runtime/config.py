@@ -97,7 +97,8 @@ class StreamsConfig:
     # only; the consumer then defaults to aiokafka too); stream.thread.consumer=aiokafka and
     # stream.thread.producer=aiokafka choose aiokafka's clients. Unset consumer and producer
     # resolve in effective_thread_consumer / effective_thread_producer (exactly_once_v2 keeps
-    # aiokafka's transactional producer for now).
+    # aiokafka's transactional producer by default; librdkafka's, runtime/engine/rdkafka_txn.py,
+    # when asked for, with streamrt's own membership only).
     stream_thread_producer: str | None = None
     stream_thread_membership: str = STREAMRT
     stream_thread_consumer: str | None = None
@@ -237,10 +238,14 @@ class StreamsConfig:
             ),
             (
                 # only when asked for: unset, exactly_once_v2 resolves to aiokafka's producer
-                self.stream_thread_producer == LIBRDKAFKA and self.exactly_once,
-                "stream.thread.producer 'librdkafka' is at_least_once only: exactly_once_v2 "
-                "keeps aiokafka's transactional producer (TxnOffsetCommit with the group's "
-                "metadata, fencing); leave stream.thread.producer unset or set it to aiokafka",
+                self.stream_thread_producer == LIBRDKAFKA
+                and self.exactly_once
+                and self.stream_thread_membership != STREAMRT,
+                "stream.thread.producer 'librdkafka' is at_least_once only with "
+                "stream.thread.membership=aiokafka: under exactly_once_v2 its transactional "
+                "producer commits the offsets with the group member's generation and ids, "
+                "which only streamrt's own member gives it; set "
+                "stream.thread.membership=streamrt (or stream.thread.producer=aiokafka)",
             ),
             (
                 producer == LIBRDKAFKA and not _has_confluent_kafka(),
@@ -287,10 +292,11 @@ class StreamsConfig:
     def effective_thread_producer(self) -> str:
         """The client the stream threads produce with: ``stream.thread.producer`` if set;
         unset, librdkafka, except under exactly_once_v2, which keeps aiokafka's transactional
-        producer (librdkafka's needs the group member's metadata for TxnOffsetCommit).
+        producer by default.
 
-        The one place that rule lives: once librdkafka's transactional producer works with
-        streamrt's own membership (branch rdkeos), make the EOS line
+        The one place that rule lives. librdkafka's transactional producer (branch rdkeos,
+        merged: ``rdkafka_txn.py``) works with streamrt's own membership when asked for; to make
+        it the default under exactly_once_v2 too, make the EOS line
         ``self.exactly_once and self.stream_thread_membership != STREAMRT``."""
         if self.stream_thread_producer is not None:
             return self.stream_thread_producer

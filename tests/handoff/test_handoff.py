@@ -71,7 +71,7 @@ def test_handoff_takes_over_without_rebalance_or_restore(thread_membership, tmp_
 
 
 def test_handoff_under_exactly_once_counts_each_event_once(
-    eos_thread_membership, tmp_path: Path
+    thread_membership, tmp_path: Path
 ) -> None:
     """The successor starts its transactional producer only once released (its InitProducerId
     fences the old one's transactional id), so the old one's last transaction commits first."""

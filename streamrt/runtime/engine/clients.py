@@ -40,8 +40,9 @@ from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
 
-#: A thread's producer: librdkafka's (the default under at_least_once) or aiokafka's
-#: (transactional under exactly_once_v2, or chosen with ``stream.thread.producer=aiokafka``).
+#: A thread's producer: librdkafka's (the default under at_least_once) or aiokafka's;
+#: transactional under exactly_once_v2 (aiokafka's by default, librdkafka's when asked for,
+#: own membership only).
 Producer: TypeAlias = AIOKafkaProducer | LibrdkafkaProducer
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class ClientFactory:
     client_id: str
     group_instance_id: str | None  # static membership
     transactional_id: str | None  # exactly_once_v2
-    group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the consumer's, for the txn
+    group_metadata: Callable[[], kafka_adapter.GroupMetadata]  # the member's, for the txn
 
     def build(self, assignor: StreamsPartitionAssignor, manual: bool = False) -> ThreadClients:
         """``manual``: streamrt's own member keeps the group; the consumer only fetches."""
@@ -95,17 +96,30 @@ class ClientFactory:
         )
 
     def thread_producer(self) -> Producer:
-        """The producer the config resolves (``StreamsConfig.effective_thread_producer``)."""
-        if self.env.config.effective_thread_producer == LIBRDKAFKA:
-            clients = self.env.config.client_config()
-            client_id = f"{self.client_id}-producer"
+        """The producer the config resolves (``StreamsConfig.effective_thread_producer``);
+        transactional under exactly_once_v2 (librdkafka's only with streamrt's own membership:
+        StreamsConfig refuses the rest)."""
+        if self.env.config.effective_thread_producer != LIBRDKAFKA:
+            return self.producer()
+        clients = self.env.config.client_config()
+        client_id = f"{self.client_id}-producer"
+        config = librdkafka_config(clients, client_id)
+        if self.transactional_id is None:
             # records at timestamp 0, which librdkafka would stamp "now": aiokafka's producer
-            # with the same settings, built on first use (engine/zero_timestamp.py)
+            # with the same settings, built on first use (engine/zero_timestamp.py). Not under
+            # exactly_once_v2: that producer would not be in the transaction.
             at_zero = ZeroTimestampSender(
                 lambda: AIOKafkaProducer(**client_settings.producer_kwargs(clients, client_id))
             )
-            return LibrdkafkaProducer(librdkafka_config(clients, client_id), at_zero)
-        return self.producer()
+            return LibrdkafkaProducer(config, at_zero)
+        # imported here, as before the default change (rdkafka_txn loads confluent-kafka)
+        from streamrt.runtime.engine.rdkafka_txn import (
+            TransactionalLibrdkafkaProducer,
+            transactional_config,
+        )
+
+        config = transactional_config(config, self.transactional_id)
+        return TransactionalLibrdkafkaProducer(config, self.group_metadata)
 
     def producer(self) -> AIOKafkaProducer:
         """The thread's producer; transactional (one per thread) under exactly_once_v2."""

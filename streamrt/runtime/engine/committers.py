@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
@@ -20,12 +20,13 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine import kafka_adapter
-from streamrt.runtime.engine.clients import ThreadClients
+from streamrt.runtime.engine.clients import Producer, ThreadClients
 from streamrt.runtime.engine.collector import Collector, ProducerCollector
 from streamrt.runtime.engine.commit import commit
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.eos import (
     TransactionalCollector,
+    TransactionalSink,
     abort_transaction,
     commit_transaction,
 )
@@ -163,16 +164,16 @@ class AtLeastOnceCommitter(Committer):
 class ExactlyOnceCommitter(Committer):
     """exactly_once_v2: one transaction per commit; a lost one closes the tasks dirty."""
 
-    collector: TransactionalCollector
+    collector: TransactionalSink
 
     def __init__(
         self,
-        collector: TransactionalCollector,
+        collector: TransactionalSink,
         consumer: MainConsumer,
         purger: RepartitionPurger | None,
         emit: Emit,
         group_id: str,
-        new_producer: Callable[[], AIOKafkaProducer],
+        new_producer: Callable[[], Any],
         thread_name: str,
         *,
         offsets: GroupOffsets | None = None,
@@ -261,18 +262,17 @@ def committer_for(
     config: StreamsConfig,
     clients: ThreadClients,
     emit: Emit,
-    new_producer: Callable[[], AIOKafkaProducer],
+    new_producer: Callable[[], Producer],
     thread_name: str,
     offsets: GroupOffsets | None = None,
 ) -> Committer:
     """The committer of ``processing.guarantee``, over the collector of the thread's producer;
-    ``offsets``: the group's side (default: the thread's group consumer)."""
+    ``offsets``: the group's side (default: the thread's group consumer); ``new_producer``
+    makes another producer of the same kind (a lost transaction renews it)."""
     producer = clients.producer
     if config.exactly_once:
-        if not isinstance(producer, AIOKafkaProducer):  # StreamsConfig refuses it first
-            raise TypeError("exactly_once_v2 needs aiokafka's transactional producer")
         return ExactlyOnceCommitter(
-            TransactionalCollector(producer),
+            transactional_collector(producer),
             clients.consumer,
             clients.purger,
             emit,
@@ -287,3 +287,18 @@ def committer_for(
         else ProducerCollector(producer)
     )
     return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit, offsets=offsets)
+
+
+def transactional_collector(producer: Producer) -> TransactionalSink:
+    """The transactional collector over the thread's producer, whichever client it is."""
+    if isinstance(producer, AIOKafkaProducer):
+        return TransactionalCollector(producer)
+    # imported here: confluent-kafka is an optional dependency
+    from streamrt.runtime.engine.rdkafka_txn import (
+        LibrdkafkaTransactionalCollector,
+        TransactionalLibrdkafkaProducer,
+    )
+
+    if not isinstance(producer, TransactionalLibrdkafkaProducer):  # ClientFactory's choice
+        raise TypeError(f"exactly_once_v2 needs a transactional producer, not {producer!r}")
+    return LibrdkafkaTransactionalCollector(producer)

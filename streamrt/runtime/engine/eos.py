@@ -7,9 +7,11 @@ order, and why:
 
 0. flush each task's record cache (its updates become this transaction's sends);
 1. flush the producer: every output and changelog record of the transaction is delivered;
-2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the consumer's generation, member
-   id and ``group.instance.id``, see :func:`kafka_adapter.install_group_metadata_offsets`),
-   then ``commit_transaction``;
+2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the group member's generation,
+   member id and ``group.instance.id``: aiokafka's through
+   :func:`kafka_adapter.install_group_metadata_offsets`, librdkafka's through
+   :func:`~streamrt.runtime.engine.rdkafka_txn.group_metadata_bytes`), then
+   ``commit_transaction``;
 3. only now each task's StateManager writes its staged data with the changelog offset reached
    (one WriteBatch per store) and the checkpoint hint.
 
@@ -36,13 +38,15 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.runtime.engine.collector import ProducerCollector
+from streamrt.runtime.engine.collector import ProducerCollector, ThreadProducer
 from streamrt.runtime.engine.commit import Committable
 from streamrt.state import TopicPartition
 
 __all__ = (
     "TRANSACTION_TIMEOUT_MS",
+    "TransactionLostError",
     "TransactionalCollector",
+    "TransactionalSink",
     "abort_transaction",
     "commit_transaction",
 )
@@ -52,6 +56,57 @@ logger = logging.getLogger(__name__)
 #: Kafka Streams' producer override under EOS: a crashed thread's open transaction is
 #: aborted by the broker after this long if no new incarnation fences it first.
 TRANSACTION_TIMEOUT_MS = 10_000
+
+
+class TransactionLostError(Exception):
+    """The open transaction cannot commit (an abortable or fatal producer error that is not a
+    Kafka client's own exception type): the committer recovers it as any lost transaction."""
+
+
+class TransactionalSink(Protocol):
+    """What :func:`commit_transaction` and :func:`abort_transaction` need from a thread's
+    transactional collector, whichever client's producer is under it (aiokafka's
+    :class:`TransactionalCollector`, librdkafka's
+    :class:`~streamrt.runtime.engine.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
+
+    in_transaction: bool
+
+    @property
+    def producer(self) -> ThreadProducer: ...
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def flush(self) -> dict[TopicPartition, int]: ...
+
+    async def begin(self) -> None:
+        """Begin a transaction unless one is open."""
+        ...
+
+    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        """Add the input offsets to the open transaction (TxnOffsetCommit v3)."""
+        ...
+
+    async def commit(self) -> None:
+        """Commit the open transaction; the next send begins another."""
+        ...
+
+    async def abort(self) -> None:
+        """Abort the open transaction; raises if the producer cannot (fenced, fatal)."""
+        ...
+
+    def reset(self, producer: Any = None) -> None:
+        """Forget the lost transaction's records; with ``producer``: use that one from now."""
+        ...
 
 
 class TransactionalCollector(ProducerCollector):
@@ -83,8 +138,17 @@ class TransactionalCollector(ProducerCollector):
         self._inflight.clear()
         self.in_transaction = False
 
-    def transaction_ended(self) -> None:
+    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        await self.producer.send_offsets_to_transaction(
+            {KafkaTP(*tp): off for tp, off in offsets.items()}, group_id
+        )
+
+    async def commit(self) -> None:
+        await self.producer.commit_transaction()
         self.in_transaction = False
+
+    async def abort(self) -> None:
+        await self.producer.abort_transaction()
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -97,7 +161,7 @@ class DiscardingTask(Committable, Protocol):
 
 
 async def commit_transaction(
-    collector: TransactionalCollector, tasks: Iterable[Committable], group_id: str
+    collector: TransactionalSink, tasks: Iterable[Committable], group_id: str
 ) -> dict[TopicPartition, int]:
     """Steps 1-3 above; returns the input offsets committed (empty: nothing to commit).
 
@@ -114,22 +178,16 @@ async def commit_transaction(
     if not offsets and not collector.in_transaction:
         return {}
     await collector.begin()  # input consumed without output still commits its offsets
-    producer = collector.producer
     if offsets:
-        await producer.send_offsets_to_transaction(  # 2
-            {KafkaTP(*tp): off for tp, off in offsets.items()}, group_id
-        )
-    await producer.commit_transaction()
-    collector.transaction_ended()
+        await collector.send_offsets(offsets, group_id)  # 2
+    await collector.commit()
     after_marker = {tp: end + 1 for tp, end in delivered.items()}
     for task in tasks:
         task.flush_state(after_marker)  # 3
     return offsets
 
 
-async def abort_transaction(
-    collector: TransactionalCollector, tasks: Iterable[DiscardingTask]
-) -> bool:
+async def abort_transaction(collector: TransactionalSink, tasks: Iterable[DiscardingTask]) -> bool:
     """Abort the open transaction and discard every task's staged writes.
 
     Returns False if the producer could not abort (fenced or fatal): it must be re-created,
@@ -140,7 +198,7 @@ async def abort_transaction(
     if not collector.in_transaction:
         return True
     try:
-        await collector.producer.abort_transaction()
+        await collector.abort()
     except Exception as exc:
         logger.warning("transaction abort failed, the producer is re-created", exc_info=exc)
         return False

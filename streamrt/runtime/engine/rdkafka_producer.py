@@ -1,12 +1,12 @@
-"""librdkafka (confluent-kafka) as a stream thread's producer, under at-least-once.
+"""librdkafka (confluent-kafka) as a stream thread's producer (EOS: :mod:`.rdkafka_txn`).
 
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
 batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
 The default under at-least-once (``stream.thread.producer``, ``StreamsConfig.
-effective_thread_producer``). The restore consumer and exactly-once (a transactional producer
-that commits offsets with the group's metadata) stay on aiokafka; the main consumer is
-librdkafka's too by default (:mod:`.rdkafka_consumer`, own membership only).
+effective_thread_producer``). Under exactly_once_v2 (own membership only, when asked for) it
+is transactional: :mod:`.rdkafka_txn`. The restore consumer stays on aiokafka; the main
+consumer is librdkafka's too by default (:mod:`.rdkafka_consumer`, own membership only).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -171,6 +172,12 @@ class LibrdkafkaProducer:
             return
         self._reached[(topic, part)] = reached
 
+    def forget(self) -> None:
+        """Drop the offsets reached and the delivery error seen since the last flush (the
+        records of an aborted transaction)."""
+        self._reached = {}
+        self._error = None
+
     def poll(self) -> None:
         """Serve delivery reports (non-blocking)."""
         self._producer.poll(0)
@@ -180,20 +187,26 @@ class LibrdkafkaProducer:
         self._producer.poll(0)
         await asyncio.sleep(0.005)
 
-    async def flush(self) -> dict[TopicPartition, int]:
+    async def flush(self, timeout_s: float | None = None) -> dict[TopicPartition, int]:
         """Wait for every delivery report; the next offset reached per partition since the
-        last flush. Raises :class:`DeliveryError` if any record was not delivered."""
-        await self._flush_queue()
+        last flush. Raises :class:`DeliveryError` if any record was not delivered (or, with
+        ``timeout_s``, some still wait for their report after that long)."""
+        left = await self._flush_queue(timeout_s)
         reached, self._reached = self._reached, {}
         error, self._error = self._error, None
         if error is not None:
             raise DeliveryError(error)
+        if left:
+            raise DeliveryError(f"{left} records not delivered within {timeout_s} s")
         return {TopicPartition(t, p): off for (t, p), off in reached.items()}
 
-    async def _flush_queue(self) -> None:
+    async def _flush_queue(self, timeout_s: float | None = None) -> int:
         # off the event loop (heartbeats go on); in slices, so a stop is never stuck for long
-        while await asyncio.to_thread(self._producer.flush, 1.0) > 0:
-            pass
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while (left := await asyncio.to_thread(self._producer.flush, 1.0)) > 0:
+            if deadline is not None and time.monotonic() > deadline:
+                return int(left)
+        return 0
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:

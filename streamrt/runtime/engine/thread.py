@@ -30,6 +30,7 @@ from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.member_listener import MemberListener
@@ -304,7 +305,7 @@ class StreamThread:
         )
         clients = self._clients = factory.build(assignor, manual=own is not None)
         committer = committer_for(
-            self.env.config, clients, self.emit, factory.producer, self.name, offsets=own
+            self.env.config, clients, self.emit, factory.thread_producer, self.name, offsets=own
         )
         tasks = self._tasks = TaskManager.build(
             TaskFactory(self.env, committer.collector, self._cache),
@@ -405,10 +406,15 @@ class StreamThread:
             try:
                 await self._loop_until_stopped(consumer, tasks, committer)
                 return
-            except (kafka_errors.KafkaError, kafka_errors.IllegalOperation) as exc:
+            except (
+                kafka_errors.KafkaError,
+                kafka_errors.IllegalOperation,
+                TransactionLostError,
+            ) as exc:
                 # IllegalOperation: a send into a transaction the producer no longer has (a
                 # newer incarnation's InitProducerId fenced it between two sends); aiokafka
                 # raises it instead of ProducerFenced, and it is just as lost.
+                # TransactionLostError: librdkafka's transactional errors, mapped.
                 if not committer.recovers(exc):
                     raise
                 async with self.commit_lock:

@@ -1,0 +1,249 @@
+"""exactly_once_v2 on librdkafka's transactional producer (``stream.thread.producer=librdkafka``
+with ``stream.thread.membership=streamrt``).
+
+Why only with streamrt's own membership: a KIP-447 TxnOffsetCommit carries the group member's
+generation, member id and ``group.instance.id``, and librdkafka takes them only as the opaque
+``consumer_group_metadata`` a confluent ``Consumer`` writes. With our own member we know all
+three, so :func:`group_metadata_bytes` writes that blob (librdkafka's public, versioned
+``rd_kafka_consumer_group_metadata_write`` format) from the member's current state at each
+commit, and the group coordinator checks it as it checks a Java consumer's.
+
+librdkafka's transactional calls block (network round trips, up to their timeout): each runs
+off the thread's event loop (``asyncio.to_thread``), so the member keeps heartbeating.
+Errors are mapped to what the :class:`~streamrt.runtime.engine.committers.ExactlyOnceCommitter`
+recovers: FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops);
+anything else -> :class:`ProducerFencedError` (fenced, fatal) or
+:class:`~streamrt.runtime.engine.eos.TransactionLostError` (abortable): the transaction is
+lost, the tasks close dirty and a new producer's ``init_transactions`` aborts it on the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import TopicPartition as RdTopicPartition
+
+from streamrt.membership.config import FencedInstanceError
+from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
+from streamrt.runtime.engine.kafka_adapter import GroupMetadata
+from streamrt.runtime.engine.rdkafka_producer import (
+    DeliveryError,
+    LibrdkafkaCollector,
+    LibrdkafkaProducer,
+)
+from streamrt.state import TopicPartition
+
+__all__ = (
+    "LibrdkafkaTransactionalCollector",
+    "ProducerFencedError",
+    "TransactionalLibrdkafkaProducer",
+    "group_metadata_bytes",
+    "transactional_config",
+)
+
+logger = logging.getLogger(__name__)
+
+#: librdkafka's ``rd_kafka_consumer_group_metadata_write`` magic, format version 2
+_MAGIC = b"CGMDv2:"
+#: how long one blocking transactional call may take (Kafka's max.block.ms default)
+CALL_TIMEOUT_S = 60.0
+#: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
+#: (librdkafka's own ``_FENCED`` comes as a fatal error, which ``lost`` maps the same way)
+_FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+class ProducerFencedError(TransactionLostError):
+    """The producer is fenced or failed fatally: it cannot abort and must be re-created."""
+
+
+def group_metadata_bytes(group_id: str, metadata: GroupMetadata) -> bytes:
+    """The group member's metadata as librdkafka's ``send_offsets_to_transaction`` reads it.
+
+    Why: librdkafka only takes the member's identity as the blob its own consumer writes
+    (``consumer_group_metadata()``); our member is not a librdkafka consumer, so we write the
+    same bytes: the magic, the generation (native-endian int32), the group id and member id
+    NUL-terminated, then a null flag for ``group.instance.id`` (1: null, nothing follows;
+    0: the id follows, NUL-terminated).
+    """
+    texts = [group_id, metadata.member_id, metadata.group_instance_id or ""]
+    if any("\0" in text for text in texts):
+        raise ValueError(f"group metadata with a NUL character: {texts!r}")
+    out = [_MAGIC, struct.pack("=i", metadata.generation_id)]
+    out += [group_id.encode() + b"\0", metadata.member_id.encode() + b"\0"]
+    if metadata.group_instance_id is None:
+        out.append(b"\x01")
+    else:
+        out += [b"\x00", metadata.group_instance_id.encode() + b"\0"]
+    return b"".join(out)
+
+
+def transactional_config(config: dict[str, Any], transactional_id: str) -> dict[str, Any]:
+    """A producer's librdkafka config (:func:`librdkafka_config`) made transactional: one
+    transactional.id per thread (EOS v2), Kafka Streams' transaction timeout; idempotence is
+    implied (librdkafka refuses ``acks`` other than all with a clear error)."""
+    out = {
+        **config,
+        "transactional.id": transactional_id,
+        "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+        "enable.idempotence": True,
+    }
+    out.pop("max.in.flight.requests.per.connection", None)  # idempotence keeps the order
+    return out
+
+
+def lost(exc: BaseException, what: str, instance_id: str | None = None) -> BaseException:
+    """``exc`` from librdkafka as the committer's error (see the module doc)."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if not isinstance(err, KafkaError):
+        return TransactionLostError(f"{what}: {exc!r}")
+    if err.code() == KafkaError.FENCED_INSTANCE_ID:
+        return FencedInstanceError(instance_id, f"{what}: {err.str()}")
+    if err.fatal() or err.code() in _FENCED_CODES:
+        return ProducerFencedError(f"{what}: producer fenced or fatal: {err.name()}: {err.str()}")
+    return TransactionLostError(f"{what}: {err.name()}: {err.str()}")
+
+
+class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
+    """A :class:`LibrdkafkaProducer` with a transactional.id: ``init_transactions`` when it
+    starts (fencing a zombie with the same id and aborting its open transaction), and the
+    transaction's calls off the event loop."""
+
+    def __init__(self, config: dict[str, Any], metadata: Callable[[], GroupMetadata]) -> None:
+        super().__init__(config)
+        self._metadata = metadata
+
+    async def start(self) -> None:
+        await super().start()
+        await self._call("init_transactions", self._producer.init_transactions, CALL_TIMEOUT_S)
+
+    async def stop(self) -> None:
+        """Records of an uncommitted transaction are worthless: purge them and close (no
+        flush: a fenced producer's flush raises, and a committed transaction was flushed)."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        try:
+            await asyncio.to_thread(producer.close)
+        except KafkaException as exc:  # fenced or fatal: nothing of it is used again
+            logger.info("transactional producer closed with %s", exc)
+
+    def begin(self) -> None:
+        """Begin a transaction (local to the client: no round trip)."""
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            raise lost(exc, "begin_transaction") from exc
+
+    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        """TxnOffsetCommit with the member's metadata as it is now (a rejoin since the last
+        commit is seen)."""
+        metadata = self._metadata()
+        blob = group_metadata_bytes(group_id, metadata)
+        parts = [RdTopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        send = self._producer.send_offsets_to_transaction
+        await self._call(
+            "send_offsets_to_transaction", send, parts, blob, CALL_TIMEOUT_S,
+            instance_id=metadata.group_instance_id,
+        )  # fmt: skip
+
+    async def commit(self) -> None:
+        await self._call("commit_transaction", self._producer.commit_transaction, CALL_TIMEOUT_S)
+
+    async def abort(self) -> None:
+        """Abort (librdkafka purges what is queued), serve the purged records' reports, and
+        forget them: they belong to the aborted transaction, not to the next flush."""
+        await self._call("abort_transaction", self._producer.abort_transaction, CALL_TIMEOUT_S)
+        self._producer.flush(0)
+        self.forget()
+
+    async def _call(
+        self, what: str, call: Callable[..., Any], *args: Any, instance_id: str | None = None
+    ) -> None:
+        try:
+            await asyncio.to_thread(call, *args)
+        except KafkaException as exc:
+            raise lost(exc, what, instance_id) from exc
+
+
+class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
+    """The thread's collector under exactly_once_v2 over librdkafka: every record goes into
+    the open transaction, begun by the first send after a commit.
+
+    A record that cannot be handed over now (a full queue, or a producer in an error state)
+    waits, in order, for :meth:`drain`, which raises the producer's error outside the
+    task's processing (a send never raises into a processor's error handler).
+    """
+
+    producer: TransactionalLibrdkafkaProducer
+
+    def __init__(self, producer: TransactionalLibrdkafkaProducer) -> None:
+        super().__init__(producer)
+        self.in_transaction = False
+        self._refused: KafkaException | None = None
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        if self.in_transaction and not self._waiting:
+            try:
+                if self._produce(topic, key, value, partition, timestamp_ms, headers):
+                    return
+            except KafkaException as exc:
+                self._refused = exc
+        self._waiting.append((topic, key, value, partition, timestamp_ms, headers))
+
+    async def begin(self) -> None:
+        if not self.in_transaction:
+            self.producer.begin()
+            self.in_transaction = True
+
+    async def drain(self) -> None:
+        if self._refused is not None:
+            refused, self._refused = self._refused, None
+            raise lost(refused, "produce") from refused
+        if self._waiting:
+            await self.begin()
+        try:
+            await super().drain()
+        except KafkaException as exc:
+            raise lost(exc, "produce") from exc
+
+    async def flush(self) -> dict[TopicPartition, int]:
+        """Deliver the transaction's records; bounded by the transaction timeout, after which
+        the coordinator aborts the transaction anyway."""
+        await self.drain()
+        try:
+            return await self.producer.flush(TRANSACTION_TIMEOUT_MS / 1000)
+        except DeliveryError as exc:  # the transaction cannot commit what was not delivered
+            raise TransactionLostError(f"delivery failed: {exc}") from exc
+
+    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        await self.producer.send_offsets(offsets, group_id)
+
+    async def commit(self) -> None:
+        await self.producer.commit()
+        self.in_transaction = False
+
+    async def abort(self) -> None:
+        await self.producer.abort()
+
+    def reset(self, producer: TransactionalLibrdkafkaProducer | None = None) -> None:
+        """After an abort (or with a re-created producer): forget the lost transaction."""
+        if producer is not None:
+            self.producer = producer
+            self._produce = producer.produce
+        self._waiting.clear()
+        self._refused = None
+        self.in_transaction = False

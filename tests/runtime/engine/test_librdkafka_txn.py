@@ -1,0 +1,222 @@
+"""exactly_once_v2 on librdkafka's transactional producer: the group metadata blob is
+librdkafka's own format, the broker checks the generation, member id and instance id it
+carries (a stale member's TxnOffsetCommit is refused, the transaction lost but abortable), and
+config allows librdkafka + EOS only with streamrt's own membership."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import confluent_kafka
+import pytest
+
+from streamrt.errors import ConfigError
+from streamrt.membership.config import FencedInstanceError
+from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine.eos import TransactionLostError
+from streamrt.runtime.engine.rdkafka_producer import librdkafka_config
+from streamrt.runtime.engine.rdkafka_txn import (
+    LibrdkafkaTransactionalCollector,
+    ProducerFencedError,
+    TransactionalLibrdkafkaProducer,
+    group_metadata_bytes,
+    transactional_config,
+)
+from streamrt.state import TopicPartition
+from tests.kafka_helpers import create_topic
+from tests.runtime.eos_support import read_committed
+from tests.runtime.test_kafka_adapter_txn import GROUP, committed, joined
+
+Metadata = kafka_adapter.GroupMetadata
+
+
+def consumer_blob(group: str, instance: str | None) -> bytes:
+    """What librdkafka's own consumer writes before it joined (generation -1, member "")."""
+    config = {"group.id": group, "bootstrap.servers": "127.0.0.1:1"}
+    if instance is not None:
+        config["group.instance.id"] = instance
+    consumer = confluent_kafka.Consumer(config)
+    try:
+        blob = consumer.consumer_group_metadata()
+    finally:
+        consumer.close()
+    assert isinstance(blob, bytes)
+    return bytes(blob)
+
+
+@pytest.mark.parametrize("instance", ["inst-1", None])
+def test_the_blob_is_librdkafkas_own_format(instance: str | None) -> None:
+    ours = group_metadata_bytes("g1", Metadata(-1, "", instance))
+    assert ours == consumer_blob("g1", instance)
+
+
+def test_the_blob_carries_generation_member_and_instance() -> None:
+    blob = group_metadata_bytes("app", Metadata(7, "m-1", "web-1-thread-1"))
+    assert blob == b"CGMDv2:" + (7).to_bytes(4, "little") + b"app\0m-1\0\0web-1-thread-1\0"
+    with pytest.raises(ValueError, match="NUL"):
+        group_metadata_bytes("a\0b", Metadata(1, "m", None))
+
+
+def test_transactional_config_is_accepted_by_librdkafka() -> None:
+    cfg = StreamsConfig.from_mapping(
+        {
+            "application.id": "rd",
+            "processing.guarantee": "exactly_once_v2",
+            "stream.thread.membership": "streamrt",
+            "stream.thread.producer": "librdkafka",
+            "producer.linger.ms": "3",
+            "producer.enable.idempotence": "false",  # implied by transactions, as in Kafka
+        }
+    )
+    config = transactional_config(librdkafka_config(cfg.client_config(), "p"), "rd-web-1-t-1")
+    assert config["transactional.id"] == "rd-web-1-t-1"
+    assert config["transaction.timeout.ms"] == 10_000 and config["linger.ms"] == 3
+    assert config["enable.idempotence"] is True
+    assert "max.in.flight.requests.per.connection" not in config
+    confluent_kafka.Producer(config).flush(0)  # librdkafka checks every name and value
+
+
+@pytest.mark.parametrize(
+    ("membership", "allowed"), [("streamrt", True), ("aiokafka", False)], ids=["own", "aiokafka"]
+)
+def test_librdkafka_eos_needs_streamrts_own_membership(membership: str, allowed: bool) -> None:
+    settings = {
+        "application.id": "rd",
+        "processing.guarantee": "exactly_once_v2",
+        "stream.thread.producer": "librdkafka",
+        "stream.thread.membership": membership,
+    }
+    if allowed:
+        assert StreamsConfig.from_mapping(settings).stream_thread_producer == "librdkafka"
+        return
+    with pytest.raises(ConfigError, match=r"set stream\.thread\.membership=streamrt"):
+        StreamsConfig.from_mapping(settings)
+
+
+async def commit_offsets(
+    bootstrap: str, txn_id: str, offset: int, metadata: Metadata, out: bytes = b""
+) -> None:
+    """One transaction of librdkafka's producer: ``out`` to topic "out" (if given), the input
+    offset with ``metadata``; aborted (and the error raised) when refused."""
+    config = transactional_config({"bootstrap.servers": bootstrap, "linger.ms": 1}, txn_id)
+    producer = TransactionalLibrdkafkaProducer(config, lambda: metadata)
+    collector = LibrdkafkaTransactionalCollector(producer)
+    await producer.start()
+    try:
+        await collector.begin()
+        if out:
+            collector.send("out", b"k", out, 0, int(time.time() * 1000))
+        await collector.flush()
+        try:
+            await collector.send_offsets({TopicPartition("in", 0): offset}, GROUP)
+        except TransactionLostError:
+            await collector.abort()  # abortable: the producer stays usable
+            collector.reset()
+            raise
+        await collector.commit()
+    finally:
+        await producer.stop()
+
+
+def test_the_broker_checks_the_members_generation_and_ids(any_broker) -> None:
+    bootstrap = any_broker.bootstrap
+    create_topic(bootstrap, "in", 1)
+    create_topic(bootstrap, "out", 1)
+
+    async def go() -> None:
+        member = await joined(bootstrap, None)
+        try:
+            now = kafka_adapter.group_metadata(member)
+            await commit_offsets(bootstrap, "rt-1", 5, now, b"committed")
+            assert await committed(bootstrap) == 5
+            stale = Metadata(now.generation_id - 1, now.member_id, None)
+            with pytest.raises(TransactionLostError, match="ILLEGAL_GENERATION"):
+                await commit_offsets(bootstrap, "rt-1", 9, stale, b"aborted")
+            unknown = Metadata(now.generation_id, "nobody", None)
+            with pytest.raises(TransactionLostError, match="UNKNOWN_MEMBER_ID"):
+                await commit_offsets(bootstrap, "rt-1", 9, unknown)
+            assert await committed(bootstrap) == 5  # the refused commits never landed
+        finally:
+            await member.stop()
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(bootstrap, "out")] == [b"committed"]
+
+
+def test_a_replaced_static_member_is_fenced(broker) -> None:
+    create_topic(broker.bootstrap, "in", 1)
+
+    async def go() -> None:
+        first = await joined(broker.bootstrap, "inst-1")
+        stale = kafka_adapter.group_metadata(first)
+        await first.stop()
+        second = await joined(broker.bootstrap, "inst-1")  # the same instance id, rejoined
+        try:
+            with pytest.raises(FencedInstanceError, match="inst-1"):
+                await commit_offsets(broker.bootstrap, "rt-2", 9, stale)
+            await commit_offsets(broker.bootstrap, "rt-2", 7, kafka_adapter.group_metadata(second))
+            assert await committed(broker.bootstrap) == 7
+        finally:
+            await second.stop()
+
+    asyncio.run(go())
+
+
+def test_a_zombie_is_fenced_by_init_transactions(broker) -> None:
+    """A second producer with the same transactional.id starts: the first one's next
+    transactional call fails as fenced (it must be re-created, it cannot abort)."""
+    create_topic(broker.bootstrap, "out", 1)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-3")
+        meta = lambda: Metadata(-1, "", None)  # noqa: E731
+        zombie = TransactionalLibrdkafkaProducer(config, meta)
+        await zombie.start()
+        collector = LibrdkafkaTransactionalCollector(zombie)
+        await collector.begin()
+        collector.send("out", b"k", b"zombie", 0, int(time.time() * 1000))
+        await collector.flush()
+        successor = TransactionalLibrdkafkaProducer(config, meta)
+        await successor.start()  # InitProducerId bumps the epoch
+        try:
+            with pytest.raises(ProducerFencedError):
+                await collector.commit()
+            with pytest.raises(ProducerFencedError):
+                await collector.abort()
+        finally:
+            await zombie.stop()
+            await successor.stop()
+
+    asyncio.run(go())
+
+
+def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> None:
+    """Records still queued at an abort are purged (their delivery reports are errors): the
+    next transaction's flush must not see them, and only its record is committed."""
+    create_topic(broker.bootstrap, "out", 1)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-4")
+        config["linger.ms"] = 5_000  # the first record stays queued until the abort
+        producer = TransactionalLibrdkafkaProducer(config, lambda: Metadata(-1, "", None))
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            collector.send("out", b"k", b"aborted", 0, int(time.time() * 1000))
+            await collector.drain()  # begins the transaction, hands the record over
+            assert collector.in_transaction
+            await collector.abort()
+            collector.reset()
+            collector.send("out", b"k", b"committed", 0, int(time.time() * 1000))
+            await collector.drain()
+            producer.poll()
+            reached = await collector.flush()
+            await collector.commit()
+        finally:
+            await producer.stop()
+        assert reached == {TopicPartition("out", 0): reached[TopicPartition("out", 0)]}
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"committed"]
