@@ -103,7 +103,11 @@ def test_sasl_settings_reach_librdkafka() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"processing.guarantee": "exactly_once_v2"}, "at_least_once only"),
+        # librdkafka's transactional producer needs streamrt's own membership (the default)
+        (
+            {"processing.guarantee": "exactly_once_v2", "stream.thread.membership": "aiokafka"},
+            "at_least_once only",
+        ),
         ({"stream.thread.producer": "kafka-python"}, "must be one of aiokafka, librdkafka"),
     ],
 )
