@@ -15,11 +15,14 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # The `bench` extra (Quix Streams, orjson, py-spy) in its own venv: Quix Streams pins
-# confluent-kafka < 2.13, the test/spark extras pin 2.16.1.
+# confluent-kafka < 2.13, streamrt pins 2.16.1. So streamrt's other dependencies and the extra
+# (tools/bench_requirements.py), then streamrt itself without dependencies.
 BENCH_VENV ?= .venv-bench
-$(BENCH_VENV)/.installed: pyproject.toml
+$(BENCH_VENV)/.installed: pyproject.toml tools/bench_requirements.py
 	$(PY) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install -q -e '.[bench]'
+	$(BENCH_VENV)/bin/python tools/bench_requirements.py > $(BENCH_VENV)/requirements.txt
+	$(BENCH_VENV)/bin/pip install -q -r $(BENCH_VENV)/requirements.txt
+	$(BENCH_VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
 bench-venv: $(BENCH_VENV)/.installed

@@ -90,17 +90,18 @@ class StreamsConfig:
     # thread: stream threads are OS threads of this process (one GIL); process: each runs in a
     # child process supervised by this one (runtime/process_thread.py)
     stream_thread_mode: str = "thread"
-    # the client each stream thread produces with: aiokafka, or librdkafka (confluent-kafka; a
-    # third of the CPU per record, docs/benchmarks.md "data path"). Under exactly_once_v2
-    # librdkafka's transactional producer needs stream.thread.membership=streamrt: it sends
-    # the offsets with our own member's generation and ids (runtime/engine/rdkafka_txn.py)
-    stream_thread_producer: str = "aiokafka"
-    # who keeps each stream thread's group membership: aiokafka's consumer (eager only), or
-    # streamrt's own member (streamrt.membership; its consumer fetches in manual-assign mode)
-    stream_thread_membership: str = "aiokafka"
-    # the client each stream thread fetches its input with: aiokafka, or librdkafka (needs
-    # stream.thread.membership=streamrt: librdkafka's consumer then only fetches, assign mode)
-    stream_thread_consumer: str = "aiokafka"
+    # The data path (docs/benchmarks.md, "The data path"). By default streamrt's own member keeps
+    # each stream thread's group membership (streamrt.membership: static, cooperative) and
+    # librdkafka (confluent-kafka) fetches and produces: about half the CPU per record of
+    # aiokafka. stream.thread.membership=aiokafka keeps aiokafka's consumer as the member (eager
+    # only; the consumer then defaults to aiokafka too); stream.thread.consumer=aiokafka and
+    # stream.thread.producer=aiokafka choose aiokafka's clients. Unset consumer and producer
+    # resolve in effective_thread_consumer / effective_thread_producer (exactly_once_v2 keeps
+    # aiokafka's transactional producer by default; librdkafka's, runtime/engine/rdkafka_txn.py,
+    # when asked for, with streamrt's own membership only).
+    stream_thread_producer: str | None = None
+    stream_thread_membership: str = STREAMRT
+    stream_thread_consumer: str | None = None
     # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
     # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
     upgrade_from: str | None = None
@@ -228,7 +229,7 @@ class StreamsConfig:
 
     def _producer_rules(self) -> list[tuple[bool, str]]:
         """(broken, message) for ``stream.thread.producer``."""
-        producer = self.stream_thread_producer
+        producer = self.effective_thread_producer
         return [
             (
                 producer not in STREAM_THREAD_PRODUCERS,
@@ -236,8 +237,9 @@ class StreamsConfig:
                 f"{', '.join(STREAM_THREAD_PRODUCERS)}",
             ),
             (
-                producer == LIBRDKAFKA
-                and self.processing_guarantee == EXACTLY_ONCE_V2
+                # only when asked for: unset, exactly_once_v2 resolves to aiokafka's producer
+                self.stream_thread_producer == LIBRDKAFKA
+                and self.exactly_once
                 and self.stream_thread_membership != STREAMRT,
                 "stream.thread.producer 'librdkafka' is at_least_once only with "
                 "stream.thread.membership=aiokafka: under exactly_once_v2 its transactional "
@@ -246,15 +248,16 @@ class StreamsConfig:
                 "stream.thread.membership=streamrt (or stream.thread.producer=aiokafka)",
             ),
             (
-                producer == LIBRDKAFKA and importlib.util.find_spec("confluent_kafka") is None,
-                "stream.thread.producer 'librdkafka' needs confluent-kafka "
-                "(pip install 'streamrt[librdkafka]')",
+                producer == LIBRDKAFKA and not _has_confluent_kafka(),
+                "stream.thread.producer 'librdkafka' needs confluent-kafka, a dependency of "
+                "streamrt (reinstall streamrt), or choose stream.thread.producer=aiokafka",
             ),
         ]
 
     def _membership_rules(self) -> list[tuple[bool, str]]:
-        """(broken, message) for ``stream.thread.membership`` and ``upgrade.from``."""
+        """(broken, message) for ``stream.thread.membership``/``.consumer``, ``upgrade.from``."""
         membership, upgrade = self.stream_thread_membership, self.upgrade_from
+        consumer = self.effective_thread_consumer
         return [
             (
                 membership not in STREAM_THREAD_MEMBERSHIPS,
@@ -262,21 +265,20 @@ class StreamsConfig:
                 f"{', '.join(STREAM_THREAD_MEMBERSHIPS)}",
             ),
             (
-                self.stream_thread_consumer not in STREAM_THREAD_CONSUMERS,
-                f"stream.thread.consumer {self.stream_thread_consumer!r} must be one of "
+                consumer not in STREAM_THREAD_CONSUMERS,
+                f"stream.thread.consumer {consumer!r} must be one of "
                 f"{', '.join(STREAM_THREAD_CONSUMERS)}",
             ),
             (
-                self.stream_thread_consumer == LIBRDKAFKA and membership != STREAMRT,
+                consumer == LIBRDKAFKA and membership != STREAMRT,
                 "stream.thread.consumer 'librdkafka' needs stream.thread.membership=streamrt: "
                 "librdkafka's consumer only fetches (assign mode); with "
                 "stream.thread.membership=aiokafka the group member is aiokafka's consumer",
             ),
             (
-                self.stream_thread_consumer == LIBRDKAFKA
-                and importlib.util.find_spec("confluent_kafka") is None,
-                "stream.thread.consumer 'librdkafka' needs confluent-kafka "
-                "(pip install 'streamrt[librdkafka]')",
+                consumer == LIBRDKAFKA and not _has_confluent_kafka(),
+                "stream.thread.consumer 'librdkafka' needs confluent-kafka, a dependency of "
+                "streamrt (reinstall streamrt), or choose stream.thread.consumer=aiokafka",
             ),
             (
                 upgrade is not None
@@ -285,6 +287,31 @@ class StreamsConfig:
                 f"{', '.join(EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM)}",
             ),
         ]
+
+    @property
+    def effective_thread_producer(self) -> str:
+        """The client the stream threads produce with: ``stream.thread.producer`` if set;
+        unset, librdkafka, except under exactly_once_v2, which keeps aiokafka's transactional
+        producer by default.
+
+        The one place that rule lives. librdkafka's transactional producer (branch rdkeos,
+        merged: ``rdkafka_txn.py``) works with streamrt's own membership when asked for; to make
+        it the default under exactly_once_v2 too, make the EOS line
+        ``self.exactly_once and self.stream_thread_membership != STREAMRT``."""
+        if self.stream_thread_producer is not None:
+            return self.stream_thread_producer
+        if self.exactly_once:
+            return AIOKAFKA
+        return LIBRDKAFKA
+
+    @property
+    def effective_thread_consumer(self) -> str:
+        """The client the stream threads fetch with: ``stream.thread.consumer`` if set; unset,
+        librdkafka under streamrt's own membership, aiokafka's consumer (the group member
+        itself) under ``stream.thread.membership=aiokafka``."""
+        if self.stream_thread_consumer is not None:
+            return self.stream_thread_consumer
+        return LIBRDKAFKA if self.stream_thread_membership == STREAMRT else AIOKAFKA
 
     @property
     def rebalance_protocol(self) -> str:
@@ -374,6 +401,8 @@ class StreamsConfig:
         out: dict[str, Any] = {
             f.replace("_", "."): getattr(self, f) for f in self.__dataclass_fields__ if f != "extra"
         }
+        out["stream.thread.producer"] = self.effective_thread_producer  # what runs, not None
+        out["stream.thread.consumer"] = self.effective_thread_consumer
         out.update(redact(self.extra))
         return out
 
@@ -386,6 +415,12 @@ class StreamsConfig:
     def app_state_dir(self) -> Path:
         """``<state.dir>/<application.id>``: where this application's task directories live."""
         return Path(self.state_dir) / self.application_id
+
+
+def _has_confluent_kafka() -> bool:
+    """confluent-kafka (librdkafka) is installed: a core dependency, absent only from an
+    install made before it became one."""
+    return importlib.util.find_spec("confluent_kafka") is not None
 
 
 def _raise_first(rules: list[tuple[bool, str]]) -> None:

@@ -63,6 +63,11 @@ def test_producer_and_consumer_settings_reach_the_clients(
             "restore.consumer.max.poll.records": "444",
             "main.consumer.fetch.max.wait.ms": "250",
             "request.timeout.ms": "41000",  # bare: every client
+            # aiokafka's clients, whose keyword arguments this test records (librdkafka's
+            # settings: tests/runtime/engine/test_librdkafka_*.py)
+            "stream.thread.membership": "aiokafka",
+            "stream.thread.consumer": "aiokafka",
+            "stream.thread.producer": "aiokafka",
         }
     )
     app.stream("cs-in").to("cs-out")

@@ -101,7 +101,8 @@ def test_the_leader_holds_back_whatever_its_own_protocol_and_eager_members_own_n
 @pytest.mark.parametrize(
     ("values", "membership", "protocol"),
     [
-        ({}, "aiokafka", "eager"),
+        ({}, "streamrt", "cooperative"),  # the default: streamrt's own member
+        ({"stream.thread.membership": "aiokafka"}, "aiokafka", "eager"),
         ({"stream.thread.membership": "streamrt"}, "streamrt", "cooperative"),
         ({"stream.thread.membership": "streamrt", "upgrade.from": "2.3"}, "streamrt", "eager"),
         (
@@ -109,7 +110,8 @@ def test_the_leader_holds_back_whatever_its_own_protocol_and_eager_members_own_n
             "streamrt",
             "cooperative",
         ),
-        ({"upgrade.from": "2.4"}, "aiokafka", "eager"),  # aiokafka's consumer is eager only
+        # aiokafka's consumer is eager only
+        ({"stream.thread.membership": "aiokafka", "upgrade.from": "2.4"}, "aiokafka", "eager"),
     ],
 )
 def test_membership_and_rebalance_protocol_config(

@@ -147,6 +147,12 @@ def test_threads_added_and_removed_keep_stable_ids_and_events_flow(any_broker, t
             ),
             what="two threads",
         )
+        # the second thread's tasks come from the first: under cooperative rebalancing (the
+        # default) that revocation happens once the new thread's join completes, not at once
+        wait_until(
+            lambda: all(t.active_tasks for t in app.metadata_for_local_threads()),
+            what="both threads hold tasks",
+        )
     finally:
         app.stop()
     event = next(e for e in events if e["type"] == "assignment")

@@ -28,10 +28,13 @@ def _security(pki: Pki) -> dict[str, str]:
     }
 
 
-#: rdk-both: librdkafka's producer and fetching consumer (streamrt's own group membership)
+#: aiokafka: aiokafka throughout; librdkafka: librdkafka's producer beside aiokafka's member;
+#: rdk-both: librdkafka's producer and fetching consumer (streamrt's own group membership, the
+#: default). Each spelled out, so each keeps its path whatever the defaults are.
+_AIOKAFKA = {"stream.thread.membership": "aiokafka", "stream.thread.consumer": "aiokafka"}
 _CLIENTS = {
-    "aiokafka": {},
-    "librdkafka": {"stream.thread.producer": "librdkafka"},
+    "aiokafka": {**_AIOKAFKA, "stream.thread.producer": "aiokafka"},
+    "librdkafka": {**_AIOKAFKA, "stream.thread.producer": "librdkafka"},
     "rdk-both": {
         "stream.thread.producer": "librdkafka",
         "stream.thread.membership": "streamrt",

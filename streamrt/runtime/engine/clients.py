@@ -35,12 +35,14 @@ from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.engine.rdkafka_consumer import LibrdkafkaConsumer, librdkafka_consumer_config
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
+from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
 
-#: A thread's producer: aiokafka's or, with ``stream.thread.producer=librdkafka``,
-#: librdkafka's; transactional under exactly_once_v2 (librdkafka's: own membership only).
+#: A thread's producer: librdkafka's (the default under at_least_once) or aiokafka's;
+#: transactional under exactly_once_v2 (aiokafka's by default, librdkafka's when asked for,
+#: own membership only).
 Producer: TypeAlias = AIOKafkaProducer | LibrdkafkaProducer
 
 logger = logging.getLogger(__name__)
@@ -94,14 +96,23 @@ class ClientFactory:
         )
 
     def thread_producer(self) -> Producer:
-        """The producer ``stream.thread.producer`` names; transactional under exactly_once_v2
-        (librdkafka's only with streamrt's own membership: StreamsConfig refuses the rest)."""
-        if self.env.config.stream_thread_producer != LIBRDKAFKA:
+        """The producer the config resolves (``StreamsConfig.effective_thread_producer``);
+        transactional under exactly_once_v2 (librdkafka's only with streamrt's own membership:
+        StreamsConfig refuses the rest)."""
+        if self.env.config.effective_thread_producer != LIBRDKAFKA:
             return self.producer()
-        config = librdkafka_config(self.env.config.client_config(), f"{self.client_id}-producer")
+        clients = self.env.config.client_config()
+        client_id = f"{self.client_id}-producer"
+        config = librdkafka_config(clients, client_id)
         if self.transactional_id is None:
-            return LibrdkafkaProducer(config)
-        # imported here: confluent-kafka is an optional dependency
+            # records at timestamp 0, which librdkafka would stamp "now": aiokafka's producer
+            # with the same settings, built on first use (engine/zero_timestamp.py). Not under
+            # exactly_once_v2: that producer would not be in the transaction.
+            at_zero = ZeroTimestampSender(
+                lambda: AIOKafkaProducer(**client_settings.producer_kwargs(clients, client_id))
+            )
+            return LibrdkafkaProducer(config, at_zero)
+        # imported here, as before the default change (rdkafka_txn loads confluent-kafka)
         from streamrt.runtime.engine.rdkafka_txn import (
             TransactionalLibrdkafkaProducer,
             transactional_config,
@@ -147,7 +158,7 @@ class ClientFactory:
         """``stream.thread.membership=streamrt``: the main consumer's settings, no group (the
         member assigns it its partitions); librdkafka's with ``stream.thread.consumer``."""
         cfg = self.env.config
-        if cfg.stream_thread_consumer == LIBRDKAFKA:
+        if cfg.effective_thread_consumer == LIBRDKAFKA:
             config, max_records = librdkafka_consumer_config(
                 cfg.client_config(),
                 self.client_id,

@@ -330,9 +330,15 @@ class LibrdkafkaConsumer:
         self._consumer.incremental_assign(
             [TopicPartition(tp.topic, tp.partition, off) for tp, off in starting.items()]
         )
+        # librdkafka keeps an application pause across unassign/assign (it resets only its own
+        # rebalance pause): a partition paused, then restarted by a seek or revoked and
+        # assigned again, and resumed meanwhile, would stay paused. So say it for each one.
         paused = [self._tp(tp) for tp in starting if tp in self._paused]
         if paused:
             self._consumer.pause(paused)
+        running = [self._tp(tp) for tp in starting if tp not in self._paused]
+        if running:
+            self._consumer.resume(running)
 
     def _message_error(self, message: Any) -> None:
         err = message.error()

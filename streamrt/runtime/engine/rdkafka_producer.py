@@ -3,9 +3,10 @@
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
 batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
-Chosen with ``stream.thread.producer=librdkafka``. Under exactly_once_v2 (own membership only)
-it is transactional: :mod:`.rdkafka_txn`. The restore consumer stays on aiokafka; the main
-consumer can be librdkafka's too (:mod:`.rdkafka_consumer`, own membership only).
+The default under at-least-once (``stream.thread.producer``, ``StreamsConfig.
+effective_thread_producer``). Under exactly_once_v2 (own membership only, when asked for) it
+is transactional: :mod:`.rdkafka_txn`. The restore consumer stays on aiokafka; the main
+consumer is librdkafka's too by default (:mod:`.rdkafka_consumer`, own membership only).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.
@@ -13,8 +14,10 @@ librdkafka's); a record its local queue has no room for waits, in order, for :me
 reached per partition, as :class:`~streamrt.runtime.engine.collector.ProducerCollector`
 does; a failed delivery raises there, so a commit stops before the offsets move.
 
-Differences from aiokafka: a record timestamp of 0 is sent as "now" (librdkafka's meaning of
-0); keyed records are partitioned with murmur2 as Java and aiokafka do.
+Differences from aiokafka: librdkafka writes a record timestamp of 0 as "now", so a record at
+exactly 0 goes through :mod:`.zero_timestamp` (in order, slowly) when the producer has a
+:class:`~.zero_timestamp.ZeroTimestampSender` (the stream threads' always does); keyed records
+are partitioned with murmur2 as Java and aiokafka do.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
+from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from streamrt.state import TopicPartition
 
 __all__ = ("DeliveryError", "LibrdkafkaCollector", "LibrdkafkaProducer", "librdkafka_config")
@@ -93,8 +97,11 @@ class DeliveryError(Exception):
 class LibrdkafkaProducer:
     """A confluent-kafka ``Producer`` with the start/stop/flush life of the thread's producer."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(
+        self, config: dict[str, Any], zero_timestamps: ZeroTimestampSender | None = None
+    ) -> None:
         self._config = config
+        self.zero_timestamps = zero_timestamps  # None: a timestamp of 0 is sent as "now"
         self._producer: Any = None
         self._error: str | None = None
         self._reached: dict[tuple[str, int], int] = {}
@@ -117,6 +124,8 @@ class LibrdkafkaProducer:
         finally:
             self._producer = None
             await asyncio.to_thread(producer.close)
+            if self.zero_timestamps is not None:
+                await self.zero_timestamps.stop()
 
     def produce(
         self,
@@ -141,6 +150,27 @@ class LibrdkafkaProducer:
         except BufferError:
             return False
         return True
+
+    async def produce_at_zero(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> None:
+        """A record at timestamp 0 (see :mod:`.zero_timestamp`): every record queued before it
+        is delivered first, then it is sent and acknowledged; a failure fails the next flush."""
+        assert self.zero_timestamps is not None
+        await self._flush_queue()
+        try:
+            topic, part, reached = await self.zero_timestamps.send(
+                topic, key, value, partition, headers
+            )
+        except Exception as exc:
+            self._error = self._error or f"{topic}-{partition}: {exc!r}"
+            return
+        self._reached[(topic, part)] = reached
 
     def forget(self) -> None:
         """Drop the offsets reached and the delivery error seen since the last flush (the
@@ -197,6 +227,7 @@ class LibrdkafkaCollector:
     def __init__(self, producer: LibrdkafkaProducer) -> None:
         self.producer = producer
         self._produce = producer.produce  # bound once: one call per record
+        self._exact_zero = producer.zero_timestamps is not None
         self._waiting: deque[
             tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
         ] = deque()
@@ -210,13 +241,22 @@ class LibrdkafkaCollector:
         timestamp_ms: int,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        if self._waiting or not self._produce(topic, key, value, partition, timestamp_ms, headers):
+        if (
+            self._waiting
+            or (timestamp_ms == 0 and self._exact_zero)
+            or not self._produce(topic, key, value, partition, timestamp_ms, headers)
+        ):
             self._waiting.append((topic, key, value, partition, timestamp_ms, headers))
 
     async def drain(self) -> None:
-        """Hand the records that waited for room to librdkafka, in order; serve reports."""
+        """Hand the records that waited (for room, or behind one at timestamp 0) to librdkafka,
+        in order; serve reports."""
         while self._waiting:
-            if self.producer.produce(*self._waiting[0]):
+            topic, key, value, partition, timestamp_ms, headers = self._waiting[0]
+            if timestamp_ms == 0 and self._exact_zero:
+                await self.producer.produce_at_zero(topic, key, value, partition, headers)
+                self._waiting.popleft()
+            elif self.producer.produce(*self._waiting[0]):
                 self._waiting.popleft()
             else:
                 await self.producer.make_room()

@@ -170,6 +170,32 @@ def test_assign_seek_pause_and_records_as_the_task_path_reads_them(broker) -> No
     assert _group_state(bootstrap, "rdc") is None  # librdkafka never joined nor committed
 
 
+def test_a_partition_paused_then_sought_and_resumed_before_a_fetch_runs(broker) -> None:
+    """What the member listener does to a kept partition in a cooperative rebalance: pause it,
+    seek it back to its position, resume it, all before the next fetch. The seek restarts the
+    partition in librdkafka, which keeps the application's pause across that restart: the
+    partition must not stay paused."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-kept", 1)
+    tp = KafkaTP("rdc-kept", 0)
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-kept")
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            assert await _take(consumer, 1, timeout_s=1.0) == []  # started, empty
+            consumer.pause(tp)
+            consumer.seek(tp, 0)
+            consumer.resume(tp)
+            produce(bootstrap, "rdc-kept", [(b"k", f"v{i}".encode()) for i in range(5)])
+            assert [r.offset for r in await _take(consumer, 5)] == list(range(5))
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_read_committed_skips_aborted_records_and_markers(broker) -> None:
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-txn", 1)

@@ -13,6 +13,7 @@ from typing import Any
 
 import confluent_kafka
 import pytest
+from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
@@ -28,6 +29,7 @@ from streamrt.runtime.engine.rdkafka_producer import (
     LibrdkafkaProducer,
     librdkafka_config,
 )
+from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 SETTINGS = {
@@ -101,7 +103,11 @@ def test_sasl_settings_reach_librdkafka() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"processing.guarantee": "exactly_once_v2"}, "at_least_once only"),
+        # librdkafka's transactional producer needs streamrt's own membership (the default)
+        (
+            {"processing.guarantee": "exactly_once_v2", "stream.thread.membership": "aiokafka"},
+            "at_least_once only",
+        ),
         ({"stream.thread.producer": "kafka-python"}, "must be one of aiokafka, librdkafka"),
     ],
 )
@@ -213,3 +219,31 @@ def test_an_undelivered_record_fails_the_flush(broker) -> None:
     create_topic(broker.bootstrap, "rd-small", 1, **{"max.message.bytes": "1000"})
     with pytest.raises(DeliveryError, match="rd-small-0"):
         run_collector(broker.bootstrap, {}, [("rd-small", b"x" * 5000)])
+
+
+def test_records_at_timestamp_zero_keep_it_and_their_order(broker) -> None:
+    """librdkafka stamps a timestamp of 0 "now"; the thread's producer sends those records
+    through aiokafka after everything queued before them, so CreateTime 0 and the partition's
+    order both hold, and flush reports the offset past the last."""
+    create_topic(broker.bootstrap, "rd-zero", 1, **{"retention.ms": "-1"})
+    stamps = [5, 0, 7, 0, 0, 9, 11, 0]
+
+    async def go() -> dict[Any, int]:
+        at_zero = ZeroTimestampSender(lambda: AIOKafkaProducer(bootstrap_servers=broker.bootstrap))
+        producer = LibrdkafkaProducer({"bootstrap.servers": broker.bootstrap}, at_zero)
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for i, ts in enumerate(stamps):
+                collector.send("rd-zero", b"k", str(i).encode(), None, ts, [("h", b"%d" % i)])
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    reached = asyncio.run(go())
+    assert list(reached.values()) == [len(stamps)]
+    records = read_all(broker.bootstrap, "rd-zero")
+    assert [(r.value, r.timestamp) for r in records] == [
+        (str(i).encode(), ts) for i, ts in enumerate(stamps)
+    ]
+    assert [list(r.headers) for r in records] == [[("h", b"%d" % i)] for i in range(len(stamps))]
