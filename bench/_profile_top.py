@@ -59,6 +59,8 @@ def main() -> None:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             frames = stack.split(";")
+            if frames and frames[0].startswith("process "):  # py-spy --subprocesses adds it
+                frames = frames[1:]
             if not frames or args.thread not in frames[0]:
                 continue
             n = int(count)
