@@ -171,12 +171,22 @@ class Cluster:
         return await self.node(self.controller_id)
 
     async def coordinator(self, group_id: str) -> BrokerConnection:
-        """The group coordinator's connection (FindCoordinator, cached per group)."""
+        """The group coordinator's connection (FindCoordinator, cached per group).
+
+        A coordinator that cannot be reached is forgotten before the error is raised, so the
+        caller's retry asks FindCoordinator again: its broker may be gone and the group moved to
+        another (a Kafka client marks its coordinator unknown on a disconnect). Without this a
+        member retried the dead node until its API timeout and its stream thread died.
+        """
         node_id = self._coordinators.get(group_id)
         if node_id is None:
             node_id = await self._find_coordinator(group_id)
             self._coordinators[group_id] = node_id
-        return await self.node(node_id)
+        try:
+            return await self.node(node_id)
+        except AdminConnectionError:
+            self.forget_coordinator(group_id)
+            raise
 
     def known_coordinator(self, group_id: str) -> int:
         """The cached coordinator's node id, or -1."""

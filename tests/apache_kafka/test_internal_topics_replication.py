@@ -5,6 +5,7 @@ an explicit ``replication.factor`` wins. One replica would lose state with one b
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -19,8 +20,16 @@ pytestmark = [pytest.mark.kafka]
 
 
 def _replicas(bootstrap: str, topic: str) -> set[int]:
-    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=30)
-    return {len(p.replicas) for p in meta.topics[topic].partitions.values()}
+    """Replica counts of ``topic``'s partitions, once a broker's metadata lists them: a node
+    that an earlier test restarted may answer before it has caught up (no partitions yet)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        meta = admin.list_topics(topic, timeout=30)
+        found = {len(p.replicas) for p in meta.topics[topic].partitions.values()}
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize(("configured", "expected"), [(-1, 3), (2, 2)])
