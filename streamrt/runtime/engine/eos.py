@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.runtime.engine.collector import ProducerCollector, ThreadProducer
+from streamrt.runtime.engine.collector import Collector, ProducerCollector
 from streamrt.runtime.engine.commit import Committable
 from streamrt.state import TopicPartition
 
@@ -63,30 +63,13 @@ class TransactionLostError(Exception):
     Kafka client's own exception type): the committer recovers it as any lost transaction."""
 
 
-class TransactionalSink(Protocol):
+class TransactionalSink(Collector, Protocol):
     """What :func:`commit_transaction` and :func:`abort_transaction` need from a thread's
     transactional collector, whichever client's producer is under it (aiokafka's
     :class:`TransactionalCollector`, librdkafka's
     :class:`~streamrt.runtime.engine.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
 
     in_transaction: bool
-
-    @property
-    def producer(self) -> ThreadProducer: ...
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None,
-        timestamp_ms: int,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None: ...
-
-    async def drain(self) -> None: ...
-
-    async def flush(self) -> dict[TopicPartition, int]: ...
 
     async def begin(self) -> None:
         """Begin a transaction unless one is open."""
