@@ -203,10 +203,19 @@ class LibrdkafkaProducer:
     async def _flush_queue(self, timeout_s: float | None = None) -> int:
         # off the event loop (heartbeats go on); in slices, so a stop is never stuck for long
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while (left := await asyncio.to_thread(self._producer.flush, 1.0)) > 0:
+        while (left := await self._flush_slice()) > 0:
             if deadline is not None and time.monotonic() > deadline:
                 return int(left)
         return 0
+
+    async def _flush_slice(self) -> int:
+        try:
+            return int(await asyncio.to_thread(self._producer.flush, 1.0))
+        except SystemError as exc:
+            # confluent-kafka on Python < 3.12 garbles an exception raised while flush serves
+            # its callbacks (e.g. a fatal error, such as a fenced transactional producer, met
+            # while the log callback runs) into a SystemError: the producer is unusable.
+            raise DeliveryError(self._error or f"the producer failed during flush: {exc}") from exc
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:

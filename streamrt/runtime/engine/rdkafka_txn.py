@@ -226,6 +226,8 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
         await self.drain()
         try:
             return await self.producer.flush(TRANSACTION_TIMEOUT_MS / 1000)
+        except KafkaException as exc:  # flush raises the producer's fatal error (fenced)
+            raise lost(exc, "flush") from exc
         except DeliveryError as exc:  # the transaction cannot commit what was not delivered
             raise TransactionLostError(f"delivery failed: {exc}") from exc
 

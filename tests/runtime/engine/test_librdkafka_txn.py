@@ -192,6 +192,41 @@ def test_a_zombie_is_fenced_by_init_transactions(broker) -> None:
     asyncio.run(go())
 
 
+def test_a_zombie_fenced_with_records_in_flight_loses_its_transaction_at_flush(broker) -> None:
+    """The successor fences the zombie while the zombie's records are still on their way:
+    flush fails as a lost transaction, which the thread recovers; not as confluent-kafka's
+    own exception (or, on Python < 3.12, a garbled SystemError), which killed the thread."""
+    create_topic(broker.bootstrap, "out", 2)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-5")
+        meta = lambda: Metadata(-1, "", None)  # noqa: E731
+        zombie = TransactionalLibrdkafkaProducer(config, meta)
+        await zombie.start()
+        collector = LibrdkafkaTransactionalCollector(zombie)
+        now = int(time.time() * 1000)
+        for i in range(50):
+            collector.send("out", f"k{i}".encode(), b"before", None, now)
+        await collector.drain()  # begins the transaction
+        await collector.flush()
+        for i in range(50):
+            collector.send("out", f"k{i}".encode(), b"fenced", None, now)
+        await collector.drain()
+        successor = TransactionalLibrdkafkaProducer(config, meta)
+        await successor.start()  # InitProducerId bumps the epoch
+        try:
+            for i in range(50):
+                collector.send("out", f"k{i}".encode(), b"after", None, now)
+            with pytest.raises(TransactionLostError):
+                await collector.drain()
+                await collector.flush()
+        finally:
+            await zombie.stop()
+            await successor.stop()
+
+    asyncio.run(go())
+
+
 def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> None:
     """Records still queued at an abort are purged (their delivery reports are errors): the
     next transaction's flush must not see them, and only its record is committed."""
