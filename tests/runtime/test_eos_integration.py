@@ -52,6 +52,18 @@ def latest(bootstrap: str) -> dict[str, int]:
     return {k: v[-1] for k, v in count_updates(bootstrap).items()}
 
 
+def wait_for_counts(bootstrap: str, n: int, what: str, events: list[dict] | None = None) -> None:
+    """Wait until the latest count per key is exact for the first ``n`` events; on a timeout
+    the message says what the output held and what the app last did (a bare False did not)."""
+    try:
+        wait_until(lambda: latest(bootstrap) == expected(n), what=what)
+    except AssertionError as exc:
+        got = latest(bootstrap)
+        wrong = {k: (got.get(k), v) for k, v in expected(n).items() if got.get(k) != v}
+        last = [(e["type"], e.get("fields")) for e in (events or [])[-15:]]
+        raise AssertionError(f"{exc}; keys off (got, want): {wrong}; last events: {last}") from exc
+
+
 def setup(bootstrap: str, partitions: int = 2) -> None:
     create_topic(bootstrap, "events", partitions)
     create_topic(bootstrap, "event-counts-out", partitions)
@@ -64,14 +76,14 @@ def test_clean_bounce_keeps_the_output_exact(broker_factory, tmp_path) -> None:
     app = make_app(settings(broker.bootstrap, tmp_path / "s", "bounce"))
     app.start()
     try:
-        wait_until(lambda: latest(broker.bootstrap) == expected(200), what="first counts")
+        wait_for_counts(broker.bootstrap, 200, "first counts")
     finally:
         app.stop()
     app = make_app(settings(broker.bootstrap, tmp_path / "s", "bounce"))
     app.start()
     try:
         produce(broker.bootstrap, "events", events(100, start=200))
-        wait_until(lambda: latest(broker.bootstrap) == expected(300), what="counts after bounce")
+        wait_for_counts(broker.bootstrap, 300, "counts after bounce")
         assert exactness(count_updates(broker.bootstrap), expected(300)) == (0, 0)
         assert app.metadata_for_local_threads()[0].records_restored == 0
     finally:
@@ -141,7 +153,7 @@ def test_sigkill_mid_stream_keeps_the_output_exact_and_restores_only_the_tail(
     assert total >= total_before_final
     proc = run_counting_process(broker.bootstrap, state, "crashy", proc_settings)
     try:
-        wait_until(lambda: latest(broker.bootstrap) == expected(total), what="all counted")
+        wait_for_counts(broker.bootstrap, total, "all counted")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
@@ -210,7 +222,7 @@ def test_a_fenced_producer_loses_its_transaction_and_the_thread_recovers(
     app.on_event(seen.append)
     app.start()
     try:
-        wait_until(lambda: latest(broker.bootstrap) == expected(100), what="first counts")
+        wait_for_counts(broker.bootstrap, 100, "first counts", seen)
         txn_id = "counting-solo-thread-1"  # <application.id>-<thread instance id>
 
         async def fence() -> None:
@@ -222,7 +234,7 @@ def test_a_fenced_producer_loses_its_transaction_and_the_thread_recovers(
         asyncio.run(fence())
         produce(broker.bootstrap, "events", events(50, start=150))
         wait_until(lambda: any(e["type"] == "tasks_lost" for e in seen), what="tasks lost")
-        wait_until(lambda: latest(broker.bootstrap) == expected(200), what="counts after fence")
+        wait_for_counts(broker.bootstrap, 200, "counts after fence", seen)
         assert exactness(count_updates(broker.bootstrap), expected(200)) == (0, 0)
         assert app.state.name == "RUNNING"
     finally:
