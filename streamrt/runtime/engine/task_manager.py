@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore_consumer import EndOffsets, RestoreConsumer
 from streamrt.runtime.engine.standby import StandbyUpdater
 from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.engine.task_factory import TaskFactory
@@ -94,11 +94,11 @@ class TaskManager:
         cls,
         factory: TaskFactory,
         consumer: PartitionControl,
-        restore_consumer: AIOKafkaConsumer,
+        restore_consumer: RestoreConsumer,
         events: TaskEvents,
         thread_name: str,
         lags: LagReader = caught_up,
-        offsets_consumer: AIOKafkaConsumer | None = None,
+        offsets_consumer: EndOffsets | None = None,
     ) -> TaskManager:
         """Restorer and standbys share the restore consumer; standbys pause while actives
         restore (the restorer then owns it). Both list changelog ends with
