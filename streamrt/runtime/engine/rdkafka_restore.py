@@ -12,7 +12,8 @@ No group: librdkafka insists on a ``group.id`` (the application id, as the main 
 the consumer is never subscribed and commits nothing. Partitions are started with
 ``incremental_assign`` at the offsets the stores hold (``OFFSET_BEGINNING`` for a store with
 none); one that stays where the caller wants it keeps running with what librdkafka prefetched.
-``consume(n, 0)`` never blocks the event loop; an empty poll sleeps in short slices.
+``consume(n, 0)`` never blocks the event loop; an empty poll sleeps in short slices. What one
+poll takes (up to ``max.poll.records``, 50,000 by default) is one WriteBatch per partition.
 
 Positions come from the records handed out and from librdkafka's partition-EOF events
 (``enable.partition.eof``): the EOF carries the offset the fetch reached, past transaction
@@ -45,6 +46,7 @@ _PARTITION_EOF = -191
 _FATAL_FETCH_ERRORS = frozenset({-140, 29})  # _AUTO_OFFSET_RESET, TOPIC_AUTHORIZATION_FAILED
 _IDLE_SLICE_S = 0.002  # an empty poll's sleep between non-blocking consumes
 _ENDS_TIMEOUT_S = 30.0
+_QUEUE_BACKOFF_MS = 10
 
 
 def librdkafka_restore_config(
@@ -56,6 +58,10 @@ def librdkafka_restore_config(
         cfg, client_id, group_id, read_committed, role="restore.consumer"
     )
     config["enable.partition.eof"] = True  # how a position passes trailing markers
+    # Once librdkafka has queued queued.max.messages.kbytes (64 MiB) it stops fetching for
+    # fetch.queue.backoff.ms, 1 s by default: a restore that applies the queue in half a
+    # second then sat idle for the other half (seen in its fetch debug log). Look again soon.
+    config["fetch.queue.backoff.ms"] = _QUEUE_BACKOFF_MS
     return config, max_records
 
 
