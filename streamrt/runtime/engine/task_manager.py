@@ -7,8 +7,8 @@ stores from their changelogs; only then is its input resumed. On revocation, aft
 transaction and at shutdown it closes tasks.
 
 The group consumer is reached only through :class:`PartitionControl` (pause and resume) and
-the changelogs only through the restore consumer, so a test drives the whole lifecycle with
-two fake consumers and real tasks on disk.
+the changelogs only through the restore consumer (:class:`~.restore_consumer.RestoreConsumer`),
+so a test drives the whole lifecycle with two fake consumers and real tasks on disk.
 """
 
 from __future__ import annotations
