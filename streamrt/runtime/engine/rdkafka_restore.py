@@ -33,7 +33,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
 from streamrt.runtime.engine.rdkafka_consumer import librdkafka_consumer_config
-from streamrt.runtime.engine.restore_consumer import ChangelogBatch, Row
+from streamrt.runtime.engine.restore_consumer import ChangelogBatch, Row, gc_paused
 from streamrt.state import TopicPartition
 
 __all__ = ("LibrdkafkaRestoreConsumer", "librdkafka_restore_config")
@@ -201,9 +201,10 @@ class LibrdkafkaRestoreConsumer:
             if self._fatal is not None:
                 raise RuntimeError(self._fatal)
             if self._assigned:
-                messages = self._consumer.consume(limit, 0)
-                if messages:
-                    return self._batches(messages)
+                with gc_paused():
+                    messages = self._consumer.consume(limit, 0)
+                    if messages:
+                        return self._batches(messages)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return {}

@@ -17,7 +17,12 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
+from streamrt.runtime.engine.restore_consumer import (
+    ChangelogBatch,
+    EndOffsets,
+    RestoreConsumer,
+    gc_paused,
+)
 from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
@@ -134,8 +139,9 @@ class ChangelogRestorer:
             return []
         began = time.monotonic()
         batches = await self.consumer.fetch(timeout_ms)
-        for tp, batch in batches.items():
-            self._apply(tp, batch)
+        with gc_paused():
+            for tp, batch in batches.items():
+                self._apply(tp, batch)
         done = [task_id for task_id in list(self._pending) if await self._finished(task_id)]
         self.stats.seconds += time.monotonic() - began
         if done:

@@ -16,7 +16,9 @@ offset after the batch. Nothing is deserialized.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+import contextlib
+import gc
+from collections.abc import Iterator, Mapping, Set
 from typing import Any, NamedTuple, Protocol
 
 from aiokafka import AIOKafkaConsumer
@@ -25,7 +27,13 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.runtime.engine.kafka_adapter import assign_at
 from streamrt.state import TopicPartition
 
-__all__ = ("AiokafkaRestoreConsumer", "ChangelogBatch", "EndOffsets", "RestoreConsumer")
+__all__ = (
+    "AiokafkaRestoreConsumer",
+    "ChangelogBatch",
+    "EndOffsets",
+    "RestoreConsumer",
+    "gc_paused",
+)
 
 #: One changelog record as a store applies it: (key, value or None, record timestamp).
 Row = tuple[bytes, bytes | None, int]
@@ -71,6 +79,25 @@ class RestoreConsumer(EndOffsets, Protocol):
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The partition's high watermark as of the last fetch (None: not known)."""
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a poll's records are turned into rows and written.
+
+    Why: a poll is tens of thousands of message objects and row tuples, all alive until the
+    write, so the collector ran again and again over them (and over everything older they
+    were promoted past): 14 % of a librdkafka restore's thread in a native profile, and ~10 %
+    more records/s without it. Reference counting still frees them; the collector runs again
+    after (it was only paused if it was on)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def batch_of(records: list[Any]) -> ChangelogBatch:
