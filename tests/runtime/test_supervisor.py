@@ -42,7 +42,19 @@ def test_a_failure_long_after_the_last_starts_a_new_series() -> None:
     backoff = RestartBackoff(max_attempts=1, backoff_ms=100, backoff_max_ms=1000)
     assert backoff.failed("k", now=0.0).delay_ms == 100
     assert backoff.failed("k", now=1.0).delay_ms is None  # within 4 x max: the same series
-    assert backoff.failed("k", now=10.0).count == 1  # quiet for > 4 s: counted afresh
+    assert backoff.failed("k", now=100.0).count == 1  # quiet for > 60 s: counted afresh
+
+
+def test_a_replacements_start_is_not_quiet_time() -> None:
+    """With a short max backoff, deaths seconds apart (a replacement's join and restore on a
+    loaded machine) stay one series: the thread is replaced at most max-attempts times."""
+    backoff = RestartBackoff(max_attempts=2, backoff_ms=100, backoff_max_ms=200)
+    counts = [backoff.failed("k", now=t) for t in (0.0, 2.0, 5.0)]
+    assert [a.delay_ms for a in counts] == [100, 200, None]
+    backoff = RestartBackoff(max_attempts=1, backoff_ms=1_000, backoff_max_ms=30_000)
+    assert backoff.failed("k", now=0.0).delay_ms == 1_000
+    assert backoff.failed("k", now=100.0).delay_ms is None  # the default's 4 x 30 s = 120 s
+    assert backoff.failed("k", now=300.0).count == 1
 
 
 def test_app_dsl_methods_are_the_builders_with_its_signature() -> None:

@@ -43,6 +43,9 @@ def failure_key(error: BaseException | None) -> str:
     return f"error {type(error).__name__}: {error}"
 
 
+_QUIET_MIN_S = 60.0
+
+
 @dataclass(frozen=True, slots=True)
 class _Failures:
     """Deaths with one key: how many, and when the last one was."""
@@ -78,11 +81,21 @@ class RestartBackoff:
             config.errors_retry_backoff_max_ms,
         )
 
+    @property
+    def quiet_s(self) -> float:
+        """How long after a death with a key a death with the same key starts a new series:
+        4 x ``errors.retry.backoff.max.ms``, and never under a minute. Why the floor: the time
+        between two deaths includes the replacement's start (join, restore, reaching the record
+        again), which is not quiet time; with a 200 ms max backoff on a loaded machine that took
+        over 0.8 s, the series restarted and a poison record killed the thread 5 times where
+        ``errors.retry.max.attempts=2`` allows 3."""
+        return max(4 * self.backoff_max_ms / 1000, _QUIET_MIN_S)
+
     def failed(self, key: str, now: float) -> Attempt:
         """Count a death with ``key`` at ``now`` (monotonic seconds)."""
         previous = self._failures.get(key)
         # a failure long after the last one with the same key starts a new series
-        if previous is None or now - previous.last > 4 * self.backoff_max_ms / 1000:
+        if previous is None or now - previous.last > self.quiet_s:
             previous = _Failures(0, now)
         failures = _Failures(previous.count + 1, now)
         self._failures[key] = failures
