@@ -258,12 +258,21 @@ def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
     )
     survivors = {f"web-{i}-thread-{n}" for i in (1, 2) for n in (1, 2)}
     wait_until(lambda: every_partition_once(browser, survivors), 60, "web-3's partitions moved")
-    browser.wait_js(
-        "[...document.querySelectorAll('#timeline li.rebalance')]"
-        ".some(li => li.textContent.includes('left: web-3-thread-1'))",
-        60,  # a bound, as for the partitions above: the page polls, a loaded machine is slow
-        "the rebalance in the timeline",
-    )
+    try:
+        browser.wait_js(
+            "[...document.querySelectorAll('#timeline li.rebalance')]"
+            ".some(li => li.textContent.includes('left: web-3-thread-1'))",
+            60,  # a bound, as for the partitions above: the page polls, a loaded machine is slow
+            "the rebalance in the timeline",
+        )
+    except TimeoutError as exc:  # say what the timeline held instead
+        timeline = httpx.get(url(apps[0]) + "/v1/timeline", timeout=10).json()
+        rebalances = [
+            (e["generation"], e["members"], e["left"])
+            for e in timeline["entries"]
+            if e["type"] == "rebalance"
+        ]
+        raise TimeoutError(f"{exc}; read {timeline['events_read']}: {rebalances}") from exc
     assert "s3cret" not in browser.js("document.documentElement.outerHTML")
     browser.screenshot(shots / "console-removed.png")
 
