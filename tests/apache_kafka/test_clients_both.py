@@ -169,7 +169,7 @@ def test_confluent_static_member_restart_keeps_partitions(
         pump(
             members,
             "each member to read its partitions",
-            lambda: all(m.owned() <= {p for p, o, _ in m.records if o == 1} for m in members),
+            lambda: all(m.read_to(2) for m in members),
             30,
         )
         for m in members:
