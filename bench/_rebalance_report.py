@@ -181,3 +181,34 @@ def chart(r: Result, o: Observed, out: Path) -> Path:
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
+
+
+QUIET_TYPES = frozenset({"commit", "restore_progress"})
+
+
+def explain(o: Observed, keys: int = 6, events: int = 80) -> str:
+    """Why a run was not exact, for the log: the first wrong keys' count sequences (each as
+    runs ``a..b``) and the lifecycle events from the baseline on, relative to the change.
+    A CI run that fails here leaves nothing else behind."""
+
+    def runs(values: list[int]) -> str:
+        out: list[str] = []
+        for v in values:
+            if out and out[-1].split("..")[-1] == str(v - 1):
+                out[-1] = f"{out[-1].split('..')[0]}..{v}"
+            else:
+                out.append(str(v))
+        return " ".join(out)
+
+    wrong = [
+        k for k, n in sorted(o.sent.items()) if sorted(o.counts.get(k, [])) != list(range(1, n + 1))
+    ]
+    start = o.t_change - o.baseline
+    shown = [e for e in o.events if e["type"] not in QUIET_TYPES and e["ts"] >= start]
+    lines = [f"events from the baseline on ({len(shown)}, the first {events}):"]
+    for e in shown[:events]:
+        who = e.get("thread_id") or e.get("instance_id")
+        lines.append(f"  {e['ts'] - o.t_change:+8.3f}s {who} {e['type']} {e.get('fields', {})}")
+    lines.append(f"{len(wrong)} wrong key(s); the first {min(keys, len(wrong))}:")
+    lines += [f"  {k}: sent {o.sent[k]}, counts {runs(o.counts.get(k, []))}" for k in wrong[:keys]]
+    return "\n".join(lines)

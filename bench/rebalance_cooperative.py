@@ -60,7 +60,7 @@ from _rebalance_contenders import (
     change,
     start,
 )
-from _rebalance_report import HEADER, Observed, Result, chart, measure, placed
+from _rebalance_report import HEADER, Observed, Result, chart, explain, measure, placed
 
 from streamrt.runtime import App
 
@@ -147,6 +147,11 @@ class Load(threading.Thread):
             self.arrivals[_partition_of(r.key)].append(now)
             self.counts[r.key.decode()].append(int.from_bytes(r.value, "big", signed=True))
 
+    def last_events(self, n: int = 12) -> list[str]:
+        """The newest lifecycle events, short: for a step that timed out."""
+        shown = [e for e in list(self.events) if e["type"] not in ("commit", "restore_progress")]
+        return [f"{e.get('thread_id') or e.get('instance_id')} {e['type']}" for e in shown[-n:]]
+
     def caught_up(self) -> bool:
         return all(
             len(self.counts.get(k, [])) >= n and max(self.counts[k]) >= n
@@ -205,15 +210,24 @@ def read_events(bootstrap: str) -> list[dict[str, Any]]:
     return asyncio.run(go())
 
 
-def wait(predicate: Callable[[], bool], timeout: float, what: str, live: list[Instance]) -> None:
-    """Until ``predicate``; fails at once if an instance in ``live`` exited."""
+def wait(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    live: list[Instance],
+    detail: Callable[[], str] | None = None,
+) -> None:
+    """Until ``predicate``; fails at once if an instance in ``live`` exited. ``detail`` says
+    what the run looked like when the wait timed out."""
     deadline = time.monotonic() + timeout
     while not predicate():
         dead = [i.name for i in live if i.proc.poll() is not None]
         if dead:
             raise RuntimeError(f"instance {', '.join(dead)} exited while waiting: {what}")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"benchmark step timed out: {what}")
+            raise TimeoutError(
+                f"benchmark step timed out: {what}" + (f" ({detail()})" if detail else "")
+            )
         time.sleep(0.2)
 
 
@@ -257,7 +271,16 @@ def run_once(
             load.feeding.set()
             live = list(instances.values())
             every = args.partitions
-            wait(lambda: len(load.arrivals) == every, 180, "every partition processed", live)
+            wait(
+                lambda: len(load.arrivals) == every,
+                180,
+                "every partition processed",
+                live,
+                lambda: (
+                    f"no output from {sorted(set(range(every)) - set(load.arrivals))}"
+                    f"; last events: {load.last_events()}"
+                ),
+            )
             wait(lambda: load.placed(set(instances)), 120, "every partition placed", live)
             time.sleep(args.baseline)
             before = set(instances)
@@ -280,6 +303,8 @@ def run_once(
     )  # fmt: skip
     result = measure(scenario, protocol, contender, args.kafka, o)
     chart(result, o, Path(args.out))
+    if not result.exact:
+        print(f"NOT EXACT {scenario} {protocol} {contender}:\n{explain(o)}", file=sys.stderr)
     return result
 
 

@@ -33,7 +33,7 @@ def run_bench(script: str, *args: str, cwd: Path, timeout: float = 120.0) -> str
         check=False,
     )
     if done.returncode != 0:
-        tail = (done.stdout[-3000:] + "\n--- stderr ---\n" + done.stderr[-3000:]).strip()
+        tail = (done.stdout[-3000:] + "\n--- stderr ---\n" + done.stderr[-8000:]).strip()
         raise AssertionError(f"bench/{script} exited {done.returncode}:\n{tail}")
     return done.stdout
 
