@@ -8,8 +8,10 @@ stream thread against a broker subprocess:
 2. the app processes every click: records/s per thread, ratio to the baseline;
 3. the state dir is deleted and the app restarted: it restores every profile from the
    changelog; records/s and MB/s of the restore;
-4. the restore's own baseline: a bare aiokafka fetch of the same changelog topic from the
-   beginning to its end (no decode, nothing written), the floor a restore pays.
+4. the restore's own baselines: a bare fetch of the same changelog topic from the beginning
+   to its end (no decode, nothing written), the floor a restore pays, with aiokafka and with
+   librdkafka (confluent-kafka, the default data path's restore consumer). The restore is
+   compared with both: like with like is the fetch of the client the restore used.
 
     .venv/bin/python bench/runtime_sessions.py --users 20000 --clicks 100000
 
@@ -111,6 +113,42 @@ def bare_fetch(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]
         return n, n / elapsed
 
     return asyncio.run(go())
+
+
+def bare_fetch_librdkafka(bootstrap: str, topic: str, partitions: int) -> tuple[int, float]:
+    """Read ``topic`` from its beginning to its end with librdkafka, taking each message's key,
+    value and timestamp as a restore does; (records, records/s)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bare-fetch",
+            "enable.auto.commit": False,
+            # the restore consumer's fetch sizes (client_settings.RESTORE_CONSUMER_DEFAULTS)
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+        }
+    )
+    try:
+        # explicit start offsets (as the restore consumer's): OFFSET_BEGINNING on a fresh
+        # consumer waits ~0.5 s for librdkafka's offset-query retry
+        marks = [c.get_watermark_offsets(TopicPartition(topic, p), 10) for p in range(partitions)]
+        ends = sum(high - low for low, high in marks)
+        c.assign([TopicPartition(topic, p, low) for p, (low, _high) in enumerate(marks)])
+        t0 = time.perf_counter()
+        n = 0
+        while n < ends:  # a changelog with no transactions: one record per offset
+            for m in c.consume(50_000, 0.001):
+                if m.error() is None:
+                    m.key(), m.value(), m.timestamp()
+                    n += 1
+        elapsed = time.perf_counter() - t0
+    finally:
+        c.close()
+    if n != ends:
+        raise RuntimeError(f"bare librdkafka fetch of {topic} read {n} of {ends}")
+    return n, n / elapsed
 
 
 def start_spy(out: str) -> subprocess.Popen[bytes]:
@@ -231,6 +269,7 @@ def main() -> None:
                 spy.wait(30)
             app.stop()
             fetched, fetch_rate = bare_fetch(bootstrap, "sessions-profiles-changelog", 2)
+            _, rd_rate = bare_fetch_librdkafka(bootstrap, "sessions-profiles-changelog", 2)
         finally:
             broker.terminate()
             broker.wait(10)
@@ -250,6 +289,11 @@ def main() -> None:
     print(
         f"bare aiokafka fetch of the changelog: {fetched:,} records = {fetch_rate:,.0f} "
         f"records/s; restore ratio to the bare fetch {records / secs / fetch_rate:.2f}"
+    )
+    print(
+        f"bare librdkafka fetch of the changelog: {rd_rate:,.0f} records/s; restore ratio to "
+        f"the bare librdkafka fetch {records / secs / rd_rate:.2f} (wall clock "
+        f"{records / wall / rd_rate:.2f})"
     )
 
 

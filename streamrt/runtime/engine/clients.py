@@ -2,14 +2,17 @@
 
 Every thread has a producer (transactional under exactly_once_v2: one per thread, with a
 transactional id stable under static membership), a group consumer, a restore consumer (shared
-by restoration and standbys), an offsets consumer and, with repartition topics, an admin client
+by restoration and standbys; librdkafka's whenever the main consumer is, aiokafka's otherwise:
+:mod:`.restore_consumer`), an offsets consumer and, with repartition topics, an admin client
 for purging them.
 
 The offsets consumer only lists changelog end offsets and never fetches. A broker answers one
 request per connection at a time, in order, so a ListOffsets sent on the restore consumer's
 connection waits behind the standbys' long-poll Fetch (up to ``fetch.max.wait.ms``, 500 ms, when
 their changelogs are idle, as they are once the active owner is gone): the restore check of a
-promoted standby, and the ends refresh before each join, waited for it.
+promoted standby, and the ends refresh before each join, waited for it. It stays aiokafka's on
+every data path: one ListOffsets for all of a task's changelogs (librdkafka's
+``get_watermark_offsets`` asks per partition), the last stable offset under read_committed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.purge import RepartitionPurger
 from streamrt.runtime.engine.rdkafka_consumer import LibrdkafkaConsumer, librdkafka_consumer_config
 from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
+from streamrt.runtime.engine.rdkafka_restore import (
+    LibrdkafkaRestoreConsumer,
+    librdkafka_restore_config,
+)
+from streamrt.runtime.engine.restore_consumer import AiokafkaRestoreConsumer, RestoreConsumer
 from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from streamrt.runtime.graph.topology import changelog_topic
 
@@ -54,7 +62,7 @@ class ThreadClients:
 
     producer: Producer
     consumer: MainConsumer  # aiokafka's (group member or manual) or librdkafka's (manual)
-    restore_consumer: AIOKafkaConsumer
+    restore_consumer: RestoreConsumer  # librdkafka's with the librdkafka main consumer
     offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
 
@@ -91,7 +99,7 @@ class ClientFactory:
             self.thread_producer(),
             self.manual_consumer() if manual else self.consumer(assignor),
             self.restore_consumer(),
-            self.restore_consumer("offsets"),
+            self.offsets_consumer(),
             self.purger(),
         )
 
@@ -172,11 +180,26 @@ class ClientFactory:
         consumer: MainConsumer = AIOKafkaConsumer(**self._isolation(kwargs))
         return consumer
 
-    def restore_consumer(self, role: str = "restore") -> AIOKafkaConsumer:
-        """No group: restoration and standbys assign changelog partitions themselves; the
-        offsets consumer (``role="offsets"``, same settings) only lists end offsets."""
+    def restore_consumer(self) -> RestoreConsumer:
+        """No group: restoration and standbys assign changelog partitions themselves.
+        librdkafka's when the main consumer is (``effective_thread_consumer``)."""
+        cfg = self.env.config
+        client_id = f"{self.client_id}-restore"
+        if cfg.effective_thread_consumer == LIBRDKAFKA:
+            config, max_records = librdkafka_restore_config(
+                cfg.client_config(),
+                client_id,
+                cfg.application_id,
+                read_committed=self.transactional_id is not None,
+            )
+            return LibrdkafkaRestoreConsumer(config, max_records)
+        kwargs = client_settings.consumer_kwargs(cfg.client_config(), "restore.consumer", client_id)
+        return AiokafkaRestoreConsumer(AIOKafkaConsumer(**self._isolation(kwargs)))
+
+    def offsets_consumer(self) -> AIOKafkaConsumer:
+        """Lists end offsets only: the restore consumer's settings, on its own connection."""
         kwargs = client_settings.consumer_kwargs(
-            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-{role}"
+            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-offsets"
         )
         return AIOKafkaConsumer(**self._isolation(kwargs))
 

@@ -83,13 +83,18 @@ _OWN_KWARGS = frozenset({"max_poll_records", "enable_auto_commit"})
 
 
 def librdkafka_consumer_config(
-    cfg: ClientConfig, client_id: str, group_id: str, read_committed: bool
+    cfg: ClientConfig,
+    client_id: str,
+    group_id: str,
+    read_committed: bool,
+    role: str = "main.consumer",
 ) -> tuple[dict[str, Any], int]:
-    """The main consumer's librdkafka config and records per fetch: the same defaults and
-    ``consumer.``/``main.consumer.``/bare settings the aiokafka consumer gets (parsed and
-    checked by ``client_settings``), and security."""
-    kwargs = client_settings.consumer_kwargs(cfg, "main.consumer", client_id)
-    out: dict[str, Any] = dict(cfg.librdkafka("main.consumer"))
+    """A consumer's librdkafka config and records per fetch: the same defaults and
+    ``consumer.``/``<role>.``/bare settings the aiokafka consumer of that ``role``
+    (``main.consumer`` or ``restore.consumer``) gets (parsed and checked by
+    ``client_settings``), and security."""
+    kwargs = client_settings.consumer_kwargs(cfg, role, client_id)
+    out: dict[str, Any] = dict(cfg.librdkafka(role))
     # librdkafka's default is read_committed; aiokafka's (and Kafka's) read_uncommitted
     out["isolation.level"] = "read_uncommitted"
     for kwarg, value in kwargs.items():

@@ -5,8 +5,9 @@ socket writes, all Python on the stream thread) is about half of the thread's CP
 batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
 The default under at-least-once (``stream.thread.producer``, ``StreamsConfig.
 effective_thread_producer``). Under exactly_once_v2 (own membership only, when asked for) it
-is transactional: :mod:`.rdkafka_txn`. The restore consumer stays on aiokafka; the main
-consumer is librdkafka's too by default (:mod:`.rdkafka_consumer`, own membership only).
+is transactional: :mod:`.rdkafka_txn`. The main consumer is librdkafka's too by default
+(:mod:`.rdkafka_consumer`, own membership only), and then so is the restore consumer
+(:mod:`.rdkafka_restore`).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.

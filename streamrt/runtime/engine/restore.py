@@ -14,11 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.kafka_adapter import assign_at
+from streamrt.runtime.engine.restore_consumer import (
+    ChangelogBatch,
+    EndOffsets,
+    RestoreConsumer,
+    gc_paused,
+)
 from streamrt.state import StateManager, TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
@@ -48,15 +52,15 @@ class ChangelogRestorer:
 
     def __init__(
         self,
-        consumer: AIOKafkaConsumer,
+        consumer: RestoreConsumer,
         thread_name: str,
         emit: Callable[..., Any] | None = None,
-        offsets: AIOKafkaConsumer | None = None,
+        offsets: EndOffsets | None = None,
     ) -> None:
         self.consumer = consumer
         # lists the ends: not the fetching consumer, whose ListOffsets would queue behind its
         # standbys' long-poll Fetch on the same connection (clients.py)
-        self.offsets = offsets or consumer
+        self.offsets: EndOffsets = offsets or consumer
         self.thread_name = thread_name
         self.emit = emit or (lambda type_, **kv: None)  # emit(type, **fields): lifecycle events
         self.stats = RestoreStats()
@@ -118,9 +122,7 @@ class ChangelogRestorer:
         offset its store has recorded (restored batches included).
         """
         tps = [tp for p in self._pending.values() for tp in p.ends]
-        await assign_at(
-            self.consumer, {KafkaTP(*tp): self._state_of[tp].position(tp) for tp in tps}
-        )
+        await self.consumer.assign_at({tp: self._state_of[tp].position(tp) for tp in tps})
 
     async def remove(self, task_id: str) -> None:
         """Drop a task (revoked while restoring)."""
@@ -136,29 +138,28 @@ class ChangelogRestorer:
         if not self._pending:
             return []
         began = time.monotonic()
-        batches = await self.consumer.getmany(timeout_ms=timeout_ms)
-        for ktp, records in batches.items():
-            self._apply(TopicPartition(ktp.topic, ktp.partition), records)
+        batches = await self.consumer.fetch(timeout_ms)
+        with gc_paused():
+            for tp, batch in batches.items():
+                self._apply(tp, batch)
         done = [task_id for task_id in list(self._pending) if await self._finished(task_id)]
         self.stats.seconds += time.monotonic() - began
         if done:
             await self._reassign()
         return done
 
-    def _apply(self, tp: TopicPartition, records: list[Any]) -> None:
+    def _apply(self, tp: TopicPartition, batch: ChangelogBatch) -> None:
         """Write one fetched batch into its store, with the offset after it, and report."""
         state = self._state_of.get(tp)
-        if state is None or not records:
+        if state is None or not batch.rows:
             return
         store_name = state.store_for(tp)
-        next_offset = records[-1].offset + 1
-        triples = [(r.key, r.value, r.timestamp) for r in records]
-        state.restore_batch(tp, triples, next_offset)
-        size = sum(len(k or b"") + len(v or b"") for k, v, _ts in triples)
-        self.stats.records += len(records)
+        next_offset, size = batch.next_offset, batch.size
+        state.restore_batch(tp, batch.rows, next_offset)
+        self.stats.records += len(batch.rows)
         self.stats.bytes += size
         pending = self._pending[state.task_id]
-        pending.records += len(records)
+        pending.records += len(batch.rows)
         pending.bytes += size
         self.emit(
             "restore_progress",
@@ -184,7 +185,8 @@ class ChangelogRestorer:
         """Mark the task's changelogs the consumer reached; True (and reported) if it is done."""
         pending = self._pending[task_id]
         for tp in list(pending.ends):
-            if await self.consumer.position(KafkaTP(*tp)) >= pending.ends[tp]:
+            position = await self.consumer.position(tp)
+            if position is not None and position >= pending.ends[tp]:
                 # the position can pass compacted-away or marker offsets: record the end
                 self._state_of.pop(tp).mark_restored(tp, pending.ends.pop(tp))
         if pending.ends:

@@ -6,7 +6,8 @@ processors run and nothing is produced. Its stores apply changelog records throu
 restorer finds the stores at (or near) the changelog end and restores only the lag.
 
 The :class:`StandbyUpdater` polls every standby changelog of a thread with the thread's restore
-consumer, between processing batches. As in Kafka Streams, standbys pause while an active task
+consumer (:mod:`.restore_consumer`: librdkafka's on the librdkafka data path), between
+processing batches. As in Kafka Streams, standbys pause while an active task
 of the thread restores (the restore consumer then belongs to the restorer); they checkpoint on
 each commit and at close, so the subscription reports how far they are and the leader can
 prefer a caught-up instance.
@@ -19,11 +20,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.kafka_adapter import assign_at
+from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
 
@@ -72,14 +72,12 @@ class StandbyTask:
     def is_open(self) -> bool:
         return self.state.is_open
 
-    def apply(self, changelog: TopicPartition, records: list[Any]) -> None:
+    def apply(self, changelog: TopicPartition, batch: ChangelogBatch) -> None:
         """Write one fetched batch into the store, with the offset after it."""
-        if not records:
+        if not batch.rows:
             return
-        self.state.restore_batch(
-            changelog, [(r.key, r.value, r.timestamp) for r in records], records[-1].offset + 1
-        )
-        self.records_applied += len(records)
+        self.state.restore_batch(changelog, batch.rows, batch.next_offset)
+        self.records_applied += len(batch.rows)
 
     def lag(self) -> int:
         """Changelog records not yet applied, summed over the task's stores."""
@@ -111,15 +109,16 @@ class StandbyUpdater:
 
     def __init__(
         self,
-        consumer: AIOKafkaConsumer,
+        consumer: RestoreConsumer,
         make_task: Callable[[str], StandbyTask],
         busy: Callable[[], bool],
         thread_name: str,
         emit: Callable[..., Any] | None = None,
-        offsets: AIOKafkaConsumer | None = None,
+        offsets: EndOffsets | None = None,
     ) -> None:
         self.consumer = consumer
-        self.offsets = offsets or consumer  # lists the ends (see ChangelogRestorer.offsets)
+        # lists the ends (see ChangelogRestorer.offsets)
+        self.offsets: EndOffsets = offsets or consumer
         self._make_task = make_task
         self._busy = busy
         self.thread_name = thread_name
@@ -184,18 +183,17 @@ class StandbyUpdater:
         await self._ensure_assigned()
         if not self._assigned:
             return 0
-        batches = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+        batches = await self.consumer.fetch(timeout_ms, max_records=5000)
         applied = 0
-        for ktp, records in batches.items():
-            tp = TopicPartition(ktp.topic, ktp.partition)
+        for tp, batch in batches.items():
             task = self._by_changelog.get(tp)
             if task is None or not task.is_open:
                 continue
-            task.apply(tp, records)
-            applied += len(records)
+            task.apply(tp, batch)
+            applied += len(batch.rows)
         for tp in self._assigned:
             task = self._by_changelog[tp]
-            high = self.consumer.highwater(KafkaTP(*tp))
+            high = self.consumer.highwater(tp)
             if high is not None:
                 task.ends[tp] = max(task.ends.get(tp, 0), high)
         return applied
@@ -204,14 +202,10 @@ class StandbyUpdater:
         """(Re)assign the standby changelogs if the restorer or a change took the consumer,
         seeking each to the offset its store holds."""
         wanted = frozenset(tp for tp, t in self._by_changelog.items() if t.is_open)
-        current = frozenset(
-            TopicPartition(tp.topic, tp.partition) for tp in self.consumer.assignment()
-        )
-        if wanted == self._assigned and current == wanted:
+        if wanted == self._assigned and self.consumer.assignment() == wanted:
             return
-        await assign_at(
-            self.consumer,
-            {KafkaTP(*tp): self._by_changelog[tp].state.position(tp) for tp in sorted(wanted)},
+        await self.consumer.assign_at(
+            {tp: self._by_changelog[tp].state.position(tp) for tp in sorted(wanted)}
         )
         self._assigned = wanted
 

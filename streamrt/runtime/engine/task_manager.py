@@ -7,8 +7,8 @@ stores from their changelogs; only then is its input resumed. On revocation, aft
 transaction and at shutdown it closes tasks.
 
 The group consumer is reached only through :class:`PartitionControl` (pause and resume) and
-the changelogs only through the restore consumer, so a test drives the whole lifecycle with
-two fake consumers and real tasks on disk.
+the changelogs only through the restore consumer (:class:`~.restore_consumer.RestoreConsumer`),
+so a test drives the whole lifecycle with two fake consumers and real tasks on disk.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore_consumer import EndOffsets, RestoreConsumer
 from streamrt.runtime.engine.standby import StandbyUpdater
 from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
 from streamrt.runtime.engine.task_factory import TaskFactory
@@ -94,11 +94,11 @@ class TaskManager:
         cls,
         factory: TaskFactory,
         consumer: PartitionControl,
-        restore_consumer: AIOKafkaConsumer,
+        restore_consumer: RestoreConsumer,
         events: TaskEvents,
         thread_name: str,
         lags: LagReader = caught_up,
-        offsets_consumer: AIOKafkaConsumer | None = None,
+        offsets_consumer: EndOffsets | None = None,
     ) -> TaskManager:
         """Restorer and standbys share the restore consumer; standbys pause while actives
         restore (the restorer then owns it). Both list changelog ends with

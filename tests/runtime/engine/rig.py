@@ -26,6 +26,7 @@ from streamrt.runtime.engine.committers import AtLeastOnceCommitter, Committer, 
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionalCollector
 from streamrt.runtime.engine.rebalance_listener import RebalanceListener
+from streamrt.runtime.engine.restore_consumer import AiokafkaRestoreConsumer
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_manager import TaskEvents, TaskManager
 from streamrt.runtime.engine.thread import StreamThread
@@ -252,7 +253,7 @@ def rig(
     tasks = TaskManager.build(
         TaskFactory(env, committer.collector, RecordCache(0)),
         consumer,
-        FakeRestoreConsumer(logs),  # type: ignore[arg-type]
+        AiokafkaRestoreConsumer(FakeRestoreConsumer(logs)),  # type: ignore[arg-type]
         TaskEvents(thread.emit, thread.mark, thread.tasks_running),
         thread.name,
     )
