@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -129,7 +130,7 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             return
         producer.purge(in_queue=True, in_flight=True, blocking=False)
         try:
-            await asyncio.to_thread(producer.close)
+            await asyncio.to_thread(_close_quietly, producer)
         except KafkaException as exc:  # fenced or fatal: nothing of it is used again
             logger.info("transactional producer closed with %s", exc)
 
@@ -249,3 +250,13 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
         self._waiting.clear()
         self._refused = None
         self.in_transaction = False
+
+
+def _close_quietly(producer: Any) -> None:
+    """Close; confluent-kafka aborts an open transaction there and warns (RuntimeWarning) when
+    the abort fails, which it must for a fenced producer: that is logged, not printed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        producer.close()
+    for w in caught:
+        logger.info("transactional producer close: %s", w.message)

@@ -6,6 +6,7 @@ config allows librdkafka + EOS only with streamrt's own membership."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import confluent_kafka
@@ -225,6 +226,41 @@ def test_a_zombie_fenced_with_records_in_flight_loses_its_transaction_at_flush(b
             await successor.stop()
 
     asyncio.run(go())
+
+
+def test_closing_a_fenced_zombie_logs_the_failed_abort_instead_of_warning(
+    broker, recwarn: pytest.WarningsRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """confluent-kafka's close aborts the open transaction and raises a RuntimeWarning when
+    that fails, as it must once the producer is fenced: expected, so it is logged."""
+    create_topic(broker.bootstrap, "out", 1)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-6")
+        meta = lambda: Metadata(-1, "", None)  # noqa: E731
+        zombie = TransactionalLibrdkafkaProducer(config, meta)
+        await zombie.start()
+        collector = LibrdkafkaTransactionalCollector(zombie)
+        now = int(time.time() * 1000)
+        collector.send("out", b"k", b"open", None, now)
+        await collector.drain()  # begins the transaction
+        await collector.flush()
+        successor = TransactionalLibrdkafkaProducer(config, meta)
+        await successor.start()  # fences the zombie
+        try:
+            for i in range(20):
+                collector.send("out", f"k{i}".encode(), b"fenced", None, now)
+            with pytest.raises(TransactionLostError):
+                await collector.drain()
+                await collector.flush()
+            with caplog.at_level(logging.INFO, logger="streamrt.runtime.engine.rdkafka_txn"):
+                await zombie.stop()
+        finally:
+            await successor.stop()
+
+    asyncio.run(go())
+    assert not [w for w in recwarn if "abort_transaction" in str(w.message)]
+    assert any("transactional producer close: " in r.getMessage() for r in caplog.records)
 
 
 def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> None:
