@@ -32,6 +32,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
+from streamrt.runtime.engine.rdkafka_client import LibrdkafkaConsumerClient
 from streamrt.runtime.engine.rdkafka_producer import SECURITY_KWARGS
 
 __all__ = (
@@ -133,31 +134,20 @@ class RdRecord(NamedTuple):
 _new_record = tuple.__new__  # builds an RdRecord without NamedTuple.__new__'s argument parsing
 
 
-class LibrdkafkaConsumer:
+class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
     """A confluent-kafka ``Consumer`` in assign mode behind :class:`MainConsumer`."""
 
+    log = logger
+
     def __init__(self, config: dict[str, Any], max_records: int) -> None:
-        self._config = config
+        super().__init__(config)
         self._max_records = max_records
-        self._consumer: Any = None
         self._assigned: set[KafkaTP] = set()
         self._starting: dict[KafkaTP, int] = {}  # assigned here, not yet in librdkafka
         self._paused: set[KafkaTP] = set()
         self._positions: dict[KafkaTP, int] = {}
         self._fetched: set[KafkaTP] = set()  # records handed out since the last (re)start
-        self._fatal: str | None = None
         self._idle_slice = _IDLE_SLICE_S
-
-    async def start(self) -> None:
-        from confluent_kafka import Consumer
-
-        self._consumer = Consumer({**self._config, "error_cb": self._error, "logger": logger})
-
-    async def stop(self) -> None:
-        """Close off the loop (librdkafka's close waits for its threads); commits nothing."""
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            await asyncio.to_thread(consumer.close)
 
     # -- assignment ----------------------------------------------------------------------------
 
@@ -359,15 +349,6 @@ class LibrdkafkaConsumer:
             raise RuntimeError(
                 f"librdkafka consumer: {message.topic()}-{message.partition()}: {err}"
             )
-        logger.warning("librdkafka consumer: %s", err)
-
-    def _raise_if_fatal(self) -> None:
-        if self._fatal is not None:
-            raise RuntimeError(self._fatal)
-
-    def _error(self, err: Any) -> None:
-        if err.fatal():
-            self._fatal = self._fatal or f"fatal librdkafka consumer error: {err}"
         logger.warning("librdkafka consumer: %s", err)
 
     @staticmethod

@@ -32,6 +32,7 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
+from streamrt.runtime.engine.rdkafka_client import LibrdkafkaConsumerClient
 from streamrt.runtime.engine.rdkafka_consumer import librdkafka_consumer_config
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, Row, gc_paused
 from streamrt.state import TopicPartition
@@ -65,33 +66,23 @@ def librdkafka_restore_config(
     return config, max_records
 
 
-class LibrdkafkaRestoreConsumer:
+class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
     """A confluent-kafka ``Consumer`` in assign mode behind
     :class:`~streamrt.runtime.engine.restore_consumer.RestoreConsumer`."""
 
+    role = "librdkafka restore consumer"
+    log = logger
+
     def __init__(self, config: dict[str, Any], max_records: int) -> None:
-        self._config = config
+        super().__init__(config)
         self._max_records = max_records
-        self._consumer: Any = None
         self._assigned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}  # next offset, once known
-        self._fatal: str | None = None
 
     @property
     def config(self) -> Mapping[str, Any]:
         """The librdkafka config it was built with."""
         return dict(self._config)
-
-    async def start(self) -> None:
-        from confluent_kafka import Consumer
-
-        self._consumer = Consumer({**self._config, "error_cb": self._error, "logger": logger})
-
-    async def stop(self) -> None:
-        """Close off the loop (librdkafka's close waits for its threads); commits nothing."""
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            await asyncio.to_thread(consumer.close)
 
     async def end_offsets(self, partitions: list[KafkaTP]) -> dict[KafkaTP, int]:
         """ListOffsets per partition (the last stable offset under read_committed: librdkafka
@@ -198,8 +189,7 @@ class LibrdkafkaRestoreConsumer:
         limit = max_records or self._max_records
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            if self._fatal is not None:
-                raise RuntimeError(self._fatal)
+            self._raise_if_fatal()
             if self._assigned:
                 with gc_paused():
                     messages = self._consumer.consume(limit, 0)
@@ -241,11 +231,6 @@ class LibrdkafkaRestoreConsumer:
             if tp in self._assigned:
                 self._positions[tp] = max(self._positions.get(tp, 0), offset)
         return out
-
-    def _error(self, err: Any) -> None:
-        if err.fatal():
-            self._fatal = self._fatal or f"fatal librdkafka restore consumer error: {err}"
-        logger.warning("librdkafka restore consumer: %s", err)
 
 
 def _end_of_partition(message: Any) -> tuple[TopicPartition, int] | None:

@@ -1,0 +1,48 @@
+"""LibrdkafkaConsumerClient: the life of a confluent-kafka ``Consumer`` that streamrt drives in
+assign mode (the stream thread's main consumer and its restore consumer).
+
+Why shared: both open the client the same way (its log lines through a Python logger, errors
+through ``error_cb``), close it off the event loop (librdkafka's close waits for its own
+threads) and must stop at the first fatal error rather than poll a dead client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+__all__ = ("LibrdkafkaConsumerClient",)
+
+
+class LibrdkafkaConsumerClient:
+    """Start, stop and fatal-error bookkeeping; subclasses say what they are (``role``) and
+    where their logs go (``log``)."""
+
+    role = "librdkafka consumer"
+    log = logging.getLogger(__name__)
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self._config = config
+        self._consumer: Any = None
+        self._fatal: str | None = None
+
+    async def start(self) -> None:
+        from confluent_kafka import Consumer
+
+        self._consumer = Consumer({**self._config, "error_cb": self._error, "logger": self.log})
+
+    async def stop(self) -> None:
+        """Close off the loop (librdkafka's close waits for its threads); commits nothing."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await asyncio.to_thread(consumer.close)
+
+    def _raise_if_fatal(self) -> None:
+        if self._fatal is not None:
+            raise RuntimeError(self._fatal)
+
+    def _error(self, err: Any) -> None:
+        if err.fatal():
+            self._fatal = self._fatal or f"fatal {self.role} error: {err}"
+        self.log.warning("%s: %s", self.role, err)
