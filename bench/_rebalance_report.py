@@ -183,7 +183,7 @@ def chart(r: Result, o: Observed, out: Path) -> Path:
     return path
 
 
-QUIET_TYPES = frozenset({"commit", "restore_progress"})
+QUIET_TYPES = frozenset({"commit", "restore_progress", "timeline"})
 
 
 def explain(o: Observed, keys: int = 6, events: int = 80) -> str:

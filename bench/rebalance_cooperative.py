@@ -60,7 +60,16 @@ from _rebalance_contenders import (
     change,
     start,
 )
-from _rebalance_report import HEADER, Observed, Result, chart, explain, measure, placed
+from _rebalance_report import (
+    HEADER,
+    QUIET_TYPES,
+    Observed,
+    Result,
+    chart,
+    explain,
+    measure,
+    placed,
+)
 
 from streamrt.runtime import App
 
@@ -147,10 +156,24 @@ class Load(threading.Thread):
             self.arrivals[_partition_of(r.key)].append(now)
             self.counts[r.key.decode()].append(int.from_bytes(r.value, "big", signed=True))
 
-    def last_events(self, n: int = 12) -> list[str]:
-        """The newest lifecycle events, short: for a step that timed out."""
-        shown = [e for e in list(self.events) if e["type"] not in ("commit", "restore_progress")]
-        return [f"{e.get('thread_id') or e.get('instance_id')} {e['type']}" for e in shown[-n:]]
+    def silent(self, partitions: int) -> str:
+        """The partitions with no output yet, their owners (from the last ``assignment`` of
+        each thread) and each owner's last lifecycle events: for a step that timed out."""
+        missing = sorted(set(range(partitions)) - set(self.arrivals))
+        events = [e for e in list(self.events) if e["type"] not in QUIET_TYPES]
+        tasks: dict[str, list[str]] = {}
+        for e in events:
+            if e["type"] == "assignment":
+                tasks[str(e.get("thread_id"))] = list(e["fields"].get("tasks") or [])
+        owners = {
+            p: [t for t, ts in tasks.items() if any(x.endswith(f"_{p}") for x in ts)]
+            for p in missing
+        }
+        lines = [f"no output from {missing}; owners {owners}"]
+        for thread in sorted({t for ts in owners.values() for t in ts}):
+            mine = [e for e in events if e.get("thread_id") == thread][-10:]
+            lines += [f"  {thread} {e['type']} {e.get('fields', {})}"[:300] for e in mine]
+        return "\n".join(lines)
 
     def caught_up(self) -> bool:
         return all(
@@ -276,10 +299,7 @@ def run_once(
                 180,
                 "every partition processed",
                 live,
-                lambda: (
-                    f"no output from {sorted(set(range(every)) - set(load.arrivals))}"
-                    f"; last events: {load.last_events()}"
-                ),
+                lambda: load.silent(every),
             )
             wait(lambda: load.placed(set(instances)), 120, "every partition placed", live)
             time.sleep(args.baseline)
