@@ -196,6 +196,37 @@ def test_a_partition_paused_then_sought_and_resumed_before_a_fetch_runs(broker) 
     asyncio.run(go())
 
 
+def test_a_partition_assigned_while_paused_starts_at_its_offset_when_resumed(broker) -> None:
+    """What an eager rebalance does to every task: revoke it, assign it again at the committed
+    offset and keep it paused until the task is ready. The paused partition is started only
+    when resumed (starting it paused left librdkafka's fetcher idle for a second after the
+    resume), and then from the offset it was sought to, not the reset."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-eager", 1)
+    produce(bootstrap, "rdc-eager", [(b"k", f"v{i}".encode()) for i in range(10)])
+    tp = KafkaTP("rdc-eager", 0)
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-eager")
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            assert [r.offset for r in await _take(consumer, 10)] == list(range(10))
+            consumer.assign([])  # revoked
+            consumer.assign([tp])  # and assigned again, at the committed offset
+            consumer.seek(tp, 6)
+            consumer.pause(tp)
+            assert await _take(consumer, 1, timeout_s=1.0) == []
+            assert consumer.paused() == {tp} and await consumer.position(tp) == 6
+            consumer.resume(tp)
+            assert [r.offset for r in await _take(consumer, 4)] == [6, 7, 8, 9]
+            assert await consumer.position(tp) == 10
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_read_committed_skips_aborted_records_and_markers(broker) -> None:
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-txn", 1)
