@@ -237,10 +237,25 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
 
     def resume(self, *partitions: KafkaTP) -> None:
         tps = [tp for tp in partitions if tp in self._paused]
+        idle = self._fetcher_idle()
         self._paused.difference_update(tps)
-        running = [self._tp(tp) for tp in tps if tp not in self._starting]
+        running = [tp for tp in tps if tp not in self._starting]
+        if idle:
+            # a resume alone reaches an idle fetcher only at its next wake-up: restart the
+            # partitions whose position is known there instead (a start wakes it)
+            restart = [tp for tp in running if tp in self._positions]
+            if restart:
+                self._consumer.incremental_unassign([self._tp(tp) for tp in restart])
+                for tp in restart:
+                    self._starting[tp] = self._positions[tp]
+                    self._fetched.discard(tp)
+                running = [tp for tp in running if tp not in self._positions]
         if running:
-            self._consumer.resume(running)
+            self._consumer.resume([self._tp(tp) for tp in running])
+
+    def _fetcher_idle(self) -> bool:
+        """Every partition librdkafka fetches is paused (its fetcher has nothing to do)."""
+        return all(tp in self._paused for tp in self._assigned if tp not in self._starting)
 
     def paused(self) -> Set[KafkaTP]:
         return frozenset(self._paused)
@@ -340,13 +355,15 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             return
         for tp in starting:
             del self._starting[tp]
+        # librdkafka keeps an application pause across unassign/assign (it resets only its own
+        # rebalance pause): a partition paused, then restarted by a seek or revoked and
+        # assigned again, and resumed meanwhile, would stay paused. So say it resumed, and
+        # before the start: the start wakes the fetcher, a resume does not, and a fetcher that
+        # woke while the partition was still paused sleeps on.
+        self._consumer.resume([self._tp(tp) for tp in starting])
         self._consumer.incremental_assign(
             [TopicPartition(tp.topic, tp.partition, off) for tp, off in starting.items()]
         )
-        # librdkafka keeps an application pause across unassign/assign (it resets only its own
-        # rebalance pause): a partition paused, then restarted by a seek or revoked and
-        # assigned again, and resumed meanwhile, would stay paused. So say it resumed.
-        self._consumer.resume([self._tp(tp) for tp in starting])
 
     def _message_error(self, message: Any) -> None:
         err = message.error()

@@ -227,6 +227,50 @@ def test_a_partition_assigned_while_paused_starts_at_its_offset_when_resumed(bro
     asyncio.run(go())
 
 
+def test_partitions_resumed_while_every_partition_was_paused_go_on_from_their_positions(
+    broker,
+) -> None:
+    """What the member listener does to the kept partitions in a cooperative rebalance while
+    the new ones wait to restore: every partition librdkafka fetches is paused, then the kept
+    ones resume. A resume alone reaches librdkafka's idle fetcher only at its next wake-up (up
+    to a second), so the consumer restarts them at their positions instead: each goes on
+    exactly where it stopped, nothing again and nothing skipped; a partition with no position
+    yet is resumed as it is."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-idle", 3)
+    for p in (0, 1):
+        produce(bootstrap, "rdc-idle", [(b"k", f"a{i}".encode()) for i in range(10)], partition=p)
+    tps = [KafkaTP("rdc-idle", p) for p in range(3)]
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-idle")
+        await consumer.start()
+        try:
+            consumer.assign(tps)
+            assert len(await _take(consumer, 20)) == 20  # partition 2 is empty: no position
+            consumer.pause(*tps)
+            for p in (0, 1, 2):
+                produce(
+                    bootstrap, "rdc-idle", [(b"k", f"b{i}".encode()) for i in range(5)], partition=p
+                )
+            assert await _take(consumer, 1, timeout_s=1.0) == []
+            consumer.resume(*tps)
+            assert consumer.paused() == set()
+            got = await _take(consumer, 15)
+            by_partition = {p: [r.offset for r in got if r.partition == p] for p in range(3)}
+            assert by_partition == {
+                0: list(range(10, 15)),
+                1: list(range(10, 15)),
+                2: list(range(5)),
+            }
+            assert [await consumer.position(tp) for tp in tps] == [15, 15, 5]
+            assert await _take(consumer, 1, timeout_s=1.0) == []
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_read_committed_skips_aborted_records_and_markers(broker) -> None:
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-txn", 1)
