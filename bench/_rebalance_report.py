@@ -71,6 +71,7 @@ class Observed:
     before: set[str]  # instances alive before the change
     after: set[str] = field(default_factory=set)
     produced: dict[int, list[float]] = field(default_factory=dict)  # read_uncommitted arrivals
+    held: dict[str, int] | None = None  # records per key in the input topic (None: not read)
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float:
@@ -210,5 +211,11 @@ def explain(o: Observed, keys: int = 6, events: int = 80) -> str:
         who = e.get("thread_id") or e.get("instance_id")
         lines.append(f"  {e['ts'] - o.t_change:+8.3f}s {who} {e['type']} {e.get('fields', {})}")
     lines.append(f"{len(wrong)} wrong key(s); the first {min(keys, len(wrong))}:")
-    lines += [f"  {k}: sent {o.sent[k]}, counts {runs(o.counts.get(k, []))}" for k in wrong[:keys]]
+    held = o.held
+    lines += [
+        f"  {k}: sent {o.sent[k]}"
+        + (f", the input holds {held.get(k, 0)}" if held is not None else "")
+        + f", counts {runs(o.counts.get(k, []))}"
+        for k in wrong[:keys]
+    ]
     return "\n".join(lines)

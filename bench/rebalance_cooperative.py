@@ -233,6 +233,31 @@ def read_events(bootstrap: str) -> list[dict[str, Any]]:
     return asyncio.run(go())
 
 
+def read_input_keys(bootstrap: str, partitions: int) -> dict[str, int]:
+    """How many records of each key the input topic holds: a run with duplicates says with it
+    whether the input itself held them (the feed's producer) or the app read some twice."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def go() -> dict[str, int]:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+        await c.start()
+        held: dict[str, int] = defaultdict(int)
+        try:
+            tps = [TopicPartition(INPUT, q) for q in range(partitions)]
+            c.assign(tps)
+            await c.seek_to_beginning(*tps)
+            ends = await c.end_offsets(tps)
+            while any(await c.position(tp) < ends[tp] for tp in tps):
+                for recs in (await c.getmany(timeout_ms=500)).values():
+                    for r in recs:
+                        held[r.key.decode()] += 1
+        finally:
+            await c.stop()
+        return dict(held)
+
+    return asyncio.run(go())
+
+
 def wait(
     predicate: Callable[[], bool],
     timeout: float,
@@ -317,9 +342,10 @@ def run_once(
                 inst.stop()
             load.join(30)
         events = read_events(bootstrap)
+        held = read_input_keys(bootstrap, args.partitions)
     o = Observed(
         args.partitions, load.sent, load.arrivals, load.counts, events, t_change, t_end,
-        args.baseline, before, alive, load.produced,
+        args.baseline, before, alive, load.produced, held,
     )  # fmt: skip
     result = measure(scenario, protocol, contender, args.kafka, o)
     chart(result, o, Path(args.out))

@@ -39,6 +39,8 @@ def test_duplicated_counts_are_counted_and_explained_key_by_key() -> None:
     assert "-1.000s i4-thread-1 rebalance_complete" in text
     assert "+0.500s i4-thread-1 restore_complete" in text
     assert "commit" not in text.replace("restore_complete", "")  # commits are left out
+    o.held = {"p0-k0": 4, "p1-k0": 3}  # the input topic as read back: the app counted twice
+    assert "p0-k0: sent 4, the input holds 4, counts 1..3 2..4" in explain(o)
 
 
 def test_exact_output_has_nothing_wrong() -> None:
