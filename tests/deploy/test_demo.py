@@ -1,7 +1,10 @@
-"""``streamrt demo``, the README's first command, at a tiny size through the real CLI."""
+"""``streamrt demo``, the README's first command, at a tiny size through the real CLI: its
+static and dynamic deploys are also the suite's end-to-end check of each (their reports, from
+``--json``), so tests/deploy/test_rolling_scenario.py does not run them again."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -41,5 +44,19 @@ def test_demo_runs_the_deploys_and_prints_them_side_by_side(tmp_path: Path) -> N
     assert rows["output correct"] == ["yes", "yes", "yes", "yes"]
     assert any(x.startswith("streamrt handoff: each new process started up") for x in lines)
     assert any(x.startswith("streamrt static: nothing moved") for x in lines)
-    assert (tmp_path / "r.json").exists()
+    assert any(x.startswith("console: http://127.0.0.1:") for x in lines)
+    reports = {r["contender"]: r for r in json.loads((tmp_path / "r.json").read_text())}
+    static, dynamic = reports["streamrt static"], reports["streamrt dynamic"]
+    # static: every instance replaced cleanly (a SIGTERM commits: nothing processed twice),
+    # the broker agrees nothing rebalanced, and the leader's instance was among those restarted
+    assert [s["exit_code"] for s in static["timeline"]["steps"]] == [0, 0]
+    assert static["coordinator_rebalances"] == static["restored_bytes"] == 0
+    assert static["correctness"]["over"] == 0
+    assert static["records_out"] == static["records_in"] > 100
+    assert static["leader"]["instance_id"] in ("instance-1", "instance-2")
+    assert static["leader"]["restart_step"] == int(static["leader"]["instance_id"][-1])
+    # dynamic: the rebalances the broker counted, generations only going up, every user right
+    assert dynamic["coordinator_rebalances"] == dynamic["rebalances"] >= 1
+    assert dynamic["generations"] == sorted(dynamic["generations"])
+    assert dynamic["correctness"]["ok"] and dynamic["correctness"]["users"] == 300
     assert any(x.startswith("console: http://127.0.0.1:") for x in lines)
