@@ -36,7 +36,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy streamrt
-	$(BIN)/pytest -q -n 3 --dist loadgroup --durations=25
+	$(BIN)/pytest -q -n 3 --durations=25
 
 # The inner loop: no Spark/JVM (nor the differential suite against Kafka Streams) and no long
 # integration scenarios (the full suite is `make test`).

@@ -247,7 +247,7 @@ def read_input_keys(bootstrap: str, partitions: int) -> dict[str, int]:
             c.assign(tps)
             await c.seek_to_beginning(*tps)
             ends = await c.end_offsets(tps)
-            while any(await c.position(tp) < ends[tp] for tp in tps):
+            while [tp for tp in tps if await c.position(tp) < ends[tp]]:
                 for recs in (await c.getmany(timeout_ms=500)).values():
                     for r in recs:
                         held[r.key.decode()] += 1

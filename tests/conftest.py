@@ -23,32 +23,6 @@ def _restore_root_logging() -> Iterator[None]:
     root.setLevel(level)
 
 
-#: The session-scoped JVMs (fixture → xdist group), in the order a test that uses several is
-#: grouped by.
-JVM_GROUPS = (
-    ("_apache_kafka_1", "apache-kafka"),
-    ("_apache_kafka_3", "apache-kafka"),
-    ("spark", "spark"),
-    ("_registry", "schema-registry"),
-    ("oracle", "kafka-streams-oracle"),
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``make test`` (``-n 3 --dist loadgroup``), the tests that use one of the session's
-    JVMs (Apache Kafka, Spark, the schema registry, the Kafka Streams oracle) run on one worker:
-    each JVM then starts once a run instead of once per worker, and is not left idling beside
-    the other workers' (CPU a loaded CI machine does not have). xdist schedules the largest
-    groups first, so no group starts late and lengthens the run's tail."""
-    for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        if item.get_closest_marker("kafka") is not None:  # any_broker[apache-kafka] and the like
-            names.add("_apache_kafka_1")
-        group = next((g for fixture, g in JVM_GROUPS if fixture in names), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
 # Short group timings so tests of rebalances run in seconds, not minutes.
 FAST_GROUP_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
