@@ -180,12 +180,10 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             self._positions[partition] = offset
         else:
             self._positions.pop(partition, None)
-        if not running:
+        if running:
+            self._restart({partition: offset})
+        else:
             self._starting[partition] = offset
-            return
-        # restart the partition at the offset: what librdkafka queued of it is dropped
-        self._consumer.incremental_unassign([self._tp(partition)])
-        self._starting[partition] = offset
 
     async def seek_to_beginning(self, *partitions: KafkaTP) -> None:
         for tp in partitions or tuple(self._assigned):
@@ -243,15 +241,20 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         if idle:
             # a resume alone reaches an idle fetcher only at its next wake-up: restart the
             # partitions whose position is known there instead (a start wakes it)
-            restart = [tp for tp in running if tp in self._positions]
-            if restart:
-                self._consumer.incremental_unassign([self._tp(tp) for tp in restart])
-                for tp in restart:
-                    self._starting[tp] = self._positions[tp]
-                    self._fetched.discard(tp)
-                running = [tp for tp in running if tp not in self._positions]
+            self._restart({tp: self._positions[tp] for tp in running if tp in self._positions})
+            running = [tp for tp in running if tp not in self._starting]
         if running:
             self._consumer.resume([self._tp(tp) for tp in running])
+
+    def _restart(self, at: dict[KafkaTP, int]) -> None:
+        """Take running partitions out of librdkafka (what it queued of them is dropped) to
+        start them again at these offsets on the next fetch."""
+        if not at:
+            return
+        self._consumer.incremental_unassign([self._tp(tp) for tp in at])
+        for tp, offset in at.items():
+            self._starting[tp] = offset
+            self._fetched.discard(tp)
 
     def _fetcher_idle(self) -> bool:
         """Every partition librdkafka fetches is paused (its fetcher has nothing to do)."""
