@@ -108,6 +108,8 @@ class ChangelogRestorer:
         self.emit(
             "restore_started",
             task=state.task_id,
+            # from: the store's own offset (None: no checkpoint, restored from the beginning)
+            **{"from": {f"{tp.topic}-{tp.partition}": positions[tp] for tp in todo}},
             to={f"{tp.topic}-{tp.partition}": end for tp, end in todo.items()},
         )
         total = sum(end - (positions[tp] or 0) for tp, end in todo.items())
