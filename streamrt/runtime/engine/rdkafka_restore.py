@@ -15,10 +15,13 @@ none); one that stays where the caller wants it keeps running with what librdkaf
 ``consume(n, 0)`` never blocks the event loop; an empty poll sleeps in short slices. What one
 poll takes (up to ``max.poll.records``, 50,000 by default) is one WriteBatch per partition.
 
-Positions come from the records handed out and from librdkafka's partition-EOF events
-(``enable.partition.eof``): the EOF carries the offset the fetch reached, past transaction
-markers and aborted records (skipped by librdkafka under ``read_committed``), which no record
-would tell.
+Positions come from the records handed out, from librdkafka's own position and from its
+partition-EOF events (``enable.partition.eof``). Transaction markers and aborted records
+(skipped under ``read_committed``) are never handed out, so no record tells that a fetch went
+past them. librdkafka moves its position past them as soon as it has fetched them. The EOF
+comes only with the next, empty fetch, which the broker holds for ``fetch.max.wait.ms``.
+Measured: a restore whose tail was one aborted transaction (what a SIGKILL under exactly_once_v2
+leaves) finished in 0.50 s on the EOF, against ~0.05 s on the position.
 """
 
 from __future__ import annotations
@@ -78,6 +81,9 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         self._max_records = max_records
         self._assigned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}  # next offset, once known
+        # librdkafka's position of a partition when it was stopped: it keeps that until its
+        # own thread has taken the stop, so after a restart that value is not trusted
+        self._stale: dict[TopicPartition, int] = {}
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -115,6 +121,10 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
             if tp not in wanted or wanted[tp] is None or self._positions.get(tp) != wanted[tp]
         ]
         if stop:
+            for tp in stop:
+                stale = self._fetched_to(tp)
+                if stale is not None:
+                    self._stale[tp] = stale
             self._consumer.incremental_unassign([RdTP(tp.topic, tp.partition) for tp in stop])
         for tp in stop:
             self._assigned.discard(tp)
@@ -160,9 +170,32 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         return frozenset(self._assigned)
 
     async def position(self, partition: TopicPartition) -> int | None:
-        """The offset after the last record handed out, or where the fetch found the end;
-        None before either is known (a partition started at the log start)."""
-        return self._positions.get(TopicPartition(*partition))
+        """The offset after the last record handed out, or past the markers and aborted
+        records librdkafka skipped after it, or where the fetch found the end; None before any
+        is known (a partition started at the log start)."""
+        tp = TopicPartition(*partition)
+        own = self._positions.get(tp)
+        if tp not in self._assigned:
+            return own
+        fetched = self._fetched_to(tp)
+        if fetched is None or fetched == self._stale.get(tp):
+            return own
+        self._stale.pop(tp, None)
+        if own is None or fetched > own:
+            self._positions[tp] = fetched
+            return fetched
+        return own
+
+    def _fetched_to(self, tp: TopicPartition) -> int | None:
+        """librdkafka's position: after the last message handed out and the markers and
+        aborted records it skipped behind it (never past a record still queued)."""
+        from confluent_kafka import TopicPartition as RdTP
+
+        try:
+            (rd,) = self._consumer.position([RdTP(tp.topic, tp.partition)])
+        except Exception:  # closed meanwhile
+            return None
+        return int(rd.offset) if rd.offset >= 0 else None
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The high watermark of the last fetch (None: not fetched yet, or closed)."""

@@ -16,8 +16,10 @@ offset after the batch. Nothing is deserialized.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
+import logging
 from collections.abc import Iterator, Mapping, Set
 from typing import Any, NamedTuple, Protocol
 
@@ -34,6 +36,15 @@ __all__ = (
     "RestoreConsumer",
     "gc_paused",
 )
+
+logger = logging.getLogger(__name__)
+
+# aiokafka 0.14's fetch routine swallows a cancel that lands while it waits for the fetches it
+# dropped after an assignment change (``contextlib.suppress(CancelledError)`` around them), so
+# a stop right after a restore re-assigned the consumer waited on it for ever (seen: a restore
+# of an aborted tail, then the thread's stop). A stop still running after this long is
+# cancelled once more: that cancel reaches the routine, which then ends, and the stop goes on.
+_STUCK_STOP_S = 5.0
 
 #: One changelog record as a store applies it: (key, value or None, record timestamp).
 Row = tuple[bytes, bytes | None, int]
@@ -118,7 +129,20 @@ class AiokafkaRestoreConsumer:
         await self.consumer.start()
 
     async def stop(self) -> None:
-        await self.consumer.stop()
+        """Close the consumer; see ``_STUCK_STOP_S`` for why a stuck close is cancelled."""
+        stopping = asyncio.ensure_future(self.consumer.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=_STUCK_STOP_S)
+        if done:
+            stopping.result()
+            return
+        logger.warning(
+            "restore consumer close stuck after %.0f s (aiokafka's fetch routine kept waiting):"
+            " cancelling it again",
+            _STUCK_STOP_S,
+        )
+        stopping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopping
 
     async def end_offsets(self, partitions: list[KafkaTP]) -> dict[KafkaTP, int]:
         ends: dict[KafkaTP, int] = await self.consumer.end_offsets(partitions)

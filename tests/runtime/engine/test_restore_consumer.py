@@ -39,9 +39,13 @@ APP = "rc"
 KINDS = ("librdkafka", "aiokafka")
 
 
-def restore_consumer(kind: str, bootstrap: str, read_committed: bool = False) -> RestoreConsumer:
+def restore_consumer(
+    kind: str, bootstrap: str, read_committed: bool = False, **settings: str
+) -> RestoreConsumer:
     """The restore consumer a thread of the ``kind`` data path builds."""
-    cfg = StreamsConfig.from_mapping({"application.id": APP, "bootstrap.servers": bootstrap})
+    cfg = StreamsConfig.from_mapping(
+        {"application.id": APP, "bootstrap.servers": bootstrap, **settings}
+    )
     if kind == "librdkafka":
         config, max_records = librdkafka_restore_config(
             cfg.client_config(), "rc-restore", APP, read_committed
@@ -79,10 +83,10 @@ async def restore_all(restorer: ChangelogRestorer, timeout_s: float = 30.0) -> N
 
 @contextlib.asynccontextmanager
 async def started(
-    kind: str, bootstrap: str, read_committed: bool = False
+    kind: str, bootstrap: str, read_committed: bool = False, **settings: str
 ) -> AsyncIterator[tuple[RestoreConsumer, AIOKafkaConsumer]]:
     """A started restore consumer of ``kind`` and the aiokafka offsets consumer."""
-    consumer = restore_consumer(kind, bootstrap, read_committed)
+    consumer = restore_consumer(kind, bootstrap, read_committed, **settings)
     offsets = offsets_consumer(bootstrap, read_committed)
     await consumer.start()
     await offsets.start()
@@ -220,6 +224,41 @@ def test_read_committed_restores_committed_records_and_ends_past_the_markers(
     assert asyncio.run(go()) == 3
     assert contents(state) == {b"a": b"2", b"b": b"1"}
     # 3 committed + 3 aborted records + 4 markers: the store is complete at the log's end
+    assert state.position(tp) == 10
+    state.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tail_of_aborted_records_ends_without_waiting_for_an_empty_fetch(
+    kind: str, broker, tmp_path: Path
+) -> None:
+    """What a SIGKILL under exactly_once_v2 leaves: the store checkpointed after the last
+    commit, the changelog ending with an aborted transaction. Nothing is applied and the
+    restore ends once that tail is fetched. The broker holds an empty fetch for
+    ``fetch.max.wait.ms`` (20 s here), so a restore that waited for it (librdkafka's
+    partition-EOF) would outlast the 10 s allowed."""
+    topic = "rc-txn-tail"
+    create_topic(broker.bootstrap, topic, 1)
+    _transactions(broker.bootstrap, topic)
+    tp = TopicPartition(topic, 0)
+    state = task_state(tmp_path, "0_0", tp)
+    # a=1 b=1 marker | a=X c=X marker | a=2 marker: the store holds offsets 0..7
+    state.restore_batch(tp, [(b"a", b"2"), (b"b", b"1")], 8)
+
+    async def go() -> int:
+        async with started(
+            kind,
+            broker.bootstrap,
+            read_committed=True,
+            **{"restore.consumer.fetch.max.wait.ms": "20000"},
+        ) as (consumer, offsets):
+            restorer = ChangelogRestorer(consumer, "t", offsets=offsets)
+            assert not await restorer.add(state)
+            await restore_all(restorer, timeout_s=10)
+            return restorer.stats.records
+
+    assert asyncio.run(go()) == 0
+    assert contents(state) == {b"a": b"2", b"b": b"1"}
     assert state.position(tp) == 10
     state.close()
 
