@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ("LibrdkafkaConsumerClient",)
+__all__ = ("LOOKUP_TIMEOUT_S", "LibrdkafkaConsumerClient")
+
+# A topic's lookup holds its partitions back at most this long: librdkafka's own scan would
+# have found the topic within a second anyway
+LOOKUP_TIMEOUT_S = 1.0
 
 
 class LibrdkafkaConsumerClient:
@@ -37,6 +42,19 @@ class LibrdkafkaConsumerClient:
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             await asyncio.to_thread(consumer.close)
+
+    def _describe(self, topics: Iterable[str]) -> None:
+        """Look ``topics`` up (blocking: call it off the loop); librdkafka keeps the answer.
+
+        Why: librdkafka starts a partition of a topic it holds no metadata for only after its
+        once-a-second scan has asked for that topic (measured: a fresh consumer's first record
+        0.71 s after the assignment, median of 10; 0.011 s with the topic looked up first)."""
+        consumer = self._consumer
+        for topic in sorted(topics):
+            try:
+                consumer.list_topics(topic, timeout=LOOKUP_TIMEOUT_S)
+            except Exception as exc:  # slow, unknown or closed: librdkafka's scan finds it
+                self.log.debug("%s: looking up %s: %s", self.role, topic, exc)
 
     def _raise_if_fatal(self) -> None:
         if self._fatal is not None:

@@ -11,7 +11,8 @@ fetch and write overlap. Used whenever the main consumer is librdkafka's
 No group: librdkafka insists on a ``group.id`` (the application id, as the main consumer's) but
 the consumer is never subscribed and commits nothing. Partitions are started with
 ``incremental_assign`` at the offsets the stores hold (``OFFSET_BEGINNING`` for a store with
-none); one that stays where the caller wants it keeps running with what librdkafka prefetched.
+none), a topic's first ones after the topic is looked up (see ``_describe``); one that stays
+where the caller wants it keeps running with what librdkafka prefetched.
 ``consume(n, 0)`` never blocks the event loop; an empty poll sleeps in short slices. What one
 poll takes (up to ``max.poll.records``, 50,000 by default) is one WriteBatch per partition.
 
@@ -84,6 +85,7 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         # librdkafka's position of a partition when it was stopped: it keeps that until its
         # own thread has taken the stop, so after a restart that value is not trusted
         self._stale: dict[TopicPartition, int] = {}
+        self._known_topics: set[str] = set()  # looked up before their first partition started
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -133,6 +135,10 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         unknown = [tp for tp, at in start.items() if at is None]
         if unknown:
             start.update(await asyncio.to_thread(self._log_starts, unknown))
+        new_topics = {tp.topic for tp in start} - self._known_topics
+        if new_topics:
+            await asyncio.to_thread(self._describe, new_topics)
+            self._known_topics |= new_topics
         for tp, at in start.items():
             if at is not None and at >= 0:
                 self._positions[tp] = at
@@ -181,10 +187,9 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         if fetched is None or fetched == self._stale.get(tp):
             return own
         self._stale.pop(tp, None)
-        if own is None or fetched > own:
-            self._positions[tp] = fetched
-            return fetched
-        return own
+        # not recorded as the position: assign_at compares that with the store's offset, which
+        # only records move, and would restart a partition that passed markers for nothing
+        return fetched if own is None or fetched > own else own
 
     def _fetched_to(self, tp: TopicPartition) -> int | None:
         """librdkafka's position: after the last message handed out and the markers and
