@@ -72,7 +72,10 @@ class ThreadClients:
         hand-off the successor may already have fenced our member: with ``fenced_ok`` (the
         thread was asked to stop) that is not an error."""
         try:
-            await self.consumer.stop()
+            if isinstance(self.consumer, AIOKafkaConsumer):
+                await kafka_adapter.stop_consumer(self.consumer, f"{thread_name} consumer")
+            else:
+                await self.consumer.stop()
         except Exception as exc:
             if not (fenced_ok and kafka_adapter.is_fenced(exc)):
                 raise
@@ -80,7 +83,7 @@ class ThreadClients:
                 "consumer fenced by the successor while closing", extra=fields(thread=thread_name)
             )
         await self.restore_consumer.stop()
-        await self.offsets_consumer.stop()
+        await kafka_adapter.stop_consumer(self.offsets_consumer, f"{thread_name} offsets consumer")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,16 +16,15 @@ offset after the batch. Nothing is deserialized.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
-import logging
 from collections.abc import Iterator, Mapping, Set
 from typing import Any, NamedTuple, Protocol
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.kafka_adapter import assign_at
 from streamrt.state import TopicPartition
 
@@ -36,15 +35,6 @@ __all__ = (
     "RestoreConsumer",
     "gc_paused",
 )
-
-logger = logging.getLogger(__name__)
-
-# aiokafka 0.14's fetch routine swallows a cancel that lands while it waits for the fetches it
-# dropped after an assignment change (``contextlib.suppress(CancelledError)`` around them), so
-# a stop right after a restore re-assigned the consumer waited on it for ever (seen: a restore
-# of an aborted tail, then the thread's stop). A stop still running after this long is
-# cancelled once more: that cancel reaches the routine, which then ends, and the stop goes on.
-_STUCK_STOP_S = 5.0
 
 #: One changelog record as a store applies it: (key, value or None, record timestamp).
 Row = tuple[bytes, bytes | None, int]
@@ -129,20 +119,7 @@ class AiokafkaRestoreConsumer:
         await self.consumer.start()
 
     async def stop(self) -> None:
-        """Close the consumer; see ``_STUCK_STOP_S`` for why a stuck close is cancelled."""
-        stopping = asyncio.ensure_future(self.consumer.stop())
-        done, _ = await asyncio.wait({stopping}, timeout=_STUCK_STOP_S)
-        if done:
-            stopping.result()
-            return
-        logger.warning(
-            "restore consumer close stuck after %.0f s (aiokafka's fetch routine kept waiting):"
-            " cancelling it again",
-            _STUCK_STOP_S,
-        )
-        stopping.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await stopping
+        await kafka_adapter.stop_consumer(self.consumer, "restore consumer")
 
     async def end_offsets(self, partitions: list[KafkaTP]) -> dict[KafkaTP, int]:
         ends: dict[KafkaTP, int] = await self.consumer.end_offsets(partitions)

@@ -52,6 +52,7 @@ from streamrt.runtime.engine.kafka_adapter.pins import (
     PINNED_INTERNALS,
     check_pinned_internals,
 )
+from streamrt.runtime.engine.kafka_adapter.shutdown import STUCK_STOP_S, stop_consumer
 from streamrt.runtime.engine.kafka_adapter.transactions import (
     GroupMetadata,
     group_metadata,
@@ -62,6 +63,7 @@ from streamrt.runtime.engine.kafka_adapter.transactions import (
 __all__ = (
     "AIOKAFKA_VERSION",
     "PINNED_INTERNALS",
+    "STUCK_STOP_S",
     "FencedInstanceIdError",
     "GroupMetadata",
     "assign_at",
@@ -77,4 +79,5 @@ __all__ = (
     "member_id",
     "request_rejoin",
     "retire_static_member",
+    "stop_consumer",
 )
