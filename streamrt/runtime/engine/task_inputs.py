@@ -4,22 +4,33 @@ Each poll's records go to their task's group; a task then processes records in h
 order for as long as ``max.task.idle.ms`` lets it (see :mod:`.partition_group`). Whether an
 empty partition has more data on the broker comes from a :data:`LagReader` (the consumer's
 last fetch: high watermark, or last stable offset under read_committed, minus its position).
+
+An open task takes each partition's records in offset order, each once: its state holds (or
+has staged) the effects of every record it took, so a record at or below one it took would be
+counted twice. The consumer only goes back for a task that was closed and opened again (a lost
+transaction rewinds to the committed offsets), which starts the task's count afresh. Records
+that come again anyway are dropped with a warning naming the task, the partition and the
+offsets: a consumer that went back without a reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka.errors import IllegalStateError
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.logs import fields
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
 from streamrt.runtime.engine.task import StreamTask
 
 __all__ = ("ConsumerLags", "LagReader", "TaskInputs", "caught_up")
+
+logger = logging.getLogger(__name__)
 
 #: ``lag(partition)``: records on the broker past the consumer's position (None: not known).
 LagReader = Callable[[KafkaTP], Awaitable[int | None]]
@@ -66,12 +77,17 @@ class TaskInputs:
         self.max_task_idle_ms = max_task_idle_ms
         self.lags = lags
         self._groups: dict[str, tuple[StreamTask, PartitionGroup[KafkaTP]]] = {}
+        # (task id, partition) -> the offset after the last record the open task took
+        self._taken: dict[tuple[str, KafkaTP], int] = {}
+        self.records_taken_again = 0  # dropped: see the module docstring
 
     def open(self, task: StreamTask) -> None:
         """The task takes records from now on (its stores are restored)."""
         extractors = {KafkaTP(*tp): task.head_extractor(tp.topic) for tp in task.inputs}
         group = PartitionGroup(extractors, self.max_task_idle_ms)
-        self._groups[str(task.task_id)] = (task, group)
+        task_id = str(task.task_id)
+        self._groups[task_id] = (task, group)
+        self._forget(task_id)
 
     def close(self, task_id: str) -> None:
         """Drop the task's buffered records: not processed, so not committed; whoever owns the
@@ -79,14 +95,43 @@ class TaskInputs:
         entry = self._groups.pop(task_id, None)
         if entry is not None:
             entry[1].clear()
+        self._forget(task_id)
+
+    def _forget(self, task_id: str) -> None:
+        for key in [key for key in self._taken if key[0] == task_id]:
+            del self._taken[key]
 
     def add(self, task: StreamTask, partition: KafkaTP, records: list[Any]) -> bool:
         """Buffer polled records; False if the task takes no records (not open here)."""
-        entry = self._groups.get(str(task.task_id))
+        task_id = str(task.task_id)
+        entry = self._groups.get(task_id)
         if entry is None or entry[0] is not task:
             return False
-        entry[1].add(partition, records)
+        key = (task_id, partition)
+        taken = self._taken.get(key)
+        if taken is not None and records and records[0].offset < taken:
+            records = self._drop_taken(task_id, partition, records, taken)
+        if records:
+            self._taken[key] = records[-1].offset + 1
+            entry[1].add(partition, records)
         return True
+
+    def _drop_taken(
+        self, task_id: str, partition: KafkaTP, records: list[Any], taken: int
+    ) -> list[Any]:
+        fresh = [r for r in records if r.offset >= taken]
+        self.records_taken_again += len(records) - len(fresh)
+        logger.warning(
+            "input went back: records the task already took are dropped",
+            extra=fields(
+                task=task_id,
+                partition=f"{partition.topic}-{partition.partition}",
+                taken_up_to=taken,
+                first_offset=records[0].offset,
+                dropped=len(records) - len(fresh),
+            ),
+        )
+        return fresh
 
     def buffered(self, task_id: str) -> int:
         entry = self._groups.get(task_id)

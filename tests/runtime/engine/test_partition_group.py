@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.runtime import App
@@ -165,6 +166,35 @@ def test_task_inputs_wait_for_a_lagging_partition(tmp_path: Any) -> None:
     asyncio.run(inputs.update_lags())
     assert inputs.process(0) == 2  # the table's older record first: the join finds it
     assert collector.to("out") == [(b"a", b"L+R")]
+    task.close()
+
+
+def test_records_an_open_task_already_took_are_dropped_until_it_is_opened_again(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A consumer that hands a partition's records out again (it went back without the task
+    being closed) must not have them counted twice; a task closed and opened again (a lost
+    transaction's rewind) takes them again."""
+    from tests.runtime.test_task import ListCollector, make_task
+
+    collector = ListCollector()
+    task = make_task(join_app(), 0, 0, tmp_path, collector)
+    task.open()
+    inputs = TaskInputs(-1)
+    inputs.open(task)
+    left = KafkaTP("left", 0)
+    inputs.add(task, left, [Rec("left", o, 5, b"a", f"L{o}".encode()) for o in range(3)])
+    assert inputs.process(0) == 3
+    with caplog.at_level("WARNING"):
+        again = [Rec("left", o, 5, b"a", f"L{o}".encode()) for o in range(1, 5)]
+        assert inputs.add(task, left, again)
+    assert inputs.process(0) == 2  # offsets 3 and 4 only
+    assert inputs.records_taken_again == 2
+    assert "input went back" in caplog.text
+    inputs.close("0_0")
+    inputs.open(task)
+    inputs.add(task, left, [Rec("left", 0, 5, b"a", b"L0")])
+    assert inputs.process(0) == 1
     task.close()
 
 
