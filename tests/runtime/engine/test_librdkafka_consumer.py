@@ -196,6 +196,35 @@ def test_a_partition_paused_then_sought_and_resumed_before_a_fetch_runs(broker) 
     asyncio.run(go())
 
 
+def test_librdkafka_going_back_by_itself_hands_nothing_out_twice(broker, caplog) -> None:
+    """The one thing isolated: librdkafka moving a partition back without a seek of ours (seen
+    after quick restarts in a rebalance; here its own seek, behind the wrapper's back). What
+    was handed out is not handed out again, and the partition goes on from its position."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-back", 1)
+    produce(bootstrap, "rdc-back", [(b"k", f"v{i}".encode()) for i in range(5)])
+    tp = KafkaTP("rdc-back", 0)
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-back")
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            assert [r.offset for r in await _take(consumer, 5)] == list(range(5))
+            consumer._consumer.seek(confluent_kafka.TopicPartition("rdc-back", 0, 0))
+            with caplog.at_level("WARNING"):
+                assert await _take(consumer, 1, timeout_s=2.0) == []
+            assert "went back on rdc-back-0: at 5, got 0" in caplog.text
+            produce(bootstrap, "rdc-back", [(b"k", f"v{i}".encode()) for i in range(5, 8)])
+            assert [r.offset for r in await _take(consumer, 3)] == [5, 6, 7]
+            assert await consumer.position(tp) == 8
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_a_partition_assigned_while_paused_starts_at_its_offset_when_resumed(broker) -> None:
     """What an eager rebalance does to every task: revoke it, assign it again at the committed
     offset and keep it paused until the task is ready. The paused partition is started only
