@@ -225,6 +225,36 @@ def test_librdkafka_going_back_by_itself_hands_nothing_out_twice(broker, caplog)
     asyncio.run(go())
 
 
+def test_a_topic_looked_up_in_vain_still_starts_once_it_exists(broker) -> None:
+    """A partition of a topic this consumer has not read is held back while the topic is looked
+    up. A topic that does not exist yet is not found; its partition still starts (librdkafka's
+    own scan finds the topic later) and takes its records from the sought offset, with a
+    topic that was found going on meanwhile."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-there", 1)
+    produce(bootstrap, "rdc-there", [(b"k", b"t0")])
+    there, later = KafkaTP("rdc-there", 0), KafkaTP("rdc-later", 0)
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-lookup")
+        await consumer.start()
+        try:
+            consumer.assign([there, later])
+            consumer.seek(later, 1)
+            assert [(r.topic, r.value) for r in await _take(consumer, 1)] == [("rdc-there", b"t0")]
+            create_topic(bootstrap, "rdc-later", 1)
+            produce(bootstrap, "rdc-later", [(b"k", f"l{i}".encode()) for i in range(3)])
+            got = await _take(consumer, 2)
+            assert [(r.topic, r.offset, r.value) for r in got] == [
+                ("rdc-later", 1, b"l1"),
+                ("rdc-later", 2, b"l2"),
+            ]
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_a_partition_assigned_while_paused_starts_at_its_offset_when_resumed(broker) -> None:
     """What an eager rebalance does to every task: revoke it, assign it again at the committed
     offset and keep it paused until the task is ready. The paused partition is started only
