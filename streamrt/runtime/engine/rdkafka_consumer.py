@@ -16,12 +16,10 @@ Assignment changes are batched: ``assign`` and the seeks that follow it (the mem
 puts kept partitions back at their positions) take effect at the next fetch, as one
 ``incremental_assign`` with the sought offsets; partitions that stay are never restarted.
 
-A topic this consumer has not read before is looked up first (``list_topics``, off the loop,
-at most ``_LOOKUP_TIMEOUT_S``) and its partitions start once the answer is in. Why: librdkafka
-starts a partition of a topic it holds no metadata for only after its once-a-second scan asks
-for that topic (measured: a fresh consumer's first record 0.48 s after the assignment on
-average, 0.01 s with the lookup). The lookup decides nothing: what starts, where, is worked out
-again at each fetch from the assignment, seeks and pauses of that moment.
+A topic this consumer has not read before is looked up first (``_describe``, off the loop)
+and its partitions start once the answer is in. The lookup decides nothing: what starts, and
+where, is worked out again at each fetch from the assignment, seeks and pauses of that moment.
+
 Under ``isolation.level=read_committed`` (exactly_once_v2) librdkafka skips aborted records and
 transaction markers itself. ``last_stable_offset`` is the cached high watermark (librdkafka
 exposes no per-partition LSO outside its statistics).
@@ -61,9 +59,6 @@ _TIMESTAMP_NOT_AVAILABLE = 0
 # 2 %); the first record after an idle spell waits at most 16 ms longer.
 _IDLE_SLICE_S = 0.002
 _IDLE_SLICE_MAX_S = 0.016
-# A topic's lookup holds its partitions back at most this long: librdkafka's own scan would
-# have found it within a second anyway
-_LOOKUP_TIMEOUT_S = 1.0
 # confluent_kafka.KafkaError codes a fetch can end on: the thread cannot go on past them
 _FATAL_FETCH_ERRORS = frozenset(
     {
@@ -198,15 +193,6 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         lookup = loop.run_in_executor(None, self._describe, sorted(topics))
         for topic in topics:
             self._lookups[topic] = lookup
-
-    def _describe(self, topics: list[str]) -> None:
-        """librdkafka keeps what the answer says (leaders, partitions) for its fetches."""
-        consumer = self._consumer
-        for topic in topics:
-            try:
-                consumer.list_topics(topic, timeout=_LOOKUP_TIMEOUT_S)
-            except Exception as exc:  # slow, unknown or closed: librdkafka's scan finds it
-                logger.debug("librdkafka consumer: looking up %s: %s", topic, exc)
 
     def _looked_up(self) -> None:
         """Topics whose lookup has finished are known from now on."""
