@@ -204,6 +204,17 @@ def _transactions(bootstrap: str, topic: str) -> None:
     asyncio.run(go())
 
 
+async def _restore_committed(
+    kind: str, bootstrap: str, state: StateManager, **settings: str
+) -> int:
+    """Restore ``state`` under read_committed within 10 s; the records applied."""
+    async with started(kind, bootstrap, True, **settings) as (consumer, offsets):
+        restorer = ChangelogRestorer(consumer, "t", offsets=offsets)
+        assert not await restorer.add(state)
+        await restore_all(restorer, timeout_s=10)
+        return restorer.stats.records
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_read_committed_restores_committed_records_and_ends_past_the_markers(
     kind: str, broker, tmp_path: Path
@@ -214,14 +225,7 @@ def test_read_committed_restores_committed_records_and_ends_past_the_markers(
     tp = TopicPartition(topic, 0)
     state = task_state(tmp_path, "0_0", tp)
 
-    async def go() -> int:
-        async with started(kind, broker.bootstrap, read_committed=True) as (consumer, offsets):
-            restorer = ChangelogRestorer(consumer, "t", offsets=offsets)
-            assert not await restorer.add(state)
-            await restore_all(restorer, timeout_s=10)
-            return restorer.stats.records
-
-    assert asyncio.run(go()) == 3
+    assert asyncio.run(_restore_committed(kind, broker.bootstrap, state)) == 3
     assert contents(state) == {b"a": b"2", b"b": b"1"}
     # 3 committed + 3 aborted records + 4 markers: the store is complete at the log's end
     assert state.position(tp) == 10
@@ -245,19 +249,8 @@ def test_a_tail_of_aborted_records_ends_without_waiting_for_an_empty_fetch(
     # a=1 b=1 marker | a=X c=X marker | a=2 marker: the store holds offsets 0..7
     state.restore_batch(tp, [(b"a", b"2"), (b"b", b"1")], 8)
 
-    async def go() -> int:
-        async with started(
-            kind,
-            broker.bootstrap,
-            read_committed=True,
-            **{"restore.consumer.fetch.max.wait.ms": "20000"},
-        ) as (consumer, offsets):
-            restorer = ChangelogRestorer(consumer, "t", offsets=offsets)
-            assert not await restorer.add(state)
-            await restore_all(restorer, timeout_s=10)
-            return restorer.stats.records
-
-    assert asyncio.run(go()) == 0
+    wait = {"restore.consumer.fetch.max.wait.ms": "20000"}
+    assert asyncio.run(_restore_committed(kind, broker.bootstrap, state, **wait)) == 0
     assert contents(state) == {b"a": b"2", b"b": b"1"}
     assert state.position(tp) == 10
     state.close()
