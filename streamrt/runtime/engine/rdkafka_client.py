@@ -31,6 +31,7 @@ class LibrdkafkaConsumerClient:
         self._config = config
         self._consumer: Any = None
         self._fatal: str | None = None
+        self._known_topics: set[str] = set()  # looked up (or the lookup gave up): see _describe
 
     async def start(self) -> None:
         from confluent_kafka import Consumer

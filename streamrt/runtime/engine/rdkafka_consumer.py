@@ -153,7 +153,6 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         self._positions: dict[KafkaTP, int] = {}
         self._fetched: set[KafkaTP] = set()  # records handed out since the last (re)start
         self._idle_slice = _IDLE_SLICE_S
-        self._known_topics: set[str] = set()  # looked up (or the lookup gave up)
         self._lookups: dict[str, asyncio.Future[None]] = {}  # topic -> its lookup under way
 
     # -- assignment ----------------------------------------------------------------------------

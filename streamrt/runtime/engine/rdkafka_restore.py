@@ -85,7 +85,6 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         # librdkafka's position of a partition when it was stopped: it keeps that until its
         # own thread has taken the stop, so after a restart that value is not trusted
         self._stale: dict[TopicPartition, int] = {}
-        self._known_topics: set[str] = set()  # looked up before their first partition started
 
     @property
     def config(self) -> Mapping[str, Any]:

@@ -77,8 +77,8 @@ class TaskInputs:
         self.max_task_idle_ms = max_task_idle_ms
         self.lags = lags
         self._groups: dict[str, tuple[StreamTask, PartitionGroup[KafkaTP]]] = {}
-        # (task id, partition) -> the offset after the last record the open task took
-        self._taken: dict[tuple[str, KafkaTP], int] = {}
+        # task id -> partition -> the offset after the last record the open task took
+        self._taken: dict[str, dict[KafkaTP, int]] = {}
         self.records_taken_again = 0  # dropped: see the module docstring
 
     def open(self, task: StreamTask) -> None:
@@ -87,7 +87,7 @@ class TaskInputs:
         group = PartitionGroup(extractors, self.max_task_idle_ms)
         task_id = str(task.task_id)
         self._groups[task_id] = (task, group)
-        self._forget(task_id)
+        self._taken[task_id] = {}
 
     def close(self, task_id: str) -> None:
         """Drop the task's buffered records: not processed, so not committed; whoever owns the
@@ -95,11 +95,7 @@ class TaskInputs:
         entry = self._groups.pop(task_id, None)
         if entry is not None:
             entry[1].clear()
-        self._forget(task_id)
-
-    def _forget(self, task_id: str) -> None:
-        for key in [key for key in self._taken if key[0] == task_id]:
-            del self._taken[key]
+        self._taken.pop(task_id, None)
 
     def add(self, task: StreamTask, partition: KafkaTP, records: list[Any]) -> bool:
         """Buffer polled records; False if the task takes no records (not open here)."""
@@ -107,12 +103,12 @@ class TaskInputs:
         entry = self._groups.get(task_id)
         if entry is None or entry[0] is not task:
             return False
-        key = (task_id, partition)
-        taken = self._taken.get(key)
+        taken_of = self._taken[task_id]
+        taken = taken_of.get(partition)
         if taken is not None and records and records[0].offset < taken:
             records = self._drop_taken(task_id, partition, records, taken)
         if records:
-            self._taken[key] = records[-1].offset + 1
+            taken_of[partition] = records[-1].offset + 1
             entry[1].add(partition, records)
         return True
 
