@@ -28,9 +28,9 @@ __all__ = ("EventFollower",)
 
 logger = logging.getLogger(__name__)
 
-# what one kept event costs beyond its JSON length: the dict and its small objects, measured
-# with tracemalloc at ~1.1 KiB for a commit or assignment event of ~300 bytes of JSON
-EVENT_OVERHEAD_BYTES = 1024
+# what one kept event costs beyond its JSON length: the dict and its small objects (measured
+# with tracemalloc: an 8-partition assignment event of 292 bytes of JSON kept as ~1.9 KB)
+EVENT_OVERHEAD_BYTES = 1536
 FETCH_MAX_BYTES = 1024 * 1024  # one fetch's records in memory at once
 
 

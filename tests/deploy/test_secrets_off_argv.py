@@ -60,8 +60,10 @@ def test_secrets_go_in_the_environment_and_unknown_variables_are_warned(
     pid = instance.start()
     base = f"http://127.0.0.1:{port}"
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        assert b"--instance-id" in cmdline  # it is the child's command line
+        proc = Path(f"/proc/{pid}/cmdline")
+        # right after the exec the kernel may still show an empty command line
+        wait_until(lambda: b"--instance-id" in proc.read_bytes(), 30, "the child's command line")
+        cmdline = proc.read_bytes()
         assert TOKEN.encode() not in cmdline and SECRET.encode() not in cmdline
 
         def answers() -> bool:
