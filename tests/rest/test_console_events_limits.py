@@ -107,3 +107,31 @@ def test_timeline_skips_oversized_malformed_and_forged_events_within_a_byte_budg
     finally:
         app.stop()
         close_publishers()
+
+
+def test_without_a_key_the_timeline_says_it_cannot_tell_who_wrote_an_event(
+    broker_factory: Callable[..., object], tmp_path: Path
+) -> None:
+    bootstrap = broker_factory().bootstrap  # type: ignore[attr-defined]
+    create_topic(bootstrap, "events", 1)
+    create_topic(bootstrap, "event-counts-out", 1)
+    app = start_instance(bootstrap, tmp_path, "web-1", threads=1, token=None, events=True)
+    try:
+        wait_until(lambda: running(app, partitions=1), 60, "instance running")
+        forged = _event("fatal_error", {"error": "forged: all is lost"})
+        produce(bootstrap, "counting-events", [(b"intruder", _value(forged))])
+
+        def entries() -> list[dict[str, Any]]:
+            response = httpx.get(url(app) + "/v1/timeline", timeout=30)
+            assert response.status_code == 200, response.text
+            assert response.json()["verification"] == "none"
+            found: list[dict[str, Any]] = response.json()["entries"]
+            return found
+
+        wait_until(
+            lambda: any(e["type"] == "fatal_error" for e in entries()), 60, "the forged entry"
+        )
+        assert all(e["trusted"] is False for e in entries())
+    finally:
+        app.stop()
+        close_publishers()
