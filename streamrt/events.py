@@ -12,6 +12,8 @@ a daemon thread with its own event loop owns the producer.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -27,6 +29,7 @@ __all__ = (
     "EVENTS_SCHEMA_VERSION",
     "EventPublisher",
     "ensure_topic",
+    "event_mac",
     "events_topic",
     "install_event_publisher",
     "security_kwargs",
@@ -36,6 +39,16 @@ logger = logging.getLogger("streamrt.events")
 
 EVENTS_SCHEMA_VERSION = 1
 _STOP = object()
+_MAC_DOMAIN = "streamrt-events/v1"
+
+
+def event_mac(key: str, record: dict[str, Any]) -> str:
+    """HMAC-SHA256 of an event (without its ``mac``) keyed by the app's secret, so a reader
+    holding the key knows a member of the app wrote it (``docs/operations.md``, "What the
+    REST endpoint trusts"). Over the canonical JSON (sorted keys, compact), which a reader
+    rebuilds from the parsed value; the ``application_id`` inside ties it to one app."""
+    body = json.dumps([_MAC_DOMAIN, record], sort_keys=True, separators=(",", ":"))
+    return hmac.new(key.encode(), body.encode(), hashlib.sha256).hexdigest()
 
 
 def events_topic(application_id: str) -> str:
@@ -67,12 +80,14 @@ class EventPublisher:
     """``app.on_event(EventPublisher(app))``: logs each event and produces it to the topic.
 
     The producer starts lazily on the first event, when ``app.config`` is resolved. ``close``
-    flushes what is queued; call it after ``app.stop()``.
+    flushes what is queued; call it after ``app.stop()``. With ``mac_key`` (the app's
+    ``rest.directory.secret``, else its ``rest.auth.token``) each event carries its ``mac``.
     """
 
-    def __init__(self, app: Any, *, to_topic: bool = True) -> None:
+    def __init__(self, app: Any, *, to_topic: bool = True, mac_key: str | None = None) -> None:
         self.app = app
         self.to_topic = to_topic
+        self.mac_key = mac_key
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -129,6 +144,8 @@ class EventPublisher:
                 if item is _STOP:
                     break
                 key = str(item["instance_id"]).encode()
+                if self.mac_key is not None:
+                    item = {**item, "mac": event_mac(self.mac_key, item)}
                 await producer.send(topic, json.dumps(item).encode(), key=key)
                 self.published += 1
         finally:
@@ -166,8 +183,10 @@ async def ensure_topic(bootstrap: str, topic: str, client: ClientConfig | None =
         await admin.close()
 
 
-def install_event_publisher(app: Any, *, to_topic: bool = True) -> EventPublisher:
+def install_event_publisher(
+    app: Any, *, to_topic: bool = True, mac_key: str | None = None
+) -> EventPublisher:
     """Register a publisher on ``app``; returns it so the caller can ``close()`` it."""
-    publisher = EventPublisher(app, to_topic=to_topic)
+    publisher = EventPublisher(app, to_topic=to_topic, mac_key=mac_key)
     app.on_event(publisher)
     return publisher

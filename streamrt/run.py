@@ -27,7 +27,9 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
-from streamrt.runtime.config import StreamsConfig, load_config_file, read_env
+from streamrt.rest.settings import ENV_KEYS, RestSettings
+from streamrt.runtime.config import StreamsConfig, load_config_file
+from streamrt.runtime.env_config import read_env
 from streamrt.runtime.instance.app import App, AppError
 from streamrt.runtime.instance.handoff import (
     HandoffBusyError,
@@ -111,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     settings: dict[str, Any] = {}
     if args.config_file:
         settings.update(load_config_file(args.config_file))
-    settings.update(read_env())
+    settings.update(read_env(also=ENV_KEYS))
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep:
@@ -131,7 +133,9 @@ def _run(args: argparse.Namespace) -> int:
     config = app.resolve_config()
     from streamrt.events import install_event_publisher
 
-    publisher = install_event_publisher(app, to_topic=not args.no_events_topic)
+    # signed with the key the console checks them with (the host directory's)
+    mac_key = RestSettings.from_mapping(app.settings).host_directory_key
+    publisher = install_event_publisher(app, to_topic=not args.no_events_topic, mac_key=mac_key)
     successor_lock: SuccessorLock | None = None
     try:
         if args.handoff:

@@ -14,7 +14,11 @@ then passes what it would have put on the ``streamrt run`` command line in the e
 Kafka client properties (TLS, SASL: ``--command-config``) never go on a command line, where
 ``ps`` shows them to every user: :func:`write_client_properties` writes them to a 0600 file
 in the run's directory, passed as ``streamrt run --config-file`` (``CONTENDER_CLIENT_CONFIG``
-holds its path for another runtime).
+holds its path for another runtime). Nor do secret settings (``rest.auth.token``,
+``rest.directory.secret``, ``*.password``, ``sasl.jaas.config``: whatever
+:func:`streamrt.client_config.is_sensitive` names): a ``streamrt run`` child gets them as
+``STREAMRT_*`` variables (``/proc/<pid>/environ`` is readable by its owner only), everything
+else as ``--config`` flags.
 """
 
 from __future__ import annotations
@@ -28,9 +32,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streamrt.client_config import ClientConfig
+from streamrt.client_config import ClientConfig, is_sensitive
+from streamrt.runtime.env_config import ENV_PREFIX
 
-__all__ = ("InstanceSpec", "LocalInstance", "write_client_properties")
+__all__ = ("InstanceSpec", "LocalInstance", "secret_environment", "write_client_properties")
+
+
+def secret_environment(settings: dict[str, str]) -> dict[str, str]:
+    """The secret settings as the ``STREAMRT_*`` variables ``streamrt run`` reads them from
+    (``rest.auth.token`` → ``STREAMRT_REST_AUTH_TOKEN``)."""
+    env: dict[str, str] = {}
+    for key, value in settings.items():
+        if not is_sensitive(key):
+            continue
+        if key != key.lower() or "_" in key:  # its variable would name another key
+            raise ValueError(f"secret setting {key!r} cannot be passed in the environment")
+        env[ENV_PREFIX + key.upper().replace(".", "_")] = value
+    return env
 
 
 def write_client_properties(path: Path, client: ClientConfig) -> Path:
@@ -76,15 +94,17 @@ class InstanceSpec:
         if self.application_server is not None:
             cmd += ["--application-server", self.application_server]
         for key, value in sorted(self.settings.items()):
-            cmd += ["--config", f"{key}={value}"]
+            if not is_sensitive(key):  # secrets go in the environment (``ps`` shows argv)
+                cmd += ["--config", f"{key}={value}"]
         if handoff:
             cmd.append("--handoff")
         return cmd
 
     def environment(self) -> dict[str, str]:
-        """Variables for an ``argv`` command (``streamrt run`` takes flags instead) + ``env``."""
+        """Variables for an ``argv`` command (``streamrt run`` takes flags, and its secret
+        settings as variables) + ``env``."""
         if not self.argv:
-            return dict(self.env)
+            return {**secret_environment(self.settings), **self.env}
         env = {
             "CONTENDER_BOOTSTRAP": self.bootstrap,
             "CONTENDER_STATE_DIR": str(self.state_dir),

@@ -49,10 +49,19 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from streamrt.rest.console_proxy import create_console_app
+    from streamrt.rest.settings import DEFAULT_HEADER_TIMEOUT_MS
+    from streamrt.rest.slow_clients import with_header_timeout
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     app = create_console_app(args.url, token)
     mode = "remove/reload with the token" if token else "read-only"
     print(f"console: http://{args.bind}:{args.port}/console ({mode}; via {', '.join(args.url)})")
-    uvicorn.run(app, host=args.bind, port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(
+        app,
+        host=args.bind,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        http=with_header_timeout(DEFAULT_HEADER_TIMEOUT_MS / 1000),  # slow clients cut off
+    )
     return 0

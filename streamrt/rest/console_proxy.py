@@ -22,7 +22,8 @@ from fastapi.responses import JSONResponse, Response
 from streamrt.rest.errors import ApiError, on_api_error
 from streamrt.rest.limits import RequestGuard
 from streamrt.rest.routes_console import FAN_OUT_TIMEOUT_S, mount_console_page
-from streamrt.rest.settings import RestSettings
+from streamrt.rest.settings import DEFAULT_HEADER_TIMEOUT_MS, RestSettings
+from streamrt.rest.slow_clients import with_header_timeout
 
 __all__ = ("ConsoleProxy", "ConsoleThread", "create_console_app")
 
@@ -123,6 +124,7 @@ class ConsoleThread:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            http=with_header_timeout(DEFAULT_HEADER_TIMEOUT_MS / 1000),
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="console")

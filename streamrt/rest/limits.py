@@ -6,11 +6,16 @@ middleware runs first: a mutating call (a (method, path) the API protects) is an
 401/403 from its headers alone, before a byte of the body is read (uvicorn does not even send
 ``100 Continue``); any body over ``rest.max.request.bytes`` is answered 413, from
 ``Content-Length`` when the client sent one, else as soon as the bytes read pass the cap. A body
-within the cap is read here and handed to the app as it arrived.
+within the cap is read here and handed to the app as it arrived. A body not complete within
+``rest.body.timeout.ms`` of its first read is answered 408 and the connection closed: a client
+sending a byte now and then would otherwise hold its connection forever (the headers' own
+limit is in :mod:`streamrt.rest.slow_clients`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Collection
 
 from starlette.datastructures import Headers
@@ -43,7 +48,10 @@ class RequestGuard:
             if error is None:
                 await self.app(scope, _replay(messages, receive), send)
                 return
-        await error_response(error)(scope, receive, send)
+        response = error_response(error)
+        if error.status == 408:  # the rest of the body may still come: do not read it
+            response.headers["connection"] = "close"
+        await response(scope, receive, send)
 
     def _refusal(self, scope: Scope, headers: Headers) -> ApiError | None:
         """Refuse from the headers alone: no token for a protected call, a declared size."""
@@ -64,8 +72,15 @@ class RequestGuard:
         """The body's messages, read up to the cap (a disconnect ends it early)."""
         messages: list[Message] = []
         size = 0
+        timeout_s = self.settings.body_timeout_ms / 1000
+        deadline = time.monotonic() + timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return messages, ApiError(
+                    408, "BODY_TIMEOUT", f"the request body did not arrive within {timeout_s:g} s"
+                )
             messages.append(message)
             if message["type"] != "http.request":
                 return messages, None

@@ -19,6 +19,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from streamrt.rest.cluster_view import assemble, fetch_views
+from streamrt.rest.event_check import MALFORMED, OVERSIZED, UNTRUSTED
 from streamrt.rest.event_follower import EventFollower
 from streamrt.rest.local_view import local_view
 from streamrt.rest.settings import RestSettings
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ("STATIC_DIR", "ConsoleRoutes", "mount_console_page")
 
 STATIC_DIR = Path(str(files("streamrt.rest") / "static"))
+SKIP_KINDS = (MALFORMED, OVERSIZED, UNTRUSTED)
 FAN_OUT_TIMEOUT_S = 2.0  # per instance; a down instance costs the page at most this
 # The page loads and calls only its own origin, and no other site may frame it (its buttons
 # must not be clicked through someone else's page).
@@ -91,14 +93,25 @@ class ConsoleRoutes:
 
     async def timeline(self, limit: int = 30) -> dict[str, Any]:
         """The newest rebalances, restarts and member removals from ``<application.id>-events``
-        (who joined and left, the generation, what moved, the longest processing gap)."""
+        (who joined and left, the generation, what moved, the longest processing gap), and
+        what was skipped and why. ``trusted``: every event an entry came from carried a valid
+        MAC (only with a signing key; without one the console cannot tell who wrote them)."""
         follower = self._events()
         events = follower.events()
+        signed = follower.mac_key is not None
+        entries = summarize(events, max(1, min(limit, 200)))
+        for entry in entries:
+            entry["trusted"] = signed
         return {
             "topic": follower.topic,
             "events_read": follower.read,
             "error": follower.error,
-            "entries": summarize(events, max(1, min(limit, 200))),
+            "verification": "hmac-sha256" if signed else "none",
+            "skipped": {kind: follower.skipped[kind] for kind in SKIP_KINDS},
+            "last_skipped": list(follower.last_skipped),
+            "kept_bytes": follower.kept_bytes,
+            "max_bytes": self.settings.timeline_max_bytes,
+            "entries": entries,
         }
 
     def console_settings(self) -> dict[str, Any]:
@@ -115,7 +128,12 @@ class ConsoleRoutes:
             config = self.app.config
             assert config is not None
             self._follower = EventFollower(
-                config.bootstrap_servers, config.application_id, config.client_config()
+                config.bootstrap_servers,
+                config.application_id,
+                config.client_config(),
+                max_bytes=self.settings.timeline_max_bytes,
+                event_max_bytes=self.settings.event_max_bytes,
+                mac_key=self.settings.host_directory_key,
             )
         return self._follower
 

@@ -19,6 +19,7 @@ from streamrt.logs import fields
 from streamrt.rest.api import create_api
 from streamrt.rest.host_directory import HostDirectory
 from streamrt.rest.settings import RestSettings
+from streamrt.rest.slow_clients import with_header_timeout
 from streamrt.rest.task_history import TaskHistory
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class RestServer:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            http=with_header_timeout(settings.header_timeout_ms / 1000),
         )
         self._server = uvicorn.Server(config)
         self.directory = HostDirectory(

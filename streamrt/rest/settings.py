@@ -6,7 +6,11 @@ interface to listen on (default 127.0.0.1: advertise ``application.server`` but 
 beyond the host unless asked). ``rest.max.request.bytes`` caps a request body (413 above it;
 default 1 MiB, as the largest legal body, 100 member ids, is about 25 KiB).
 ``rest.directory.secret`` signs and checks the host directory's records (default: the token;
-see :mod:`streamrt.rest.host_records`).
+see :mod:`streamrt.rest.host_records`) and, when set, the console's lifecycle events
+(:mod:`streamrt.rest.event_trust`). ``rest.header.timeout.ms`` / ``rest.body.timeout.ms``
+bound how long a client may take to send a request's headers / each part of its body (a
+slow client otherwise holds a connection forever). ``rest.console.timeline.max.bytes`` caps
+the memory the console's event follower keeps, ``rest.console.event.max.bytes`` one event.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from streamrt.errors import ConfigError
 
-__all__ = ("REST_PREFIX", "TOKEN_ENV", "RestSettings")
+__all__ = ("ENV_KEYS", "REST_PREFIX", "TOKEN_ENV", "RestSettings")
 
 REST_PREFIX = "rest."
 TOKEN_ENV = "STREAMRT_REST_TOKEN"
@@ -28,11 +32,21 @@ _KNOWN = (
     "rest.forward.timeout.ms",
     "rest.max.request.bytes",
     "rest.directory.secret",
+    "rest.header.timeout.ms",
+    "rest.body.timeout.ms",
+    "rest.console.timeline.max.bytes",
+    "rest.console.event.max.bytes",
 )
 # What ``streamrt run`` makes of STREAMRT_REST_TOKEN / STREAMRT_REST_URL (the CLI's default
 # --url): the first is the token under another name, the second is not for the instance.
 _ENV_SPELLINGS = ("rest.token", "rest.url")
+#: The ``rest.*`` keys ``streamrt run`` reads from ``STREAMRT_*`` variables.
+ENV_KEYS = frozenset({*_KNOWN, "rest.token"})
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+DEFAULT_HEADER_TIMEOUT_MS = 10_000
+DEFAULT_BODY_TIMEOUT_MS = 30_000
+DEFAULT_TIMELINE_MAX_BYTES = 4 * 1024 * 1024
+DEFAULT_EVENT_MAX_BYTES = 64 * 1024
 
 
 def _positive_int(rest: Mapping[str, Any], key: str, default: int) -> int:
@@ -52,6 +66,10 @@ class RestSettings:
     forward_timeout_ms: int = 10_000
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     directory_secret: str | None = None
+    header_timeout_ms: int = DEFAULT_HEADER_TIMEOUT_MS
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS
+    timeline_max_bytes: int = DEFAULT_TIMELINE_MAX_BYTES
+    event_max_bytes: int = DEFAULT_EVENT_MAX_BYTES
 
     @property
     def host_directory_key(self) -> str | None:
@@ -78,4 +96,14 @@ class RestSettings:
                 rest, "rest.max.request.bytes", DEFAULT_MAX_REQUEST_BYTES
             ),
             directory_secret=str(secret) if secret else None,
+            header_timeout_ms=_positive_int(
+                rest, "rest.header.timeout.ms", DEFAULT_HEADER_TIMEOUT_MS
+            ),
+            body_timeout_ms=_positive_int(rest, "rest.body.timeout.ms", DEFAULT_BODY_TIMEOUT_MS),
+            timeline_max_bytes=_positive_int(
+                rest, "rest.console.timeline.max.bytes", DEFAULT_TIMELINE_MAX_BYTES
+            ),
+            event_max_bytes=_positive_int(
+                rest, "rest.console.event.max.bytes", DEFAULT_EVENT_MAX_BYTES
+            ),
         )

@@ -1,7 +1,8 @@
 """StreamsConfig: the runtime's settings under Kafka Streams' names.
 
 Loaded from code, a file (``key=value`` properties or JSON), the environment
-(``STREAMRT_APPLICATION_ID`` for ``application.id``) and the CLI, later sources winning.
+(``STREAMRT_APPLICATION_ID`` for ``application.id``: :mod:`streamrt.runtime.env_config`) and
+the CLI, later sources winning.
 Every value is checked once, at start, and a bad one is refused with a message naming its key.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +26,6 @@ from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 __all__ = (
     "AIOKAFKA",
     "AT_LEAST_ONCE",
-    "ENV_PREFIX",
     "EXACTLY_ONCE_V2",
     "LIBRDKAFKA",
     "STREAMRT",
@@ -34,11 +33,9 @@ __all__ = (
     "STREAM_THREAD_MEMBERSHIPS",
     "STREAM_THREAD_PRODUCERS",
     "StreamsConfig",
+    "is_setting_key",
     "load_config_file",
-    "read_env",
 )
-
-ENV_PREFIX = "STREAMRT_"
 
 MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
 AT_LEAST_ONCE = "at_least_once"
@@ -443,14 +440,15 @@ def _coerce(key: str, name: str, raw: Any) -> Any:
     return raw
 
 
-def read_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``STREAMRT_APPLICATION_ID=x`` → ``{"application.id": "x"}``."""
-    env = os.environ if environ is None else environ
-    return {
-        k[len(ENV_PREFIX) :].lower().replace("_", "."): v
-        for k, v in env.items()
-        if k.startswith(ENV_PREFIX)
-    }
+def is_setting_key(key: str) -> bool:
+    """A key :meth:`StreamsConfig.from_mapping` accepts (its own, an alias, a client key)."""
+    known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__ if f != "extra"}
+    return (
+        _ALIASES.get(key, key) in known
+        or key == _DEPRECATED_CACHE_KEY
+        or key.startswith(_CLIENT_PREFIXES)
+        or client_settings.is_client_key(key)
+    )
 
 
 def load_config_file(path: str | Path) -> dict[str, str]:

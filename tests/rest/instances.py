@@ -42,8 +42,9 @@ def start_instance(
     extra: dict[str, str] | None = None,
     events: bool = False,
 ) -> App:
-    """``events``: publish lifecycle events to ``counting-events`` (as ``streamrt run`` does);
-    :func:`close_publishers` flushes them after the apps stopped."""
+    """``events``: publish lifecycle events to ``counting-events`` (as ``streamrt run`` does,
+    signed with the directory secret, else the token); :func:`close_publishers` flushes them
+    after the apps stopped."""
     settings = {
         "bootstrap.servers": bootstrap,
         "state.dir": str(state / instance),
@@ -60,7 +61,8 @@ def start_instance(
     app = make_app(settings)
     attach_rest(app)
     if events:
-        PUBLISHERS.append(install_event_publisher(app))
+        key = settings.get("rest.directory.secret") or token
+        PUBLISHERS.append(install_event_publisher(app, mac_key=key))
     app.start()
     return app
 

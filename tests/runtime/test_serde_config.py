@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from streamrt.errors import ConfigError
-from streamrt.runtime.config import StreamsConfig, load_config_file, read_env
+from streamrt.runtime.config import StreamsConfig, load_config_file
 from streamrt.runtime.dsl import WindowedSerde
+from streamrt.runtime.env_config import read_env
 from streamrt.runtime.processor import Windowed
 from streamrt.serde import IntSerde, serde_for
 

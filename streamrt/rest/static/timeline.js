@@ -25,10 +25,20 @@ function describe(e) {
   return [`${e.type.replace("_", " ")}: ${e.thread_id || e.instance_id}`, e.fields.error || ""];
 }
 
+// what the instance skipped (oversized, malformed, unsigned events) and whether it could check
+// who wrote the events at all (docs/operations.md, "What the REST endpoint trusts")
+function provenance(timeline) {
+  const skipped = Object.entries(timeline.skipped || {}).filter(([, n]) => n)
+    .map(([kind, n]) => `${fmt(n)} ${kind}`);
+  const parts = skipped.length ? [`skipped ${skipped.join(", ")}`] : [];
+  if (timeline.verification === "none") parts.push("unsigned: anyone who can write the topic could have written them");
+  return parts.length ? `; ${parts.join("; ")}` : "";
+}
+
 export function renderTimeline(list, source, timeline) {
   source.textContent = timeline.error
     ? `(${timeline.error})`
-    : `(${timeline.topic}, ${fmt(timeline.events_read)} events read)`;
+    : `(${timeline.topic}, ${fmt(timeline.events_read)} events read${provenance(timeline)})`;
   if (!timeline.entries.length) {
     replace(list, el("li", {}, "no rebalance or restart yet"));
     return;
@@ -38,7 +48,8 @@ export function renderTimeline(list, source, timeline) {
     const moved = e.type === "rebalance" && e.moved.length
       ? el("div", { class: "detail" }, e.moved.slice(0, 12).map((m) => `${m.partition}: ${m.from} → ${m.to}`).join(" · "))
       : null;
-    return el("li", { class: e.type, "data-type": e.type }, el("time", {}, clock(e.ts)), what,
+    return el("li", { class: e.type, "data-type": e.type, "data-trusted": String(e.trusted) },
+      el("time", {}, clock(e.ts)), e.trusted === false ? `${what} (unverified)` : what,
       el("div", { class: "detail" }, detail), moved);
   }));
 }

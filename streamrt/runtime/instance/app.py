@@ -23,9 +23,10 @@ from typing import Any
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
-from streamrt.runtime.config import StreamsConfig, read_env
+from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
 from streamrt.runtime.engine.thread import FatalThreadError, ThreadEnv
+from streamrt.runtime.env_config import read_env
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance import handover
@@ -182,7 +183,7 @@ class App:
     def resolve_config(self) -> StreamsConfig:
         """Validate settings (code < env < ``configure``) and return the config."""
         known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__}
-        env = {k: v for k, v in read_env().items() if k in known}
+        env = {k: v for k, v in read_env(warn=False).items() if k in known}
         # ``rest.*`` keys belong to the REST service attached by ``streamrt run``, not Streams.
         streams = {k: v for k, v in self.settings.items() if not k.startswith("rest.")}
         return StreamsConfig.from_mapping({**env, **streams})
