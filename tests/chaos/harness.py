@@ -246,7 +246,7 @@ def _apply(
 def _drained(watcher: Watcher, wanted: dict[str, int]) -> bool:
     """Every user's count has come out at least as often as the user's orders went in."""
     last: dict[str, int] = {}
-    for topic, key, value, _ in watcher.snapshot():
+    for topic, _, key, value, _ in watcher.snapshot():
         if topic == "user-counts-out":
             last[key] = value
     return all(last.get(k, 0) >= n for k, n in wanted.items())
@@ -325,10 +325,9 @@ def run(config: ChaosConfig) -> ChaosReport:
         time.sleep(1.0)  # the other outputs' last commit
         watcher.stop()
         seen = watcher.snapshot()
-        partition_of = {m.key().decode(): m.partition() for m in inputs}
         for result, at, back in marks:
-            result.gap_s = round(gap_around(seen, partition_of, at, back + 1.0), 2)
-        quiet_gap = gap_around(seen, partition_of, started + 1.0, quiet_end)
+            result.gap_s = round(gap_around(seen, at, back + 1.0), 2)
+        quiet_gap = gap_around(seen, started + 1.0, quiet_end)
         outputs = _read(cluster.bootstrap, OUTPUTS, config.partitions, committed=True)
         updates: dict[str, dict[str, list[int]]] = {}
         for m in outputs:

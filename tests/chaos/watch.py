@@ -29,10 +29,13 @@ __all__ = (
 )
 
 
+_KEYED_LIKE_INPUT = ("user-counts-out", "region-counts-out")
+
+
 class Feeder:
     """Orders for ``users`` users at ``rate`` records/s until stopped. Keys go to partitions
     with Java's murmur2, as the runtime's producers do, so an output key's partition is its
-    input's (the watcher measures gaps per input partition)."""
+    input's (gaps are measured per output partition)."""
 
     def __init__(self, bootstrap: str, users: int, rate: float, seed: int) -> None:
         self.producer = Producer(
@@ -50,7 +53,6 @@ class Feeder:
         self.rng = random.Random(seed)
         self.sent = 0
         self.failed = 0
-        self.partition_of: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chaos-feeder", daemon=True)
 
@@ -60,8 +62,6 @@ class Feeder:
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is not None:
             self.failed += 1
-            return
-        self.partition_of[msg.key().decode()] = msg.partition()
 
     def _run(self) -> None:
         interval = 1.0 / self.rate
@@ -102,7 +102,7 @@ class Watcher:
     wall time seen)."""
 
     bootstrap: str
-    seen: list[tuple[str, str, int, float]] = field(default_factory=list)
+    seen: list[tuple[str, int, str, int, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -132,7 +132,13 @@ class Watcher:
                     continue
                 now = time.monotonic()
                 batch = [
-                    (m.topic(), m.key().decode(), struct.unpack(">q", m.value())[0], now)
+                    (
+                        m.topic(),
+                        m.partition(),
+                        m.key().decode(),
+                        struct.unpack(">q", m.value())[0],
+                        now,
+                    )
                     for m in msgs
                     if m.error() is None and m.key() is not None and m.value() is not None
                 ]
@@ -141,7 +147,7 @@ class Watcher:
         finally:
             consumer.close()
 
-    def snapshot(self) -> list[tuple[str, str, int, float]]:
+    def snapshot(self) -> list[tuple[str, int, str, int, float]]:
         with self._lock:
             return list(self.seen)
 
@@ -226,19 +232,16 @@ def verdict(updates: dict[str, dict[str, list[int]]], expected: Expected, exact:
     return Verdict(lost, dups, wrong)
 
 
-def gap_around(
-    seen: list[tuple[str, str, int, float]],
-    partition_of: dict[str, int],
-    start: float,
-    end: float,
-) -> float:
-    """The longest time any input partition's per-user counts stopped appearing around a
-    fault: consecutive arrivals of ``user-counts-out`` records of that partition's keys, over
-    the intervals that overlap [start, end] (the last arrival before it counts too)."""
-    times: dict[int, list[float]] = defaultdict(list)
-    for topic, key, _, at in seen:
-        if topic == "user-counts-out" and key in partition_of:
-            times[partition_of[key]].append(at)
+def gap_around(seen: list[tuple[str, int, str, int, float]], start: float, end: float) -> float:
+    """The longest time any output partition stopped receiving records around a fault:
+    consecutive arrivals over the intervals that overlap [start, end] (the last arrival
+    before it counts too). Keys keep their partition from input to output (murmur2 on both
+    sides), so a stalled task shows as a gap in the output partitions it writes; the windowed
+    counts' keys (``<user>@<start>``) land anywhere and are left out."""
+    times: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for topic, partition, _, _, at in seen:
+        if topic in _KEYED_LIKE_INPUT:
+            times[(topic, partition)].append(at)
     longest = 0.0
     for arrivals in times.values():
         arrivals.sort()
