@@ -9,12 +9,13 @@ With one broker-wide wake-up signal every produce re-ran every parked fetch; wit
 indexed by partition, a produce to partition 0 touches none of them.
 
     .venv/bin/python bench/parked_fetch_produce.py --parked 2000
-    PYTHONPATH=/work/main .venv/bin/python bench/parked_fetch_produce.py   # another checkout
+    .venv/bin/python bench/parked_fetch_produce.py --checkout /work/main   # the broker of main
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import sys
@@ -32,6 +33,7 @@ from tests.broker.raw_fetch import fetch_frame
 from tests.broker.raw_produce import RawProducer
 from tests.kafka_helpers import create_topic
 
+ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "parked-bench"
 
 
@@ -60,10 +62,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parked", type=int, default=2000)
     parser.add_argument("--produces", type=int, default=300)
+    parser.add_argument("--checkout", default=str(ROOT), help="whose streamrt runs the broker")
     args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": args.checkout}
     with tempfile.TemporaryDirectory() as data_dir:
         port = free_port()
-        proc = start_broker(data_dir, port)
+        proc = start_broker(data_dir, port, env=env, cwd=args.checkout)
         bootstrap = f"127.0.0.1:{port}"
         sockets: list[socket.socket] = []
         try:

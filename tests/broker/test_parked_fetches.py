@@ -26,8 +26,9 @@ def _connect(bootstrap: str) -> socket.socket:
     return socket.create_connection((host, int(port)), timeout=30)
 
 
-def _parked(b: BrokerThread) -> int:
-    return b.broker.core.data_arrived.parked()
+def _parked(b: BrokerThread) -> float | None:
+    """The broker's ``streamrt_broker_parked_fetches`` gauge."""
+    return b.broker.metrics.registry.get_sample_value("streamrt_broker_parked_fetches")
 
 
 def _open_fds() -> int:
