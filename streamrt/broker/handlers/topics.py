@@ -52,12 +52,18 @@ def _error_of(exc: Exception) -> tuple[ErrorCode, str]:
 
 
 async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """Kafka's per-request bounds first (over them, every topic gets the error), then each
+    topic on its own."""
     try:
         topic_limits.check_create_topics(
             req, int(core.config["num.partitions"]), core.logs.topics().keys()
         )
-    except KafkaError as exc:  # Kafka refuses the whole request: every topic gets the error
+    except KafkaError as exc:
         return respond(ctx, throttle_time=0, topics=[_refused(t.name, exc) for t in req.topics])
+    return respond(ctx, throttle_time=0, topics=_create_each(core, ctx, req))
+
+
+def _create_each(core: BrokerCore, ctx: RequestContext, req: Any) -> list[dict[str, Any]]:
     results = []
     seen: set[str] = set()
     for t in req.topics:
@@ -116,7 +122,7 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             code, msg = _error_of(exc)
             result.update(error_code=code, error_message=msg)
         results.append(result)
-    return respond(ctx, throttle_time=0, topics=results)
+    return results
 
 
 def _refused(name: str, exc: KafkaError) -> dict[str, Any]:
