@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import time
 from collections.abc import Callable
 
 from streamrt.broker.embedded import BrokerThread
+from streamrt.wire.api_keys import ApiKey
 from tests.broker.batches import batch
 from tests.broker.raw_fetch import fetch_frame, send_and_close
 from tests.broker.raw_produce import RawProducer
@@ -109,13 +111,17 @@ def test_produce_wakes_only_fetches_parked_on_its_partitions(
 def test_fetch_wait_is_capped_by_streamrt_fetch_wait_max_ms(
     broker_factory: Callable[..., BrokerThread], topic_name: str
 ) -> None:
-    """A fetch asking to wait 24 days is answered (empty) once the broker's cap has passed."""
+    """A fetch asking to wait 24 days is answered (empty) once the broker's cap has passed;
+    a request pipelined behind it (read while the fetch was parked) is answered next."""
     b = broker_factory({"streamrt.fetch.wait.max.ms": "200"})
     create_topic(b.bootstrap, topic_name)
+    api_versions = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 7, 1) + b"x"
     with _connect(b.bootstrap) as s:
-        s.sendall(fetch_frame(topic_name))
+        s.sendall(fetch_frame(topic_name) + len(api_versions).to_bytes(4, "big") + api_versions)
         started = time.monotonic()
         s.settimeout(60)
-        assert _answered(s)  # a timeout here means the 24-day wait was not capped
+        fetched = _answered(s)  # a timeout here means the 24-day wait was not capped
         assert time.monotonic() - started >= 0.1  # it did wait (the cap, not an error)
+        assert fetched[:4] == (1).to_bytes(4, "big")  # the Fetch's correlation id, first
+        assert _answered(s)[:4] == (7).to_bytes(4, "big")  # then the ApiVersions
     assert _parked(b) == 0
