@@ -103,6 +103,7 @@ class Broker:
                 self.core.host, self.core.port = host, port
         if self.core.coordinator is not None:
             self.metrics.watch_groups(self.core.coordinator.group_metrics)
+        self.metrics.watch_parked_fetches(self.core.data_arrived.parked)
         if self.metrics_port is not None:
             self.metrics_bound_port = self.metrics.serve(self.host, self.metrics_port)
         self._tasks = [

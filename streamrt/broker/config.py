@@ -353,6 +353,7 @@ _DEFS: tuple[ConfigDef, ...] = (
         "57671680",
         "Most record bytes in one Fetch response (a request may ask for fewer).",
     ),
+    ConfigDef("streamrt.fetch.wait.max.ms", _int_range(0, _MAX_INT), "30000", "Fetch wait cap."),
     ConfigDef(
         "sasl.enabled.mechanisms",
         str,

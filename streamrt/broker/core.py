@@ -8,13 +8,12 @@ and only if a handler serves it.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from streamrt.broker.config import BrokerConfig
+from streamrt.broker.fetch_waiters import FetchWaiters
 from streamrt.clock import Clock, SystemClock
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build, codec_for
@@ -36,22 +35,6 @@ def respond(ctx: RequestContext, **fields: Any) -> Any:
     return build(codec_for(ctx.api_key, ctx.api_version).response_cls, **fields)
 
 
-class DataArrived:
-    """Wakes long-polling fetches when any partition gets new data (one broker-wide signal)."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
-
-    async def wait(self, timeout_s: float) -> None:
-        event = self._event
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout_s)
-
-
 @dataclasses.dataclass
 class BrokerCore:
     """The broker's shared state, handed to every handler."""
@@ -64,7 +47,8 @@ class BrokerCore:
     clock: Clock = dataclasses.field(default_factory=SystemClock)
     coordinator: GroupCoordinatorService | None = None
     txn: TransactionCoordinatorService | None = None
-    data_arrived: DataArrived = dataclasses.field(default_factory=DataArrived)
+    # fetches parked until an append to a partition they wait on (see fetch_waiters)
+    data_arrived: FetchWaiters = dataclasses.field(default_factory=FetchWaiters)
     security: BrokerSecurity | None = None
     # listener name -> advertised (host, port); clients are told the listener they came in on
     endpoints: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)

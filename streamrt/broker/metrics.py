@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kio.index import _name_from_key
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
@@ -79,6 +79,15 @@ class BrokerMetrics:
 
     def watch_groups(self, source: Callable[[], Iterable[Any]]) -> None:
         self.registry.register(_GroupCollector(source))  # type: ignore[arg-type]
+
+    def watch_parked_fetches(self, source: Callable[[], int]) -> None:
+        """A gauge of the long-poll fetches parked now (at most one per open connection)."""
+        gauge = Gauge(
+            "streamrt_broker_parked_fetches",
+            "Fetches parked waiting for data",
+            registry=self.registry,
+        )
+        gauge.set_function(source)
 
     def serve(self, host: str, port: int) -> int:
         server, thread = start_http_server(port, addr=host, registry=self.registry)

@@ -136,24 +136,65 @@ class KafkaServer:
         client_host: str,
         auth: ConnectionAuth,
     ) -> None:
-        while True:
-            prefix = await self._next_size(reader)
-            if prefix is None:  # idle: Kafka's selector expires it quietly (DEBUG)
-                logger.debug("closing a connection idle for connections.max.idle.ms")
-                return
-            size = int.from_bytes(prefix, "big", signed=True)
-            self._check_size(size, auth)
-            frame = await reader.readexactly(size)
-            if auth.expects_raw_token:  # SaslHandshake v0: bare SASL tokens, no Kafka header
-                chunks: list[bytes] | None = [await asyncio.to_thread(_raw_sasl_token, auth, frame)]
-            else:
-                chunks = await self._handle_frame(frame, client_host, auth)
-            if chunks is not None:
-                size_prefix = sum(map(len, chunks)).to_bytes(4, "big")
-                writer.writelines([size_prefix, *chunks])
-                await writer.drain()
-            if auth.closing:
-                return
+        ahead: asyncio.Task[bytes] | None = None  # the next size prefix, read during a Fetch
+        try:
+            while True:
+                prefix = await self._next_size(reader, ahead)
+                ahead = None
+                if prefix is None:  # idle: Kafka's selector expires it quietly (DEBUG)
+                    logger.debug("closing a connection idle for connections.max.idle.ms")
+                    return
+                size = int.from_bytes(prefix, "big", signed=True)
+                self._check_size(size, auth)
+                frame = await reader.readexactly(size)
+                if auth.expects_raw_token:  # SaslHandshake v0: bare SASL tokens, no header
+                    token = await asyncio.to_thread(_raw_sasl_token, auth, frame)
+                    chunks: list[bytes] | None = [token]
+                elif _PREFIX.unpack_from(frame)[0] == ApiKey.FETCH:
+                    chunks, ahead = await self._handle_fetch(frame, client_host, auth, reader)
+                else:
+                    chunks = await self._handle_frame(frame, client_host, auth)
+                await self._reply(writer, chunks)
+                if auth.closing:
+                    return
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+
+    async def _handle_fetch(
+        self,
+        frame: bytes,
+        client_host: str,
+        auth: ConnectionAuth,
+        reader: asyncio.StreamReader,
+    ) -> tuple[list[bytes] | None, asyncio.Task[bytes]]:
+        """Handle a Fetch while reading the next size prefix, so that a client closing its
+        connection cancels the parked fetch at once (its wait may be long) instead of leaving
+        it, its memory and the socket held until the wait ends. Returns the answer and the
+        read of the next prefix (done or not)."""
+        handling = asyncio.ensure_future(self._handle_frame(frame, client_host, auth))
+        ahead = asyncio.ensure_future(reader.readexactly(4))
+        try:
+            await asyncio.wait((handling, ahead), return_when=asyncio.FIRST_COMPLETED)
+            closed = ahead.exception() if ahead.done() else None
+            if closed is not None and not handling.done():
+                handling.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await handling
+                raise closed
+            return await handling, ahead
+        except BaseException:
+            handling.cancel()
+            ahead.cancel()
+            if ahead.done() and not ahead.cancelled():
+                ahead.exception()  # retrieved: the connection is closing anyway
+            raise
+
+    async def _reply(self, writer: asyncio.StreamWriter, chunks: list[bytes] | None) -> None:
+        if chunks is not None:
+            size_prefix = sum(map(len, chunks)).to_bytes(4, "big")
+            writer.writelines([size_prefix, *chunks])
+            await writer.drain()
 
     def _over_limit(self, ip: str) -> str | None:
         """Kafka's ``max.connections`` and ``max.connections.per.ip`` (checked on accept)."""
@@ -163,10 +204,13 @@ class KafkaServer:
             return f"{self._per_ip[ip]} connections open from {ip} (max.connections.per.ip)"
         return None
 
-    async def _next_size(self, reader: asyncio.StreamReader) -> bytes | None:
-        """The next frame's size prefix, or None after connections.max.idle.ms without one."""
+    async def _next_size(
+        self, reader: asyncio.StreamReader, ahead: asyncio.Task[bytes] | None = None
+    ) -> bytes | None:
+        """The next frame's size prefix (from ``ahead`` if a Fetch started reading it), or None
+        after connections.max.idle.ms without one."""
         try:
-            return await asyncio.wait_for(reader.readexactly(4), self._idle_s)
+            return await asyncio.wait_for(ahead or reader.readexactly(4), self._idle_s)
         except TimeoutError:
             return None
 

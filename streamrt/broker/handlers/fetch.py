@@ -9,6 +9,12 @@ A fetch that asks for no partitions is answered at once, as Kafka's ``ReplicaMan
 (``fetchInfos.isEmpty``): it is how a closing consumer ends its fetch session (epoch -1, no
 partitions) and waits for the answer. Holding it for ``max_wait`` made every Kafka consumer's
 close 0.5 s slower, enough to push a restarting static member past ``session.timeout.ms``.
+
+A parked fetch waits on its own partitions only (:mod:`streamrt.broker.fetch_waiters`), for at
+most ``streamrt.fetch.wait.max.ms`` whatever its ``max_wait`` (Kafka has no such cap; its
+clients give up on a request after ``request.timeout.ms``, 30 s by default, so a longer wait
+only holds memory for an answer nobody reads), and the server cancels it when the client
+closes the connection.
 """
 
 from __future__ import annotations
@@ -91,13 +97,14 @@ def _gather(
 
 
 async def fetch(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
-    deadline = core.clock.now_ms() + max(ms(req.max_wait), 0)
-    wants_data = any(topic.partitions for topic in req.topics)
+    wait_ms = min(max(ms(req.max_wait), 0), int(core.config["streamrt.fetch.wait.max.ms"]))
+    deadline = core.clock.now_ms() + wait_ms
+    partitions = [(topic.topic, p.partition) for topic in req.topics for p in topic.partitions]
     while True:
         responses, total, errors = _gather(core, ctx, req)
         remaining = deadline - core.clock.now_ms()
         enough = total >= req.min_bytes or (total > 0 and req.min_bytes <= 1)
-        if not wants_data or errors or enough or remaining <= 0:
+        if not partitions or errors or enough or remaining <= 0:
             break
-        await core.data_arrived.wait(remaining / 1000)
+        await core.data_arrived.wait(partitions, remaining / 1000)
     return respond(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)

@@ -115,6 +115,7 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
     if req.acks not in (0, 1, -1):
         global_error = (ErrorCode.invalid_required_acks, f"acks={req.acks}")
     responses = []
+    appended: list[tuple[str, int]] = []
     for topic in req.topic_data:
         parts = []
         for p in topic.partition_data:
@@ -127,8 +128,10 @@ async def produce(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 parts.append(_partition_error(p.index, *error))
             else:
                 parts.append(await _append(core, topic.name, p.index, p.records))
+                if parts[-1]["error_code"] == 0:
+                    appended.append((topic.name, p.index))
         responses.append({"name": topic.name, "partition_responses": parts})
-    core.data_arrived.notify()
+    core.data_arrived.notify(appended)  # only the fetches parked on these partitions
     if req.acks == 0:
         return None
     return respond(ctx, responses=responses, throttle_time=0)

@@ -9,6 +9,7 @@ from typing import Any
 
 from streamrt.broker.config import TOPIC_CONFIGS
 from streamrt.broker.core import ApiTable, BrokerCore, respond
+from streamrt.broker.handlers import topic_limits
 from streamrt.broker.handlers.replicas import check_assignment
 from streamrt.broker.security import ALTER, CREATE, DELETE, TOPIC, require
 from streamrt.errors import ConfigError, ErrorCode, KafkaError
@@ -51,6 +52,18 @@ def _error_of(exc: Exception) -> tuple[ErrorCode, str]:
 
 
 async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    """Kafka's per-request bounds first (over them, every topic gets the error), then each
+    topic on its own."""
+    try:
+        topic_limits.check_create_topics(
+            req, int(core.config["num.partitions"]), core.logs.topics().keys()
+        )
+    except KafkaError as exc:
+        return respond(ctx, throttle_time=0, topics=[_refused(t.name, exc) for t in req.topics])
+    return respond(ctx, throttle_time=0, topics=_create_each(core, ctx, req))
+
+
+def _create_each(core: BrokerCore, ctx: RequestContext, req: Any) -> list[dict[str, Any]]:
     results = []
     seen: set[str] = set()
     for t in req.topics:
@@ -109,7 +122,19 @@ async def create_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
             code, msg = _error_of(exc)
             result.update(error_code=code, error_message=msg)
         results.append(result)
-    return respond(ctx, throttle_time=0, topics=results)
+    return results
+
+
+def _refused(name: str, exc: KafkaError) -> dict[str, Any]:
+    return {
+        "name": name,
+        "topic_id": _NO_ID,
+        "error_code": exc.code,
+        "error_message": str(exc),
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }
 
 
 async def delete_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
@@ -144,6 +169,14 @@ async def delete_topics(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
 
 
 async def create_partitions(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
+    current = {name: info.num_partitions for name, info in core.logs.topics().items()}
+    try:
+        topic_limits.check_create_partitions(req, current)
+    except KafkaError as exc:  # the whole request, as Kafka's controller
+        refused = [
+            {"name": t.name, "error_code": exc.code, "error_message": str(exc)} for t in req.topics
+        ]
+        return respond(ctx, throttle_time=0, results=refused)
     results = []
     for t in req.topics:
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
