@@ -14,6 +14,7 @@ Linux an ``fsync`` through a later descriptor flushes it too.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections import OrderedDict
@@ -54,7 +55,7 @@ class OpenFiles:
         with self._lock:
             fd = self._open.get(h)
             if fd is None:
-                fd = os.open(h.path, os.O_RDWR)
+                fd = self._open_file(h.path)
                 self._open[h] = fd
                 self.opened += 1
             else:
@@ -77,6 +78,19 @@ class OpenFiles:
             self._pins.pop(h, None)
         if fd is not None:
             os.close(fd)
+
+    def _open_file(self, path: Path) -> int:
+        """``os.open``; out of descriptors (sockets took them), close an idle one and retry."""
+        try:
+            return os.open(path, os.O_RDWR)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            idle = next((h for h in self._open if h not in self._pins), None)
+            if idle is None:
+                raise
+            os.close(self._open.pop(idle))
+            return os.open(path, os.O_RDWR)
 
     def _evict(self) -> None:
         """Close least recently used, unpinned descriptors beyond the bound (lock held)."""

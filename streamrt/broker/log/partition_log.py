@@ -416,16 +416,18 @@ class PartitionLog:
         with self.lock:
             if self.closed:
                 return
-            self.flush()
-            active = self.segments[-1]
-            active.write_index()
-            self.producer_state.write_snapshot(
-                self.directory / PRODUCER_SNAPSHOT, active.next_offset
-            )
-            self.txn_index.write(self.directory / TXN_INDEX, active.next_offset)
-            for seg in self.segments:
-                seg.close()
-            self.closed = True
+            try:  # a failed write (full disk) still closes: the files are rebuilt at open
+                self.flush()
+                active = self.segments[-1]
+                active.write_index()
+                self.producer_state.write_snapshot(
+                    self.directory / PRODUCER_SNAPSHOT, active.next_offset
+                )
+                self.txn_index.write(self.directory / TXN_INDEX, active.next_offset)
+            finally:
+                for seg in self.segments:
+                    seg.close()
+                self.closed = True
 
     def _check_open(self) -> None:
         if self.closed:

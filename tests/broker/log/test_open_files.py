@@ -5,6 +5,8 @@ a log reads the right bytes whatever was evicted."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from streamrt.broker.log.open_files import OpenFiles
@@ -64,3 +66,33 @@ def test_many_partitions_keep_at_most_the_bound_open(
         assert values == [b"%d-" % r + b"x" * 600 for r in range(3)]
     assert _fds_under(data) <= 8
     assert len(m2.log("wide", 0).segments) == 3  # rolled: several segments per partition
+
+
+_OUT_OF_DESCRIPTORS = """
+import os, resource, sys
+from pathlib import Path
+from streamrt.broker.log.open_files import OpenFiles
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+files = OpenFiles(1000)  # a bound above the limit: the process runs out first
+root = Path(sys.argv[1])
+handles = []
+for i in range(200):
+    path = root / f"f{i}"
+    path.write_bytes(b"%d" % i)
+    handles.append(files.handle(path))
+for i, h in enumerate(handles):
+    with h.use() as fd:
+        assert os.pread(fd, 8, 0) == b"%d" % i
+print("read", len(handles), "files with", len(files), "open")
+"""
+
+
+def test_out_of_descriptors_closes_an_idle_file_instead_of_failing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_DESCRIPTORS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("read 200 files with")
