@@ -34,6 +34,7 @@ class OpenFiles:
         self._lock = threading.Lock()
         self._open: OrderedDict[FileHandle, int] = OrderedDict()  # least recently used first
         self._pins: dict[FileHandle, int] = {}
+        self._closing: set[FileHandle] = set()  # closed while pinned: close at release
         self.opened = 0  # descriptors opened so far (for tests and metrics)
 
     def __len__(self) -> int:
@@ -69,13 +70,23 @@ class OpenFiles:
             left = self._pins[h] - 1
             if left:
                 self._pins[h] = left
-            else:
-                del self._pins[h]
+                return
+            del self._pins[h]
+            if h not in self._closing:
+                return
+            self._closing.discard(h)
+            fd = self._open.pop(h, None)
+        if fd is not None:
+            os.close(fd)
 
     def close(self, h: FileHandle) -> None:
+        """Close ``h``'s descriptor now, or when its last user is done (a reader on another
+        thread never has its descriptor closed, or its number reused, under it)."""
         with self._lock:
+            if h in self._pins:
+                self._closing.add(h)
+                return
             fd = self._open.pop(h, None)
-            self._pins.pop(h, None)
         if fd is not None:
             os.close(fd)
 

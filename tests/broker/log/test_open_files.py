@@ -96,3 +96,17 @@ def test_out_of_descriptors_closes_an_idle_file_instead_of_failing(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("read 200 files with")
+
+
+def test_closing_a_file_in_use_waits_for_its_user(tmp_path: Path) -> None:
+    """Retention may delete a segment the cleaner is reading on another thread."""
+    path = tmp_path / "seg"
+    path.write_bytes(b"data")
+    files = OpenFiles(4)
+    h = files.handle(path)
+    with h.use() as fd:
+        h.close()
+        path.unlink()
+        assert os.pread(fd, 4, 0) == b"data"  # still the reader's file
+    assert len(files) == 0
+    assert _fds_under(tmp_path) == 0
