@@ -13,12 +13,10 @@ Linux an ``fsync`` through a later descriptor flushes it too.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ("FileHandle", "OpenFiles")
@@ -127,14 +125,16 @@ class FileHandle:
         self._files = files
         self.path = path
 
-    @contextlib.contextmanager
-    def use(self) -> Iterator[int]:
-        """The descriptor, opened if needed and pinned until the block ends."""
-        fd = self._files.acquire(self)
-        try:
-            yield fd
-        finally:
-            self._files.release(self)
+    def use(self) -> FileHandle:
+        """``with handle.use() as fd``: the descriptor, opened if needed and pinned until the
+        block ends (a plain context manager: this is on every read and append)."""
+        return self
+
+    def __enter__(self) -> int:
+        return self._files.acquire(self)
+
+    def __exit__(self, *exc: object) -> None:
+        self._files.release(self)
 
     def close(self) -> None:
         """Close the descriptor if open; a later :meth:`use` opens the file again."""

@@ -182,23 +182,30 @@ class LogSegment:
 
     # ----------------------------------------------------------------------------- reading
     def _read_header(self, position: int) -> BatchHeader | None:
+        with self._file.use() as fd:
+            return self._header_at(fd, position)
+
+    def _header_at(self, fd: int, position: int) -> BatchHeader | None:
         if position + HEADER_SIZE > self.size:
             return None
-        with self._file.use() as fd:
-            raw = os.pread(fd, HEADER_SIZE, position)
+        raw = os.pread(fd, HEADER_SIZE, position)
         if len(raw) < HEADER_SIZE:
             return None
         h = parse_header(raw, position=position)
         return h if h.batch_length >= HEADER_SIZE - LOG_OVERHEAD else None
 
     def headers_from(self, position: int = 0) -> Iterator[BatchHeader]:
-        """Headers of the batches from ``position`` to the end (positions are file positions)."""
-        while True:
-            h = self._read_header(position)
-            if h is None or position + h.size > self.size:
-                return
-            yield h
-            position += h.size
+        """Headers of the batches from ``position`` to the end (positions are file positions).
+
+        The descriptor is pinned for the whole walk, released when the generator finishes or
+        is dropped."""
+        with self._file.use() as fd:
+            while True:
+                h = self._header_at(fd, position)
+                if h is None or position + h.size > self.size:
+                    return
+                yield h
+                position += h.size
 
     def find_position(self, offset: int) -> BatchHeader | None:
         """Header of the first batch whose last offset is >= ``offset``, if any."""
