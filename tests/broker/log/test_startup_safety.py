@@ -94,3 +94,31 @@ def test_corrupt_metadata_stops_the_load_and_touches_nothing(
         manager_factory()
     assert str(meta) in str(err.value) and problem in str(err.value)
     assert _tree(data) == before
+
+
+def test_create_topic_keeps_an_existing_directory_aside(
+    manager_factory: ManagerFactory, tmp_path: Path
+) -> None:
+    """A directory left by a topic deletion that failed half-way is not wiped by a new topic
+    of the same name."""
+    data = tmp_path / "data"
+    m = manager_factory()
+    (data / "t-0").mkdir()
+    (data / "t-0" / "00000000000000000000.log").write_bytes(b"old records")
+    m.create_topic("t", 1)
+    assert m.log("t", 0).log_end_offset == 0
+    (stray,) = data.glob("t-0.*-stray")
+    assert _tree(stray) == {
+        "00000000000000000000.log": hashlib.sha256(b"old records").hexdigest()
+    }
+
+
+def test_corrupt_producer_id_block_is_refused_with_its_path(
+    manager_factory: ManagerFactory, tmp_path: Path
+) -> None:
+    manager_factory().close()
+    block = tmp_path / "data" / "meta" / "producer-id-block.json"
+    block.write_bytes(b"\x00\xffnot json")
+    with pytest.raises(CorruptMetadataError) as err:
+        manager_factory()
+    assert str(block) in str(err.value) and "not UTF-8" in str(err.value)
