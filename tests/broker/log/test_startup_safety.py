@@ -108,9 +108,7 @@ def test_create_topic_keeps_an_existing_directory_aside(
     m.create_topic("t", 1)
     assert m.log("t", 0).log_end_offset == 0
     (stray,) = data.glob("t-0.*-stray")
-    assert _tree(stray) == {
-        "00000000000000000000.log": hashlib.sha256(b"old records").hexdigest()
-    }
+    assert _tree(stray) == {"00000000000000000000.log": hashlib.sha256(b"old records").hexdigest()}
 
 
 def test_corrupt_producer_id_block_is_refused_with_its_path(
