@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,8 +44,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.parametrize("segment_bytes", ["1073741824", "200000"])  # rolls hit it too
 def test_full_disk_answers_storage_error_and_stops_cleanly(
-    small_disk: Path, tmp_path: Path
+    small_disk: Path, tmp_path: Path, segment_bytes: str
 ) -> None:
     data = small_disk / "broker"
     port = cli_broker.free_port()
@@ -53,11 +55,12 @@ def test_full_disk_answers_storage_error_and_stops_cleanly(
     acked: dict[int, bytes] = {}
     codes: list[int] = []
     try:
-        create_topic(bootstrap, "full")
+        create_topic(bootstrap, "full", **{"segment.bytes": segment_bytes})
         with RawProducer(bootstrap) as producer:
             for i in range(200):  # 200 x 32 KiB is three times the disk
                 value = b"%06d" % i + os.urandom(32 * 1024)
-                code, offset = producer.produce("full", 0, make_batch([(None, value, 1_000)]))
+                now = int(time.time() * 1000)  # an old timestamp would roll by segment.ms
+                code, offset = producer.produce("full", 0, make_batch([(None, value, now)]))
                 codes.append(code)
                 if code == 0:
                     acked[offset] = value
@@ -78,3 +81,5 @@ def test_full_disk_answers_storage_error_and_stops_cleanly(
     finally:
         m.close()
     assert stored == acked
+    segments = len(list((copy / "full-0").glob("*.log")))
+    assert segments == 1 if segment_bytes == "1073741824" else segments > 3

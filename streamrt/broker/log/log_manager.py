@@ -57,7 +57,9 @@ class LogManager:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._store: TopicMetadataStore | None = None
         self._producer_ids: ProducerIdAllocator | None = None
-        self.files = OpenFiles(_open_files_bound(config["log.max.open.files"]))
+        self.files = OpenFiles(
+            _open_files_bound(config["log.max.open.files"], config.is_default("log.max.open.files"))
+        )
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self) -> None:
@@ -93,15 +95,20 @@ class LogManager:
         logged and skipped: both are rebuilt from the segments at the next start, and the
         records themselves were written before they were acknowledged."""
         with self._lock:
+            failed: list[str] = []
+            error = ""
             for log in self._logs.values():
                 try:
                     log.close()
                 except OSError as exc:
-                    logger.warning(
-                        "could not close partition log cleanly; it is recovered at next start",
-                        extra=fields(topic=log.topic, partition=log.partition, error=str(exc)),
-                    )
+                    failed.append(f"{log.topic}-{log.partition}")
+                    error = str(exc)
             self._logs.clear()
+        if failed:
+            logger.warning(
+                "could not close partition logs cleanly; they are recovered at next start",
+                extra=fields(count=len(failed), first=", ".join(failed[:5]), error=error),
+            )
 
     # ------------------------------------------------------------------------------ topics
     def topics(self) -> Mapping[str, TopicInfo]:
@@ -309,15 +316,16 @@ def _set_aside(path: Path) -> None:
     )
 
 
-def _open_files_bound(configured: int) -> int:
+def _open_files_bound(configured: int, default: bool) -> int:
     """``log.max.open.files``, capped at half the process's descriptor limit so sockets and
-    index files always have room."""
+    index files always have room (a warning only if the operator set the larger value)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or configured <= soft // 2:
         return configured
     bound = max(soft // 2, 1)
-    logger.warning(
-        "log.max.open.files is above half the descriptor limit; using half",
+    logger.log(
+        logging.INFO if default else logging.WARNING,
+        "log.max.open.files is above half the descriptor limit (ulimit -n); using half",
         extra=fields(configured=configured, ulimit=soft, used=bound),
     )
     return bound
