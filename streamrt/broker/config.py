@@ -220,6 +220,7 @@ _DEFS: tuple[ConfigDef, ...] = (
         "",
         "Address clients are told to connect to (empty: the listener's).",
     ),
+    ConfigDef("log.max.open.files", _int_range(1), "1000", "Segment files kept open (LRU)."),
     ConfigDef(
         "log.retention.check.interval.ms",
         _int_range(1),

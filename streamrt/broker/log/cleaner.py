@@ -112,7 +112,7 @@ def clean_log(log: PartitionLog, now_ms: int) -> CleanStats | None:
     )
     new_segments: list[LogSegment] = []
     for group in _groups(cleanable, config["segment.bytes"]):
-        cleaned = _write_cleaned(log.directory, group, cleaning, config["index.interval.bytes"])
+        cleaned = _write_cleaned(log, group, cleaning, config["index.interval.bytes"])
         with log.lock:
             if log.closed or any(all(s is not t for t in log.segments) for s in group):
                 cleaned.delete()
@@ -280,10 +280,10 @@ class _Pass:
 
 
 def _write_cleaned(
-    directory: Path, group: Sequence[LogSegment], cleaning: _Pass, interval: int
+    log: PartitionLog, group: Sequence[LogSegment], cleaning: _Pass, interval: int
 ) -> LogSegment:
     """Write the retained batches of ``group`` to ``.cleaned`` files and return them."""
-    out = LogSegment.create(directory, group[0].base_offset, suffix=".cleaned")
+    out = LogSegment.create(log.files, log.directory, group[0].base_offset, suffix=".cleaned")
     try:
         for seg in group:
             for h, data in seg.batches():
@@ -340,7 +340,9 @@ def _swap_in(
     for seg in group:
         seg.close()
     finish_swap(log.directory, base, old_bases)
-    opened = LogSegment.open(log.directory, base, recover=False, index_interval=index_interval)
+    opened = LogSegment.open(
+        log.files, log.directory, base, recover=False, index_interval=index_interval
+    )
     first = next(i for i, s in enumerate(log.segments) if s is group[0])
     log.segments[first : first + len(group)] = [opened]
     return opened

@@ -17,6 +17,8 @@ import os
 import struct
 from pathlib import Path
 
+from streamrt.broker.log.writes import write_all
+
 __all__ = ("SegmentIndex",)
 
 _OFFSET_ENTRY = struct.Struct(">II")
@@ -74,7 +76,7 @@ class SegmentIndex:
         for path, data in ((offset_path, offset_bytes), (time_path, time_bytes)):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.write(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
-import shutil
+import resource
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,7 @@ from typing import Any
 
 from streamrt.broker.config import BrokerConfig, validate_topic_configs
 from streamrt.broker.log.cleaner import clean_log
+from streamrt.broker.log.open_files import OpenFiles
 from streamrt.broker.log.partition_log import PartitionLog
 from streamrt.broker.log.swap import fsync_dir
 from streamrt.broker.log.topic_store import (
@@ -55,11 +57,18 @@ class LogManager:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._store: TopicMetadataStore | None = None
         self._producer_ids: ProducerIdAllocator | None = None
+        self.files = OpenFiles(
+            _open_files_bound(config["log.max.open.files"], config.is_default("log.max.open.files"))
+        )
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self) -> None:
-        """Open every persisted topic's logs (recovering their tails) and drop leftovers of
-        deleted topics."""
+        """Open every persisted topic's logs (recovering their tails).
+
+        Nothing is deleted here: a partition directory no topic's metadata accounts for (a topic
+        deleted just before a crash, or a lost metadata file) is renamed aside as Kafka's stray
+        logs are, and a metadata file that cannot be read stops the start-up
+        (:class:`CorruptMetadataError`, naming the file)."""
         with self._lock:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._store = TopicMetadataStore(self.data_dir)
@@ -70,12 +79,9 @@ class LogManager:
                 for t in self._topics.values()
                 for p in range(t.num_partitions)
             }
-            for entry in self.data_dir.iterdir():
+            for entry in sorted(self.data_dir.iterdir()):
                 if entry.is_dir() and _PARTITION_DIR.fullmatch(entry.name) and entry not in wanted:
-                    logger.info(
-                        "removing directory of a deleted topic", extra=fields(path=str(entry))
-                    )
-                    shutil.rmtree(entry)
+                    _set_aside(entry)
             for info in self._topics.values():
                 for p in range(info.num_partitions):
                     self._open_log(info, p)
@@ -85,10 +91,24 @@ class LogManager:
             )
 
     def close(self) -> None:
+        """Close every log. A log that cannot write its index or snapshot (a full disk) is
+        logged and skipped: both are rebuilt from the segments at the next start, and the
+        records themselves were written before they were acknowledged."""
         with self._lock:
+            failed: list[str] = []
+            error = ""
             for log in self._logs.values():
-                log.close()
+                try:
+                    log.close()
+                except OSError as exc:
+                    failed.append(f"{log.topic}-{log.partition}")
+                    error = str(exc)
             self._logs.clear()
+        if failed:
+            logger.warning(
+                "could not close partition logs cleanly; they are recovered at next start",
+                extra=fields(count=len(failed), first=", ".join(failed[:5]), error=error),
+            )
 
     # ------------------------------------------------------------------------------ topics
     def topics(self) -> Mapping[str, TopicInfo]:
@@ -131,8 +151,8 @@ class LogManager:
             self._topics[name] = info
             for p in range(num_partitions):
                 path = self._partition_dir(name, p)
-                if path.exists():  # leftover of a topic deleted before a crash
-                    shutil.rmtree(path)
+                if path.exists():  # leftover of a topic whose deletion failed: keep it aside
+                    _set_aside(path)
                 self._open_log(info, p)
             logger.info(
                 "created topic", extra=fields(topic=name, partitions=num_partitions, **overrides)
@@ -266,6 +286,7 @@ class LogManager:
             partition,
             self.config.effective_topic_config(info.configs),
             self.config["streamrt.log.fsync"],
+            self.files,
         )
         if self.config["streamrt.log.fsync"] == "always":
             fsync_dir(self.data_dir)
@@ -281,6 +302,33 @@ def _validated(configs: dict[str, str]) -> dict[str, str]:
         return validate_topic_configs(configs)
     except ConfigError as exc:
         raise KafkaError(ErrorCode.invalid_config, str(exc)) from None
+
+
+def _set_aside(path: Path) -> None:
+    """Rename an unaccounted-for partition directory to ``<dir>.<uuid>-stray`` (Kafka's name
+    for stray logs); the operator decides whether to delete it."""
+    stray = path.with_name(f"{path.name}.{uuid.uuid4().hex}-stray")
+    os.rename(path, stray)
+    fsync_dir(path.parent)
+    logger.warning(
+        "partition directory has no topic metadata: kept aside, not loaded",
+        extra=fields(path=str(path), moved_to=str(stray)),
+    )
+
+
+def _open_files_bound(configured: int, default: bool) -> int:
+    """``log.max.open.files``, capped at half the process's descriptor limit so sockets and
+    index files always have room (a warning only if the operator set the larger value)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or configured <= soft // 2:
+        return configured
+    bound = max(soft // 2, 1)
+    logger.log(
+        logging.INFO if default else logging.WARNING,
+        "log.max.open.files is above half the descriptor limit (ulimit -n); using half",
+        extra=fields(configured=configured, ulimit=soft, used=bound),
+    )
+    return bound
 
 
 def _collision_name(name: str) -> str:

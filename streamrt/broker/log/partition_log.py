@@ -25,9 +25,11 @@ from streamrt.broker.log.loading import (
     expired_segments,
     load_producer_state,
 )
+from streamrt.broker.log.open_files import OpenFiles
 from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
 from streamrt.broker.log.recompress import CODECS, recompress
 from streamrt.broker.log.segment import LogSegment
+from streamrt.broker.log.storage_errors import storage_errors
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
 from streamrt.broker.log.time_lookup import max_timestamp_offset, offset_for_timestamp
 from streamrt.broker.log.txn_index import AbortedTxn, TxnIndex
@@ -80,9 +82,11 @@ class PartitionLog:
         fsync_policy: str,
         segments: list[LogSegment],
         producer_state: ProducerStateManager,
+        files: OpenFiles,
         txn_index: TxnIndex | None = None,
     ) -> None:
         self.directory = directory
+        self.files = files  # the broker's open-descriptor LRU, for new segments
         self.topic = topic
         self.partition = partition
         self.lock = threading.RLock()
@@ -104,6 +108,7 @@ class PartitionLog:
         partition: int,
         config: Mapping[str, Any],
         fsync_policy: str,
+        files: OpenFiles,
     ) -> PartitionLog:
         """Open (or create) the log in ``directory``: finish an interrupted compaction swap,
         recover the last segment's tail, and rebuild producer state."""
@@ -112,14 +117,18 @@ class PartitionLog:
         interval = config["index.interval.bytes"]
         bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
         segments = [
-            LogSegment.open(directory, b, recover=(i == len(bases) - 1), index_interval=interval)
+            LogSegment.open(
+                files, directory, b, recover=(i == len(bases) - 1), index_interval=interval
+            )
             for i, b in enumerate(bases)
         ]
         if not segments:
-            segments.append(LogSegment.create(directory, 0))
+            segments.append(LogSegment.create(files, directory, 0))
             fsync_dir(directory)
         state, txn_index = load_producer_state(directory, segments)
-        return cls(directory, topic, partition, config, fsync_policy, segments, state, txn_index)
+        return cls(
+            directory, topic, partition, config, fsync_policy, segments, state, files, txn_index
+        )
 
     def update_config(self, config: Mapping[str, Any]) -> None:
         with self.lock:
@@ -262,8 +271,9 @@ class PartitionLog:
             )
 
     def _write(self, plan: AppendPlan, now_ms: int) -> None:
-        self._maybe_roll(len(plan.buf), now_ms, plan.next_offset)
-        self.segments[-1].append(plan.buf, plan.kept, self._config["index.interval.bytes"])
+        with storage_errors(self.directory):  # a full disk: KAFKA_STORAGE_ERROR, nothing written
+            self._maybe_roll(len(plan.buf), now_ms, plan.next_offset)
+            self.segments[-1].append(plan.buf, plan.kept, self._config["index.interval.bytes"])
         self.producer_state.commit(plan.pending)
         self._unflushed = True
         if self._fsync_policy == "always":
@@ -289,8 +299,9 @@ class PartitionLog:
                 offset, producer_id, producer_epoch, commit, coordinator_epoch, now_ms
             )
             h = parse_header(buf)
-            self._maybe_roll(len(buf), now_ms, offset + 1)
-            self.segments[-1].append(buf, [h], self._config["index.interval.bytes"])
+            with storage_errors(self.directory):
+                self._maybe_roll(len(buf), now_ms, offset + 1)
+                self.segments[-1].append(buf, [h], self._config["index.interval.bytes"])
             aborted = self.producer_state.complete_txn(
                 producer_id, producer_epoch, offset, commit, now_ms
             )
@@ -320,7 +331,7 @@ class PartitionLog:
         old = self.segments[-1]
         old.flush()
         old.write_index()
-        self.segments.append(LogSegment.create(self.directory, old.next_offset))
+        self.segments.append(LogSegment.create(self.files, self.directory, old.next_offset))
         fsync_dir(self.directory)
         self.producer_state.write_snapshot(self.directory / PRODUCER_SNAPSHOT, old.next_offset)
         self.txn_index.write(self.directory / TXN_INDEX, old.next_offset)
@@ -405,16 +416,18 @@ class PartitionLog:
         with self.lock:
             if self.closed:
                 return
-            self.flush()
-            active = self.segments[-1]
-            active.write_index()
-            self.producer_state.write_snapshot(
-                self.directory / PRODUCER_SNAPSHOT, active.next_offset
-            )
-            self.txn_index.write(self.directory / TXN_INDEX, active.next_offset)
-            for seg in self.segments:
-                seg.close()
-            self.closed = True
+            try:  # a failed write (full disk) still closes: the files are rebuilt at open
+                self.flush()
+                active = self.segments[-1]
+                active.write_index()
+                self.producer_state.write_snapshot(
+                    self.directory / PRODUCER_SNAPSHOT, active.next_offset
+                )
+                self.txn_index.write(self.directory / TXN_INDEX, active.next_offset)
+            finally:
+                for seg in self.segments:
+                    seg.close()
+                self.closed = True
 
     def _check_open(self) -> None:
         if self.closed:

@@ -1,6 +1,8 @@
 """One log segment: an append-only ``<base_offset>.log`` file of whole RecordBatches plus its index.
 
-Reads use ``os.pread`` of just the byte range needed, never whole files. A segment is
+Reads use ``os.pread`` of just the byte range needed, never whole files. The ``.log`` file's
+descriptor is borrowed from the broker's :class:`OpenFiles` LRU for each operation, so a segment
+costs no descriptor while idle; index files are opened only to be read or written. A segment is
 mutated only while it is the active (last) segment of its log; after a roll it is immutable
 until retention deletes it or compaction replaces it, which is why the cleaner may read it
 without holding the log's lock.
@@ -22,6 +24,7 @@ from streamrt.broker.log.batch import (
     parse_header,
 )
 from streamrt.broker.log.index import SegmentIndex
+from streamrt.broker.log.open_files import FileHandle, OpenFiles
 from streamrt.errors import KafkaError
 from streamrt.logs import fields
 
@@ -47,14 +50,14 @@ class LogSegment:
     recover a torn tail, and persist its index."""
 
     def __init__(
-        self, directory: Path, base_offset: int, fd: int, size: int, suffix: str = ""
+        self, directory: Path, base_offset: int, file: FileHandle, size: int, suffix: str = ""
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log_path, self.index_path, self.time_index_path = segment_paths(
             directory, base_offset, suffix
         )
-        self._fd = fd
+        self._file = file
         self.size = size
         self.next_offset = base_offset
         self.max_timestamp = _NO_TIMESTAMP
@@ -65,15 +68,23 @@ class LogSegment:
 
     # ----------------------------------------------------------------------------- lifecycle
     @classmethod
-    def create(cls, directory: Path, base_offset: int, suffix: str = "") -> LogSegment:
+    def create(
+        cls, files: OpenFiles, directory: Path, base_offset: int, suffix: str = ""
+    ) -> LogSegment:
         """A new empty segment; ``suffix`` names the cleaner's not-yet-swapped output."""
         log_path = segment_paths(directory, base_offset, suffix)[0]
         fd = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        return cls(directory, base_offset, fd, 0, suffix)
+        return cls(directory, base_offset, files.handle(log_path, fd), 0, suffix)
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, *, recover: bool, index_interval: int
+        cls,
+        files: OpenFiles,
+        directory: Path,
+        base_offset: int,
+        *,
+        recover: bool,
+        index_interval: int,
     ) -> LogSegment:
         """Open an existing segment.
 
@@ -82,8 +93,10 @@ class LogSegment:
         and only the batches after the last index entry are walked; a bad index is rebuilt.
         """
         log_path = segment_paths(directory, base_offset)[0]
-        fd = os.open(log_path, os.O_RDWR)
-        seg = cls(directory, base_offset, fd, os.fstat(fd).st_size)
+        handle = files.handle(log_path)
+        with handle.use() as fd:
+            size = os.fstat(fd).st_size
+        seg = cls(directory, base_offset, handle, size)
         if recover:
             seg._recover(index_interval)
             return seg
@@ -112,9 +125,8 @@ class LogSegment:
         return seg
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Give back the descriptor (a later read opens the file again)."""
+        self._file.close()
 
     def delete(self) -> None:
         self.close()
@@ -123,7 +135,8 @@ class LogSegment:
                 path.unlink()
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file.use() as fd:
+            os.fsync(fd)
 
     def write_index(self) -> None:
         self.index.write(self.index_path, self.time_index_path)
@@ -139,13 +152,14 @@ class LogSegment:
         start = self.size
         view = memoryview(data)
         written = 0
-        try:
-            while written < len(view):
-                written += os.pwrite(self._fd, view[written:], start + written)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, start)
-            raise
+        with self._file.use() as fd:
+            try:
+                while written < len(view):
+                    written += os.pwrite(fd, view[written:], start + written)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
         self.size = start + len(view)
         for h in headers:
             self._track(h, start + h.position, h.size, index_interval)
@@ -161,28 +175,37 @@ class LogSegment:
         self._bytes_since_index += size
 
     def truncate_to(self, position: int) -> None:
-        os.ftruncate(self._fd, position)
+        with self._file.use() as fd:
+            os.ftruncate(fd, position)
         self.size = position
         self.index.truncate_from_position(position)
 
     # ----------------------------------------------------------------------------- reading
     def _read_header(self, position: int) -> BatchHeader | None:
+        with self._file.use() as fd:
+            return self._header_at(fd, position)
+
+    def _header_at(self, fd: int, position: int) -> BatchHeader | None:
         if position + HEADER_SIZE > self.size:
             return None
-        raw = os.pread(self._fd, HEADER_SIZE, position)
+        raw = os.pread(fd, HEADER_SIZE, position)
         if len(raw) < HEADER_SIZE:
             return None
         h = parse_header(raw, position=position)
         return h if h.batch_length >= HEADER_SIZE - LOG_OVERHEAD else None
 
     def headers_from(self, position: int = 0) -> Iterator[BatchHeader]:
-        """Headers of the batches from ``position`` to the end (positions are file positions)."""
-        while True:
-            h = self._read_header(position)
-            if h is None or position + h.size > self.size:
-                return
-            yield h
-            position += h.size
+        """Headers of the batches from ``position`` to the end (positions are file positions).
+
+        The descriptor is pinned for the whole walk, released when the generator finishes or
+        is dropped."""
+        with self._file.use() as fd:
+            while True:
+                h = self._header_at(fd, position)
+                if h is None or position + h.size > self.size:
+                    return
+                yield h
+                position += h.size
 
     def find_position(self, offset: int) -> BatchHeader | None:
         """Header of the first batch whose last offset is >= ``offset``, if any."""
@@ -217,7 +240,10 @@ class LogSegment:
         return self.pread(first.position, end - first.position)
 
     def pread(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position) if size > 0 else b""
+        if size <= 0:
+            return b""
+        with self._file.use() as fd:
+            return os.pread(fd, size, position)
 
     def batches(self) -> Iterator[tuple[BatchHeader, bytes]]:
         """Each batch's header and bytes, one ``pread`` per batch (used by the cleaner)."""
@@ -258,4 +284,4 @@ class LogSegment:
                 extra=fields(path=str(self.log_path), valid_bytes=valid_end, size=self.size),
             )
             self.truncate_to(valid_end)
-            os.fsync(self._fd)
+            self.flush()

@@ -24,8 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from streamrt.broker.log.segment import segment_paths
+from streamrt.broker.log.writes import write_all
 
-__all__ = ("commit_swap", "complete_interrupted_swap", "fsync_dir", "write_atomically")
+__all__ = (
+    "commit_swap",
+    "complete_interrupted_swap",
+    "fsync_dir",
+    "write_atomically",
+)
 
 SWAP_PLAN = "cleaner-swap.json"
 _CLEANED = ".cleaned"
@@ -42,14 +48,18 @@ def fsync_dir(directory: Path) -> None:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temp file, fsync, rename over ``path``, fsync the directory."""
+    """Write to a temp file, fsync, rename over ``path``, fsync the directory; on a failed
+    write the temp file is removed and ``path`` keeps its old content."""
     tmp = path.with_name(_tmp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, data)
+        write_all(fd, data)
         os.fsync(fd)
-    finally:
+    except OSError:
         os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 

@@ -16,14 +16,33 @@ import json
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 from streamrt.broker.log.swap import write_atomically
-from streamrt.errors import ErrorCode, KafkaError
+from streamrt.errors import ErrorCode, KafkaError, StreamrtError
 
-__all__ = ("ProducerIdAllocator", "TopicInfo", "TopicMetadataStore", "validate_topic_name")
+__all__ = (
+    "CorruptMetadataError",
+    "ProducerIdAllocator",
+    "TopicInfo",
+    "TopicMetadataStore",
+    "validate_topic_name",
+)
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
+
+
+class CorruptMetadataError(StreamrtError):
+    """A metadata file cannot be read; the message names it and what is wrong. The broker
+    refuses to start rather than guess which partitions the file described."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"corrupt metadata file {path}: {problem} (restore it, or move it away to drop "
+            "the topic; its partition directories are then kept aside as -stray)"
+        )
+        self.path = path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,16 +80,10 @@ class TopicMetadataStore:
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def load_all(self) -> dict[str, TopicInfo]:
+        """Every topic's metadata; :class:`CorruptMetadataError` for the first bad file."""
         out: dict[str, TopicInfo] = {}
-        for path in self.directory.glob("*.json"):
-            doc = json.loads(path.read_text())
-            info = TopicInfo(
-                name=doc["name"],
-                topic_id=uuid.UUID(doc["topic_id"]),
-                num_partitions=int(doc["num_partitions"]),
-                configs={str(k): str(v) for k, v in doc["configs"].items()},
-                internal=bool(doc["internal"]),
-            )
+        for path in sorted(self.directory.glob("*.json")):
+            info = _parse_topic(path, _read_json(path))
             out[info.name] = info
         return out
 
@@ -107,10 +120,13 @@ class ProducerIdAllocator:
         self._block_end = self._next
 
     def _read_high_water(self) -> int:
-        try:
-            return int(json.loads(self._path.read_text())["next_block_start"])
-        except FileNotFoundError:
+        if not self._path.exists():
             return 0
+        doc = _read_json(self._path)
+        value = doc.get("next_block_start")
+        if type(value) is not int or value < 0:
+            raise CorruptMetadataError(self._path, f"next_block_start is {value!r}")
+        return value
 
     def allocate(self) -> int:
         if self._next >= self._block_end:
@@ -119,3 +135,44 @@ class ProducerIdAllocator:
         pid = self._next
         self._next += 1
         return pid
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or :class:`CorruptMetadataError` saying why not."""
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptMetadataError(path, f"not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptMetadataError(path, f"not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise CorruptMetadataError(path, f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _parse_topic(path: Path, doc: dict[str, Any]) -> TopicInfo:
+    """Check every field, so a damaged file is reported here rather than misread."""
+
+    def bad(problem: str) -> CorruptMetadataError:
+        return CorruptMetadataError(path, problem)
+
+    missing = sorted({"name", "topic_id", "num_partitions", "configs", "internal"} - doc.keys())
+    if missing:
+        raise bad(f"missing field(s) {', '.join(missing)}")
+    name, configs = doc["name"], doc["configs"]
+    if not isinstance(name, str) or f"{name}.json" != path.name:
+        raise bad(f"name {name!r} does not match the file name")
+    try:
+        topic_id = uuid.UUID(str(doc["topic_id"]))
+    except ValueError:
+        raise bad(f"topic_id {doc['topic_id']!r} is not a UUID") from None
+    partitions = doc["num_partitions"]
+    if type(partitions) is not int or partitions < 1:
+        raise bad(f"num_partitions is {partitions!r}, expected an integer >= 1")
+    if not isinstance(configs, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in configs.items()
+    ):
+        raise bad("configs is not an object of strings")
+    if not isinstance(doc["internal"], bool):
+        raise bad(f"internal is {doc['internal']!r}, expected true or false")
+    return TopicInfo(name, topic_id, partitions, dict(configs), doc["internal"])

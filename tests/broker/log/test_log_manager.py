@@ -61,18 +61,6 @@ def test_delete_topic_removes_files_and_name_can_be_reused(manager_factory, tmp_
     assert m.log("t", 0).log_end_offset == 0
 
 
-def test_orphan_partition_directories_are_removed_at_load(manager_factory, tmp_path):
-    m = manager_factory()
-    m.create_topic("t", 1)
-    m.log("t", 0).append(value_batch(0), 0)
-    m.close()
-    (tmp_path / "data" / "meta" / "topics" / "t.json").unlink()  # crash after commit point
-    m2 = manager_factory()
-    assert not (tmp_path / "data" / "t-0").exists()
-    m2.create_topic("t", 1)
-    assert m2.log("t", 0).log_end_offset == 0
-
-
 def test_create_partitions(manager_factory):
     m = manager_factory()
     m.create_topic("t", 2)
