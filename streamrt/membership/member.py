@@ -300,21 +300,24 @@ class GroupMember:
     # -- rebalance ---------------------------------------------------------------------------
 
     async def _rebalance(self, reason: str) -> None:
-        """One JoinGroup + SyncGroup round (retried until it completes)."""
-        if not self.cooperative and self._owned:
-            revoked, self._owned = set(self._owned), set()
-            await self._call(self.listener.on_partitions_revoked, revoked)
-        self._rejoin_reason = None
-        prepared = self.listener.on_join_prepare()
-        if inspect.isawaitable(prepared):
-            await prepared
-        joined = await self._join(reason)
-        if joined is None:
-            self._rejoin_reason = self._rejoin_reason or reason
-            return
-        assignment = await self._sync(joined)
-        if assignment is None:
-            self._rejoin_reason = self._rejoin_reason or "SyncGroup must be retried"
+        """One JoinGroup + SyncGroup round. The rejoin stays due until a round completes, as
+        Kafka's ``rejoinNeeded``: if the round fails (the broker gone mid-join or mid-sync, a
+        coordinator moved) the reason is put back and the member rejoins once one answers."""
+        self._rejoin_reason = None  # a request made during the round asks for one more
+        assignment: set[TopicPartition] | None = None
+        try:
+            if not self.cooperative and self._owned:
+                revoked, self._owned = set(self._owned), set()
+                await self._call(self.listener.on_partitions_revoked, revoked)
+            prepared = self.listener.on_join_prepare()
+            if inspect.isawaitable(prepared):
+                await prepared
+            joined = await self._join(reason)
+            assignment = None if joined is None else await self._sync(joined)
+        finally:
+            if assignment is None:
+                self._rejoin_reason = self._rejoin_reason or reason
+        if joined is None or assignment is None:
             return
         self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
         self.rebalances += 1
