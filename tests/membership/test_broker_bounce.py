@@ -14,6 +14,7 @@ is the real member against the real embedded broker.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,14 +41,16 @@ class Gate:
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
         self.responses: list[Any] = []
-        real: Callable[..., Awaitable[Any]] = getattr(client, request)
+        real: Callable[..., Any] = getattr(client, request)
 
         async def call(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             if self.calls == self.hold_at:
                 self.entered.set()
                 await self.release.wait()
-            response = await real(*args, **kwargs)
+            response = real(*args, **kwargs)
+            if inspect.isawaitable(response):
+                response = await response
             self.responses.append(response)
             return response
 
@@ -110,6 +113,7 @@ async def _bounce(broker: BrokerThread, gates: list[Gate]) -> None:
         ("cooperative", "join"),
         ("cooperative", "sync"),
         ("cooperative", "between rounds"),
+        ("cooperative", "revocation callback"),
     ],
 )
 def test_every_partition_is_owned_again_after_a_broker_bounce(
@@ -201,6 +205,8 @@ async def _cooperative_phase(
         await _wait(lambda: b.sync.calls > b0 and c.sync.calls > 0, "followers' SyncGroups")
         await asyncio.sleep(0.2)
         return [a.sync]
+    if phase == "revocation callback":
+        return [await _revoking(a, start_c)]
     b.join.hold(2)
     a0 = a.join.calls
     await start_c()
@@ -209,3 +215,20 @@ async def _cooperative_phase(
     await asyncio.sleep(0.2)
     assert b.m.generation == a.m.generation > 0
     return [b.join]
+
+
+async def _revoking(a: Member, start_c: Callable[[], Awaitable[Any]]) -> Gate:
+    """The broker stops while a's revocation callback runs (round one); the callback then reads
+    committed offsets, as a stream thread does, and fails: the second round is due anyway."""
+    gate = Gate(a.m.listener, "on_partitions_revoked")
+    gate.hold(1)
+    gated = a.m.listener.on_partitions_revoked
+
+    async def revoked_then_read(partitions: set[Any]) -> None:
+        await gated(partitions)  # type: ignore[misc]
+        await a.m.committed(sorted(partitions))
+
+    a.m.listener.on_partitions_revoked = revoked_then_read  # type: ignore[method-assign]
+    await start_c()
+    await _entered(gate, "a revoking in round one")
+    return gate
