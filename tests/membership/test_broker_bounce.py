@@ -1,14 +1,16 @@
 """A rebalance survives a broker bounce in every phase (issue 43): the broker is stopped while
 a JoinGroup or SyncGroup is held or parked, between the two rounds of a cooperative
-rebalance, or with a heartbeat in flight, then started again on the same port and data dir;
-within one session timeout of its return every partition is owned again, by exactly one
-member. Before the fix a member whose join or sync failed on the connection forgot that it
-had to rejoin and heartbeated on (the group it restored was Stable at the old generation),
-so the partitions it had revoked had no owner until some unrelated session expired.
+rebalance, with a heartbeat due, or while a revocation or assignment callback runs (it then
+reads committed offsets and fails, as a stream thread's does), then started again on the same
+port and data dir; within one session timeout of its return every partition is owned again,
+by exactly one member whose listener was told so. Before the fix a member whose join or sync
+failed on the connection forgot that it had to rejoin and heartbeated on (the group it
+restored was Stable at the old generation), so the partitions it had revoked had no owner
+until some unrelated session expired.
 
-Phases are reached by holding one real request of one member (the one thing isolated: a
-wrapper around its ``CoordinatorClient`` method that waits before sending); everything else
-is the real member against the real embedded broker.
+Phases are reached by holding one real request or callback of one member (the one thing
+isolated: a wrapper that waits before calling through); everything else is the real member
+against the real embedded broker.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytest
 from streamrt.broker.embedded import BrokerThread
 from streamrt.membership.member import GroupMember
 from tests.kafka_helpers import create_topic, wait_until_async
-from tests.membership.support import TIMINGS, closing, member
+from tests.membership.support import TIMINGS, closing, member, recorder
 
 PARTITIONS = 4
 SESSION_S = TIMINGS["session.timeout.ms"] / 1000
@@ -32,8 +34,9 @@ FORM = 60.0  # forming the group, reaching a phase: generous, never asserted as 
 
 
 class Gate:
-    """Counts one member's calls of one request and can hold the ``hold_at``-th call before
-    it is sent, until ``release`` is set. Responses are kept (the JoinGroup's says who leads)."""
+    """Counts one member's calls of one request (or listener callback) and can hold the
+    ``hold_at``-th call before it is made, until ``release`` is set. Responses are kept (the
+    JoinGroup's says who leads)."""
 
     def __init__(self, client: Any, request: str) -> None:
         self.calls = 0
@@ -75,14 +78,23 @@ class Member:
         return bool(last.leader == last.member_id)
 
 
+def told(m: Member) -> set[Any]:
+    """What the member's listener was told it owns (assigned minus revoked and lost)."""
+    owned: set[Any] = set()
+    for e in recorder(m.m).events:
+        owned = owned | e.partitions if e.kind == "assigned" else owned - e.partitions
+    return owned
+
+
 def covered(members: list[Member], topic: str) -> bool:
-    """Every partition owned by exactly one member, all in one generation."""
+    """Every partition owned by exactly one member, all in one generation, and each member's
+    listener told of exactly what it owns."""
     owned = [m.m.assignment for m in members]
     return (
         set().union(*owned) == {(topic, p) for p in range(PARTITIONS)}
         and sum(len(o) for o in owned) == PARTITIONS
         and len({m.m.generation for m in members}) == 1
-        and all(m.m.error is None for m in members)
+        and all(m.m.error is None and told(m) == m.m.assignment for m in members)
     )
 
 
@@ -91,8 +103,7 @@ async def _wait(condition: Callable[[], Any], what: str) -> None:
 
 
 async def _entered(gate: Gate, what: str) -> None:
-    async with asyncio.timeout(FORM):
-        await gate.entered.wait()
+    await _wait(gate.entered.is_set, what)
 
 
 async def _bounce(broker: BrokerThread, gates: list[Gate]) -> None:
@@ -114,6 +125,7 @@ async def _bounce(broker: BrokerThread, gates: list[Gate]) -> None:
         ("cooperative", "sync"),
         ("cooperative", "between rounds"),
         ("cooperative", "revocation callback"),
+        ("cooperative", "assignment callback"),
     ],
 )
 def test_every_partition_is_owned_again_after_a_broker_bounce(
@@ -207,6 +219,8 @@ async def _cooperative_phase(
         return [a.sync]
     if phase == "revocation callback":
         return [await _revoking(a, start_c)]
+    if phase == "assignment callback":
+        return [await _assigning(c, start_c)]
     b.join.hold(2)
     a0 = a.join.calls
     await start_c()
@@ -231,4 +245,23 @@ async def _revoking(a: Member, start_c: Callable[[], Awaitable[Any]]) -> Gate:
     a.m.listener.on_partitions_revoked = revoked_then_read  # type: ignore[method-assign]
     await start_c()
     await _entered(gate, "a revoking in round one")
+    return gate
+
+
+async def _assigning(c: Member, start_c: Callable[[], Awaitable[Any]]) -> Gate:
+    """The broker stops while c's assigned callback for round two runs; the callback reads the
+    committed offsets first, as a stream thread does, and fails: the partitions must not stay
+    owned without the listener knowing, a rejoin hands them out again."""
+    record = c.m.listener.on_partitions_assigned
+
+    async def read_then_record(partitions: set[Any]) -> None:
+        if partitions:
+            await c.m.committed(sorted(partitions))
+        record(partitions)
+
+    c.m.listener.on_partitions_assigned = read_then_record  # type: ignore[method-assign]
+    gate = Gate(c.m.listener, "on_partitions_assigned")
+    gate.hold(2)  # round one's (nothing new for c) is the first
+    await start_c()
+    await _entered(gate, "c's assigned callback of round two")
     return gate
