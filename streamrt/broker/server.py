@@ -83,11 +83,15 @@ class KafkaServer:
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
-        for task in list(self._connections):
-            task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        # Cancel until every connection has ended: on Python 3.11 an ``asyncio.wait_for``
+        # racing its own timeout can swallow a cancellation (fixed in 3.12), and a connection
+        # that survived it kept serving its client from the stopped broker (its coordinator
+        # expiring sessions) while a restarted one took over the port.
+        pending = set(self._connections)
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.5)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)

@@ -1,15 +1,12 @@
 """``GroupMember``: one member of a classic consumer group, as Kafka's ConsumerCoordinator.
 
-It joins, syncs (running the assignor when it is the leader), heartbeats, commits and leaves,
-and tells a :class:`RebalanceListener` which partitions it gained, gave up or lost. Fetching is
-someone else's job: whoever owns the member fetches the assigned partitions in manual-assign
-mode. One asyncio task runs the group loop (heartbeat, or rebalance when one is needed), so the
-state below only changes on that task.
+It joins, syncs (running the assignor when it leads), heartbeats, commits and leaves, and
+tells a :class:`RebalanceListener` which partitions it gained, gave up or lost; its owner fetches
+them (manual assign). One asyncio task runs the group loop, so state changes only on that task.
 
-Eager: every owned partition is revoked before JoinGroup. Cooperative (KIP-429): the member
-keeps its partitions through the rebalance, reports them in its subscription, revokes only
-``owned - new`` when the assignment arrives and, if it revoked anything, rejoins at once so the
-leader can hand those partitions out in a second round.
+Eager: all owned partitions are revoked before JoinGroup. Cooperative (KIP-429): they are kept
+and reported in the subscription, only ``owned - new`` is revoked, and if anything was, the
+member rejoins at once: a second round hands those partitions out.
 """
 
 from __future__ import annotations
@@ -300,21 +297,23 @@ class GroupMember:
     # -- rebalance ---------------------------------------------------------------------------
 
     async def _rebalance(self, reason: str) -> None:
-        """One JoinGroup + SyncGroup round (retried until it completes)."""
-        if not self.cooperative and self._owned:
-            revoked, self._owned = set(self._owned), set()
-            await self._call(self.listener.on_partitions_revoked, revoked)
-        self._rejoin_reason = None
-        prepared = self.listener.on_join_prepare()
-        if inspect.isawaitable(prepared):
-            await prepared
-        joined = await self._join(reason)
-        if joined is None:
-            self._rejoin_reason = self._rejoin_reason or reason
-            return
-        assignment = await self._sync(joined)
-        if assignment is None:
-            self._rejoin_reason = self._rejoin_reason or "SyncGroup must be retried"
+        """One JoinGroup + SyncGroup round; as Kafka's ``rejoinNeeded``, the rejoin stays due
+        until one completes (broker gone mid-join or mid-sync, coordinator moved: retried)."""
+        self._rejoin_reason = None  # a request made during the round asks for one more
+        assignment: set[TopicPartition] | None = None
+        try:
+            if not self.cooperative and self._owned:
+                revoked, self._owned = set(self._owned), set()
+                await self._call(self.listener.on_partitions_revoked, revoked)
+            prepared = self.listener.on_join_prepare()
+            if inspect.isawaitable(prepared):
+                await prepared
+            joined = await self._join(reason)
+            assignment = None if joined is None else await self._sync(joined)
+        finally:
+            if assignment is None:
+                self._rejoin_reason = self._rejoin_reason or reason
+        if joined is None or assignment is None:
             return
         self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
         self.rebalances += 1
@@ -411,18 +410,23 @@ class GroupMember:
         }
 
     async def _apply(self, assignment: set[TopicPartition]) -> None:
-        """Eager: everything was revoked before the join. Cooperative: revoke what moved,
-        assign what is new, and rejoin at once if anything was revoked (the second round)."""
+        """Revoke what moved (cooperative: then a second round is due, even if a callback fails);
+        partitions whose assigned callback failed are dropped and a rejoin hands them out."""
         revoked = self._owned - assignment
         added = assignment - self._owned
+        if revoked and self.cooperative:
+            self.request_rejoin("partitions were revoked; second round of the rebalance")
         if revoked:
             self._owned -= revoked
             await self._call(self.listener.on_partitions_revoked, revoked)
         self._owned = set(assignment)
-        await self._call(self.listener.on_partitions_assigned, added)
+        try:
+            await self._call(self.listener.on_partitions_assigned, added)
+        except Exception:
+            self._owned -= added
+            self.request_rejoin("the assigned callback failed")
+            raise
         self._first_assignment.set()
-        if revoked and self.cooperative:
-            self.request_rejoin("partitions were revoked; second round of the rebalance")
 
     # -- offsets -----------------------------------------------------------------------------
 
