@@ -40,8 +40,8 @@ _MAX_VARINT_BYTES = 5  # a 32-bit unsigned varint, as Kafka's ByteUtils reads it
 
 # Plan operations: (code, argument). A plan is the tuple of operations of one entity or value.
 _SKIP = 0  # fixed-size fields: argument = their total size
-_STRING = 1  # argument = flexible (compact, uvarint length + 1) or int16 length
-_BYTES = 2  # bytes and records: compact or int32 length
+_COMPACT = 1  # flexible string, bytes or records: uvarint length + 1 (0 = null)
+_CLASSIC = 2  # classic string (argument 2: int16 length) or bytes/records (4: int32 length)
 _ARRAY = 3  # argument = (flexible, element plan, element's minimal size, fixed element size)
 _STRUCT = 4  # nullable nested entity: int8 marker (-1 = null), argument = its plan
 _TAGS = 5  # tagged fields: argument = {tag: plan of the value}
@@ -110,10 +110,10 @@ def _value_plan(hint: Any, kafka_type: str | None, flexible: bool) -> _Plan:
         return _entity_plan(typing.cast(type, hint), flexible)
     if kafka_type in _FIXED:
         return ((_SKIP, _FIXED[kafka_type]),)
-    if kafka_type == "string":
-        return ((_STRING, flexible),)
-    if kafka_type in ("bytes", "records"):
-        return ((_BYTES, flexible),)
+    if kafka_type in ("string", "bytes", "records"):
+        if flexible:
+            return ((_COMPACT, None),)
+        return ((_CLASSIC, 2 if kafka_type == "string" else 4),)
     raise TypeError(f"no length rule for kafka_type {kafka_type!r} ({hint})")
 
 
@@ -128,12 +128,11 @@ def _min_size(plan: _Plan) -> int:
     """The fewest bytes ``plan`` can take (null or empty lengths, no tags)."""
     total = 0
     for code, arg in plan:
-        if code == _SKIP:
+        if code in (_SKIP, _CLASSIC):
             total += arg
-        elif code in (_STRING, _BYTES, _ARRAY):
-            flexible = arg if code != _ARRAY else arg[0]
-            total += 1 if flexible else (2 if code == _STRING else 4)
-        else:  # a null struct's marker, an empty tag section
+        elif code == _ARRAY:
+            total += 1 if arg[0] else 4
+        else:  # a compact length, a null struct's marker, an empty tag section
             total += 1
     return total
 
@@ -176,35 +175,46 @@ def _too_long(what: str, claimed: int, needed: int, pos: int, end: int) -> Frame
 
 
 def _walk(plan: _Plan, buf: bytes | memoryview, pos: int, end: int) -> int:
-    """Check ``plan`` over ``buf[pos:end]``; the position after it."""
+    """Check ``plan`` over ``buf[pos:end]``; the position after it. The common one-byte
+    lengths and empty tag sections are read inline: this runs on every request."""
     for code, arg in plan:
         if code == _SKIP:
             pos += arg
             if pos > end:
                 raise FrameLengthError(f"frame ends {pos - end} bytes before its fixed fields do")
-        elif code == _STRING:
-            pos = _sized("string", buf, pos, end, arg, 2)
-        elif code == _BYTES:
-            pos = _sized("bytes", buf, pos, end, arg, 4)
+        elif code == _COMPACT:
+            if pos < end and buf[pos] < 0x80:  # length + 1 in one byte: skip both
+                pos += buf[pos] or 1
+                if pos > end:
+                    raise FrameLengthError(f"string or bytes ends {pos - end} bytes past the frame")
+            else:
+                pos = _sized(buf, pos, end, True, 0)
+        elif code == _TAGS:
+            if pos < end and buf[pos] == 0:
+                pos += 1
+            else:
+                pos = _tags(arg, buf, pos, end)
         elif code == _ARRAY:
             pos = _array(arg, buf, pos, end)
-        elif code == _STRUCT:
-            if pos >= end:
-                raise FrameLengthError("frame ends before a struct's null marker")
-            pos += 1
-            if buf[pos - 1] < 0x80:  # int8 >= 0: present
-                pos = _walk(arg, buf, pos, end)
+        elif code == _CLASSIC:
+            pos = _sized(buf, pos, end, False, arg)
         else:
-            pos = _tags(arg, buf, pos, end)
+            pos = _struct(arg, buf, pos, end)
     return pos
 
 
-def _sized(
-    what: str, buf: bytes | memoryview, pos: int, end: int, flexible: bool, width: int
-) -> int:
+def _struct(plan: _Plan, buf: bytes | memoryview, pos: int, end: int) -> int:
+    if pos >= end:
+        raise FrameLengthError("frame ends before a struct's null marker")
+    if buf[pos] >= 0x80:  # int8 < 0: null
+        return pos + 1
+    return _walk(plan, buf, pos + 1, end)
+
+
+def _sized(buf: bytes | memoryview, pos: int, end: int, flexible: bool, width: int) -> int:
     size, pos = _length(buf, pos, end, flexible, width)
     if size > end - pos:
-        raise _too_long(what, size, size, pos, end)
+        raise _too_long("string or bytes", size, size, pos, end)
     return pos + size if size > 0 else pos
 
 

@@ -20,7 +20,7 @@ from kio.serial import entity_reader
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import codec_for
 
-#: far above what the broker needs idle (~1 GiB of address space, measured), far below a
+#: far above what the broker needs (its address space peaks near 300 MiB, measured), far below a
 #: length-sized allocation (tens of GiB)
 ADDRESS_SPACE = 4 << 30
 _BROKER = (sys.executable, "-m", "streamrt.cli", "broker")
@@ -64,10 +64,12 @@ class ChildBroker:
     def connect(self) -> socket.socket:
         return socket.create_connection((self.host, self.port), timeout=30)
 
-    def send_bad(self, frame: bytes) -> None:
-        """Send one size-prefixed request and wait for its answer or for the broker to close
-        the connection (a reset or a dead child count as closed; liveness is checked apart)."""
+    def send_bad(self, frame: bytes, wait: float = 30) -> None:
+        """Send one size-prefixed request and wait (at most ``wait`` s: a valid long-polling
+        request may be parked) for its answer or for the broker to close the connection (a
+        reset or a dead child count as closed; liveness is checked apart)."""
         with self.connect() as s:
+            s.settimeout(wait)
             try:
                 s.sendall(len(frame).to_bytes(4, "big") + frame)
                 s.shutdown(socket.SHUT_WR)
