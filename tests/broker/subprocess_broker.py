@@ -60,6 +60,8 @@ class ChildBroker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(20)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     def connect(self) -> socket.socket:
         return socket.create_connection((self.host, self.port), timeout=30)

@@ -48,13 +48,12 @@ def test_probe_with_a_huge_array_count_closes_only_its_connection(
     frame = _probe(api_key, version, length)
     if length == HUGE_COMPACT:
         assert len(frame) + 4 == 35  # the reported 35-byte request, size prefix included
-    bystander = child.connect()  # a client already connected keeps being served
-    child.send_bad(frame)
-    child.assert_alive(after=f"API {api_key} v{version} with a huge array count")
-    body = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 9, 1) + b"b"
-    bystander.sendall(len(body).to_bytes(4, "big") + body)
-    assert bystander.recv(8, socket.MSG_WAITALL)[4:8] == (9).to_bytes(4, "big")
-    bystander.close()
+    with child.connect() as bystander:  # a client already connected keeps being served
+        child.send_bad(frame)
+        child.assert_alive(after=f"API {api_key} v{version} with a huge array count")
+        body = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 9, 1) + b"b"
+        bystander.sendall(len(body).to_bytes(4, "big") + body)
+        assert bystander.recv(8, socket.MSG_WAITALL)[4:8] == (9).to_bytes(4, "big")
     assert _metadata_of_two_topics(child) is not None  # lengths that fit are still served
     assert f"malformed request (API {api_key} v{version}): FrameLengthError" in child.log_tail()
 

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 from kio.static.primitive import Records
@@ -91,6 +91,7 @@ def _mutate(body: bytes, mutation: tuple) -> bytes:  # type: ignore[type-arg]
         HealthCheck.function_scoped_fixture,
         HealthCheck.too_slow,
         HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
     ],
 )
 @given(data=st.data(), mutation=_MUTATION)
@@ -104,7 +105,10 @@ def test_mutated_requests_of_every_schema_never_stop_the_broker(
     request_cls = codec_for(api_key, version).request_cls
     request = data.draw(st.from_type(request_cls), label="request")
     out = Chunks()
-    entity_writer(request_cls)(out, request)
+    try:
+        entity_writer(request_cls)(out, request)
+    except ValueError:  # kio's strategies can draw a timedelta its writer cannot encode
+        reject()
     flexible = request_cls.__flexible__  # type: ignore[attr-defined]
     frame = request_header(api_key, version, b"fuzz", flexible) + _mutate(b"".join(out), mutation)
     child.send_bad(frame, wait=_ANSWER_WAIT_S)
