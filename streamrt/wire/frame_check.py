@@ -7,7 +7,8 @@ server walks the frame by its kio schema first, allocating nothing: every array 
 bytes and records length, tagged-field count and size is compared with what is left of the frame
 (an array of N elements needs at least N * the element's smallest encoding, and at least N bytes,
 as Kafka's generated readers require), and :class:`FrameLengthError` names the first that lies.
-The walk only guards lengths; kio still does the decoding and its other checks.
+A null array where the schema allows none is refused too, as Kafka refuses it (kio would hand the
+handler None). The walk only guards lengths; kio still does the decoding and its other checks.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _MAX_VARINT_BYTES = 5  # a 32-bit unsigned varint, as Kafka's ByteUtils reads it
 _SKIP = 0  # fixed-size fields: argument = their total size
 _COMPACT = 1  # flexible string, bytes or records: uvarint length + 1 (0 = null)
 _CLASSIC = 2  # classic string (argument 2: int16 length) or bytes/records (4: int32 length)
-_ARRAY = 3  # argument = (flexible, element plan, element's minimal size, fixed element size)
+_ARRAY = 3  # argument = (flexible, nullable, element plan, element's minimal size, fixed size)
 _STRUCT = 4  # nullable nested entity: int8 marker (-1 = null), argument = its plan
 _TAGS = 5  # tagged fields: argument = {tag: plan of the value}
 
@@ -51,7 +52,8 @@ _Plan = tuple[_Op, ...]
 
 
 class FrameLengthError(ValueError):
-    """A length or count in the frame claims more bytes than the frame has left."""
+    """A length or count in the frame claims more bytes than the frame has left (or an array
+    is null where its schema allows no null)."""
 
 
 def check_request_lengths(frame: bytes | memoryview, request_cls: type) -> None:
@@ -99,7 +101,8 @@ def _field_plan(hint: Any, kafka_type: str | None, flexible: bool) -> _Plan:
     if typing.get_origin(inner) is tuple:
         element = _value_plan(typing.get_args(inner)[0], kafka_type, flexible)
         fixed = element[0][1] if len(element) == 1 and element[0][0] == _SKIP else 0
-        return ((_ARRAY, (flexible, element, max(_min_size(element), 1), fixed)),)
+        least = max(_min_size(element), 1)
+        return ((_ARRAY, (flexible, nullable, element, least, fixed)),)
     if nullable and dataclasses.is_dataclass(inner):
         return ((_STRUCT, _entity_plan(typing.cast(type, inner), flexible)),)
     return _value_plan(inner, kafka_type, flexible)
@@ -218,9 +221,13 @@ def _sized(buf: bytes | memoryview, pos: int, end: int, flexible: bool, width: i
     return pos + size if size > 0 else pos
 
 
-def _array(arg: tuple[bool, _Plan, int, int], buf: bytes | memoryview, pos: int, end: int) -> int:
-    flexible, element, least, fixed = arg
+def _array(
+    arg: tuple[bool, bool, _Plan, int, int], buf: bytes | memoryview, pos: int, end: int
+) -> int:
+    flexible, nullable, element, least, fixed = arg
     count, pos = _length(buf, pos, end, flexible, 4)
+    if count < 0 and not nullable:  # kio would hand the handler None (Kafka refuses it)
+        raise FrameLengthError(f"null array before offset {pos} where the schema allows none")
     if count * least > end - pos:
         raise _too_long("array", count, count * least, pos, end)
     if fixed:

@@ -81,3 +81,20 @@ def _metadata_of_two_topics(child: ChildBroker) -> bytes | None:
         size = int.from_bytes(s.recv(4, socket.MSG_WAITALL), "big")
         answer = s.recv(size, socket.MSG_WAITALL)
     return answer if answer[:4] == (1).to_bytes(4, "big") else None
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [(ApiKey.DESCRIBE_PRODUCERS, 0), (ApiKey.DELETE_TOPICS, 6)],
+    ids=["describe-producers-v0", "delete-topics-v6"],
+)
+def test_null_for_a_non_nullable_array_is_malformed_not_a_handler_error(
+    child: ChildBroker, api_key: int, version: int
+) -> None:
+    """Found by the fuzz test: kio reads a null non-nullable array as None and the handler
+    failed on it (TypeError, logged as an internal error); Kafka refuses such a request."""
+    child.send_bad(request_header(api_key, version, b"nulls", True) + b"\x00" + bytes(8))
+    child.assert_alive(after=f"API {api_key} v{version} with a null array")
+    log = child.log_tail()
+    assert f"malformed request (API {api_key} v{version}): FrameLengthError: null array" in log
+    assert "Traceback" not in log

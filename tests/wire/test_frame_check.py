@@ -88,6 +88,11 @@ _FETCH15 = codec_for(ApiKey.FETCH, 15).request_cls
         (_META12, struct.pack(">hhih", 3, 12, 1, 0x7000), "string or bytes of 28672"),
         (_META12, _HEAD12 + b"\x80\x80\x80\x80\x80\x01", "longer than 5 bytes"),
         (
+            codec_for(ApiKey.DELETE_TOPICS, 6).request_cls,
+            request_header(ApiKey.DELETE_TOPICS, 6, b"c", True) + b"\x00" + bytes(5),
+            "null array",  # topics is not nullable
+        ),
+        (
             # Fetch v15's known tag 1 (replica_state) is walked within its own 13 bytes: its
             # inner tag count 5 fits the frame (20 more bytes) but not the tag's value
             _FETCH15,
@@ -111,6 +116,7 @@ _FETCH15 = codec_for(ApiKey.FETCH, 15).request_cls
         "negative-int32-count",
         "header-client-id",
         "varint-too-long",
+        "null-for-non-nullable-array",
         "known-tag-size",
     ],
 )
