@@ -28,6 +28,7 @@ from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import Codec, build, codec_for, encode_response
 from streamrt.wire.context import RequestContext
 from streamrt.wire.error_responses import error_response
+from streamrt.wire.frame_check import check_request_lengths
 
 __all__ = ("KafkaServer",)
 
@@ -306,6 +307,8 @@ def _decode(codec: Codec, frame: bytes, api_key: int, api_version: int) -> tuple
 
 
 def _read(codec: Codec, frame: bytes) -> tuple[Any, Any]:
+    # kio sizes arrays from the count on the wire: a lying count would abort the process.
+    check_request_lengths(frame, codec.request_cls)
     header, offset = codec.read_header(frame, 0)
     request, _ = codec.read_body(frame, offset)
     return header, request
