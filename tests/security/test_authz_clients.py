@@ -315,3 +315,34 @@ def test_offset_fetch_of_all_topics_leaves_out_undescribable_ones(acl_broker, pk
             await bob.close()
 
     assert asyncio.run(run()) == [seen]
+
+
+def test_offset_fetch_v1_is_answered_under_an_authorizer(acl_broker, pki) -> None:
+    """OffsetFetch v0/v1 carry no top-level error code; the group check used to read one
+    and answered every such request with an internal error (found by the request fuzz)."""
+    topic = _topic(acl_broker, pki, 1)
+    group = f"of1-{uuid.uuid4().hex[:8]}"
+    _acl(acl_broker, pki, ResourceType.GROUP, group, AclOperation.DESCRIBE)
+    _acl(acl_broker, pki, ResourceType.TOPIC, topic, AclOperation.DESCRIBE)
+
+    async def run() -> tuple[int, list[tuple[str, int, int]]]:
+        bob = await _raw(acl_broker, "bob")
+        try:
+            resp = await bob.call(
+                9,
+                max_version=1,
+                group_id=group,
+                topics=[{"name": topic, "partition_indexes": [0]}],
+            )
+            rows = [
+                (t.name, p.partition_index, int(p.error_code))
+                for t in resp.topics
+                for p in t.partitions
+            ]
+            return resp.__version__, rows
+        finally:
+            await bob.close()
+
+    version, rows = asyncio.run(run())
+    assert version == 1
+    assert rows == [(topic, 0, 0)]

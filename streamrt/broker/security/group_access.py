@@ -82,7 +82,8 @@ async def _offset_fetch(core: Any, ctx: Any, req: Any, handle: Handle) -> Any:
     of an all-topics answer and answers TOPIC_AUTHORIZATION_FAILED when named."""
     if ctx.api_version < 8:
         resp = await _whole_group(DESCRIBE)(core, ctx, req, handle)
-        if resp.error_code != ErrorCode.none:
+        # v0/v1 have no top-level error code (a refused group answers per partition)
+        if getattr(resp, "error_code", ErrorCode.none) != ErrorCode.none:
             return resp
         topics = _visible_topics(core, ctx, resp.topics, named=req.topics is not None)
         return dataclasses.replace(resp, topics=topics)
