@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from streamrt.admin.connection import AdminConnectionError
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
@@ -181,6 +182,8 @@ class StreamrtMembership:
             await self.member.check_membership(generation=True)
         except CommitFailedError as exc:
             raise self._migrated(exc, "membership lost before a commit") from exc
+        except (AdminConnectionError, TimeoutError) as exc:  # the offset commit will tell
+            logger.info("membership not checked before a commit", extra=fields(error=repr(exc)))
 
     def _migrated(self, exc: CommitFailedError, what: str) -> TaskMigratedError:
         logger.warning(what, extra=fields(error=str(exc), generation=self.member.generation))

@@ -395,8 +395,10 @@ class StreamThread:
         try:
             async with self.commit_lock:
                 await committer.commit(tasks)
-        except TaskMigratedError as exc:  # nothing committed: the tasks close dirty
-            await self._migrated(exc, tasks, committer)
+        except TaskMigratedError as exc:  # nothing committed: the tasks close dirty, no rejoin
+            self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+            async with self.commit_lock:
+                await committer.lose(tasks, list(tasks.tasks))
             return
         self.mark("committed")
         self.stopped_cleanly = True
