@@ -4,19 +4,26 @@ before it counted but not committed: a zombie made on cue, resumed by the test (
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import time
 from typing import Any
 
 from streamrt.runtime import App
 
 PAUSE_KEY = "pause"
 
+logger = logging.getLogger(__name__)
+
 
 def pause_once(key: Any, _value: Any) -> None:
     if key == PAUSE_KEY and os.environ.get("PAUSING_APP_PAUSE") == "1":
         os.environ["PAUSING_APP_PAUSE"] = "0"
+        logger.warning("pausing (SIGSTOP)")
         os.kill(os.getpid(), signal.SIGSTOP)
+        time.sleep(1)  # the stop reaches this thread at a syscall, not at once: here
+        logger.warning("resumed (SIGCONT)")
 
 
 app = App({"application.id": "counting"})

@@ -148,7 +148,9 @@ class _ConsumerOffsets:
             raise TaskMigratedError(str(exc)) from exc
 
     async def check_generation(self) -> None:
-        """aiokafka's heartbeat is its own: its refused commit is the signal instead."""
+        if not await kafka_adapter.in_generation(self._consumer):
+            logger.warning("membership lost before a commit")
+            raise TaskMigratedError("Heartbeat: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION")
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
