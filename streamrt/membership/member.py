@@ -207,14 +207,18 @@ class GroupMember:
         """Look up and connect to the group coordinator now (e.g. while held before a join)."""
         await self.client.cluster.coordinator(self.config.group_id)
 
-    async def check_membership(self) -> None:
+    async def check_membership(self, *, generation: bool = False) -> None:
         """One Heartbeat now; raise :class:`FencedInstanceError` if another member took this
         ``group.instance.id`` (an owner asks before doing something only the current
-        incarnation may do). Other answers are left to the group loop."""
+        incarnation may do); with ``generation``, :class:`CommitFailedError` if the group
+        dropped this member. Other answers are left to the group loop."""
         if self.error is not None:
             raise self.error
         response = await self.offsets_client.heartbeat(self.generation, self.member_id)
-        self._check_fatal(ErrorCode(int(response.error_code)), "Heartbeat")
+        code = ErrorCode(int(response.error_code))
+        self._check_fatal(code, "Heartbeat")
+        if generation and code in _LOST:
+            raise CommitFailedError(code, f"Heartbeat: {code.name.upper()}")
 
     # -- the group loop ----------------------------------------------------------------------
 
@@ -280,13 +284,13 @@ class GroupMember:
         if code == ErrorCode.rebalance_in_progress:
             self.request_rejoin("the group is rebalancing")
         elif code in _LOST:
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED:
             self.client.note(code)
         else:
             raise MembershipError(f"Heartbeat to group {self.config.group_id!r}: {code.name}")
 
-    async def _on_lost_membership(self, code: ErrorCode) -> None:
+    async def lose_membership(self, code: ErrorCode) -> None:
         """UNKNOWN_MEMBER_ID resets the member id (a static member keeps its instance id);
         ILLEGAL_GENERATION keeps it. Both lose the partitions and rejoin."""
         if code == ErrorCode.unknown_member_id:
@@ -352,7 +356,7 @@ class GroupMember:
         if code == ErrorCode.member_id_required:  # KIP-394: rejoin with the id given
             self._generation = Generation(-1, str(response.member_id), None)
         elif code in _LOST:
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED or code == ErrorCode.rebalance_in_progress:
             self.client.note(code)
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)
@@ -375,7 +379,7 @@ class GroupMember:
             return flatten(decoded.partitions)
         if code in _LOST:
             self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED:
             self.client.note(code)
         elif code != ErrorCode.rebalance_in_progress:

@@ -27,7 +27,7 @@ from streamrt.runtime.config import STREAMRT
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
-from streamrt.runtime.engine.commit import CommitSchedule
+from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionLostError
@@ -392,10 +392,28 @@ class StreamThread:
     async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
         self.mark("stop_noticed")
         self.transition(ThreadState.PENDING_SHUTDOWN)
-        async with self.commit_lock:
-            await committer.commit(tasks)
+        try:
+            async with self.commit_lock:
+                await committer.commit(tasks)
+        except TaskMigratedError as exc:  # nothing committed: the tasks close dirty, no rejoin
+            self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+            async with self.commit_lock:
+                await committer.lose(tasks, list(tasks.tasks))
+            return
         self.mark("committed")
         self.stopped_cleanly = True
+
+    async def _migrated(self, exc: TaskMigratedError, tasks: TaskManager, c: Committer) -> None:
+        """Kafka Streams' TaskMigratedException: every task closes dirty (its checkpoint stays
+        where the last accepted commit put it) and the thread rejoins."""
+        self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+        if self._own is not None:  # its listener closes the tasks of the lost partitions,
+            await self._own.lose_all()  # unless its group loop did already (and rejoined)
+            return
+        async with self.commit_lock:
+            await c.lose(tasks, list(tasks.tasks))
+        if self._consumer is not None:
+            kafka_adapter.request_rejoin(cast(AIOKafkaConsumer, self._consumer))
 
     async def _run_loop(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -406,6 +424,8 @@ class StreamThread:
             try:
                 await self._loop_until_stopped(consumer, tasks, committer)
                 return
+            except TaskMigratedError as exc:
+                await self._migrated(exc, tasks, committer)
             except (
                 kafka_errors.KafkaError,
                 kafka_errors.IllegalOperation,
@@ -417,8 +437,11 @@ class StreamThread:
                 # TransactionLostError: librdkafka's transactional errors, mapped.
                 if not committer.recovers(exc):
                     raise
-                async with self.commit_lock:
-                    await committer.recover(exc, tasks)
+                try:
+                    async with self.commit_lock:
+                        await committer.recover(exc, tasks)
+                except TaskMigratedError as migrated:
+                    await self._migrated(migrated, tasks, committer)
 
     async def _loop_until_stopped(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
