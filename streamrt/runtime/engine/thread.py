@@ -16,7 +16,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
 import aiokafka.errors as kafka_errors
@@ -105,6 +105,8 @@ class StreamThread:
         self._hold = threading.Event()
         if not held:
             self._hold.set()
+        self._expected_tasks: tuple[str, ...] = ()  # a successor: the old thread's tasks
+        self._open_ahead: asyncio.Task[None] | None = None
         self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
         self.committed = threading.Event()  # stopping: the final commit is done; or it ended
         self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
@@ -121,6 +123,11 @@ class StreamThread:
             self.mark("stop_requested")
         self._stop_requested.set()
         self._wakeup.wake()
+
+    def expect_tasks(self, task_ids: Collection[str]) -> None:
+        """Before :meth:`release`: the tasks the old process's thread of the same instance id
+        owned; a static rejoin gives them back, so they are opened while the thread joins."""
+        self._expected_tasks = tuple(sorted(task_ids))
 
     def release(self) -> None:
         """Let a held thread join its group (the previous process released the state)."""
@@ -344,6 +351,9 @@ class StreamThread:
                 kafka_adapter.retire_static_member(clients.consumer)
             self.prepared.set()
             self.committed.set()
+            if self._open_ahead is not None:
+                self._open_ahead.cancel()
+                await asyncio.gather(self._open_ahead, return_exceptions=True)
             await tasks.close_all()
             self.mark("stores_closed")
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
@@ -387,6 +397,10 @@ class StreamThread:
         else:
             cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
         self.mark("join_requested")
+        if self._expected_tasks and self._tasks is not None:
+            self._open_ahead = asyncio.create_task(
+                self._tasks.open_ahead(self._expected_tasks), name=f"{self.name}-open-ahead"
+            )
         return True
 
     async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
@@ -468,7 +482,8 @@ class StreamThread:
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                if await tasks.process(batches, self.env.clock.now_ms()):
+                now_ms = self.env.clock.now_ms()
+                if await tasks.process(batches, now_ms, self._stop_requested.is_set):
                     self.mark("first_record")
                 tasks.punctuate(self.env.clock.now_ms())
                 await committer.collector.drain()
