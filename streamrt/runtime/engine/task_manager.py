@@ -93,6 +93,7 @@ class TaskManager:
         # a hand-off successor's tasks opened while it joins (open_ahead), taken by create()
         self._ahead: dict[str, StreamTask] = {}
         self._ahead_wanted: set[str] = set()
+        self._opening_ahead: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -169,6 +170,12 @@ class TaskManager:
             self.create(TaskId.parse(task_id))
         await self.retry_locked()
         self.previous = tuple(sorted(wanted))
+
+    def start_open_ahead(self, task_ids: Iterable[str]) -> None:
+        """:meth:`open_ahead` in the background (ended by :meth:`close_all` if still on)."""
+        self._opening_ahead = asyncio.create_task(
+            self.open_ahead(task_ids), name=f"{self.thread_name}-open-ahead"
+        )
 
     async def open_ahead(self, task_ids: Iterable[str], timeout_s: float = 10.0) -> None:
         """A hand-off successor, while it joins: open the tasks it expects (those of the old
@@ -327,6 +334,9 @@ class TaskManager:
 
     async def close_all(self) -> None:
         """At shutdown: every active task (and any opened ahead), then every standby."""
+        if self._opening_ahead is not None:
+            self._opening_ahead.cancel()
+            await asyncio.gather(self._opening_ahead, return_exceptions=True)
         self._ahead_wanted.clear()
         for task in self._ahead.values():
             task.close()

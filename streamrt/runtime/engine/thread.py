@@ -106,7 +106,6 @@ class StreamThread:
         if not held:
             self._hold.set()
         self._expected_tasks: tuple[str, ...] = ()  # a successor: the old thread's tasks
-        self._open_ahead: asyncio.Task[None] | None = None
         self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
         self.committed = threading.Event()  # stopping: the final commit is done; or it ended
         self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
@@ -351,9 +350,6 @@ class StreamThread:
                 kafka_adapter.retire_static_member(clients.consumer)
             self.prepared.set()
             self.committed.set()
-            if self._open_ahead is not None:
-                self._open_ahead.cancel()
-                await asyncio.gather(self._open_ahead, return_exceptions=True)
             await tasks.close_all()
             self.mark("stores_closed")
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
@@ -398,9 +394,7 @@ class StreamThread:
             cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
         self.mark("join_requested")
         if self._expected_tasks and self._tasks is not None:
-            self._open_ahead = asyncio.create_task(
-                self._tasks.open_ahead(self._expected_tasks), name=f"{self.name}-open-ahead"
-            )
+            self._tasks.start_open_ahead(self._expected_tasks)
         return True
 
     async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
