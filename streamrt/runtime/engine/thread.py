@@ -40,8 +40,10 @@ from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.thread_metrics import thread_snapshot
 from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.sensors import ThreadSensors
 from streamrt.runtime.stores import RecordCache
 
 __all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
@@ -71,6 +73,7 @@ class StreamThread:
         self.client_id = f"{app_id}-{instance}-thread-{index}"
         self.state = ThreadState.CREATED
         self.rebalances = 0
+        self.sensors = ThreadSensors()  # stream-thread-metrics, counted by the loop
         self.error: BaseException | None = None
         # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
         # membership, so a restarted incarnation's InitProducerId fences the crashed one.
@@ -223,6 +226,7 @@ class StreamThread:
             client_id=self.client_id,
             state=self.state,
             rebalances=self.rebalances,
+            streams=thread_snapshot(self.sensors, self._tasks),
             **(self._tasks.metadata() if self._tasks is not None else NO_TASKS),
         )
 
@@ -424,6 +428,7 @@ class StreamThread:
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
+        sensors, perf_ns = self.sensors, time.perf_counter_ns
         own = self._own
         rejoin = (
             (lambda: own.request_rejoin("probing rebalance"))
@@ -437,19 +442,43 @@ class StreamThread:
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
             timeout_ms = 0 if tasks.restoring else 10 if tasks.locked or tasks.buffered else 100
+            began = perf_ns()
             batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
+            polled = perf_ns()
+            sensors.poll.record(polled - began, polled)
             if batches:
                 self.mark("first_fetch")
+                n = sum(len(records) for records in batches.values())
+                sensors.polled_records += n
+                sensors.polled_max.observe(n, polled)
             # getmany returns already fetched records without yielding to the event loop; yield
             # once per poll so the producer's sender (linger) and the fetcher run in between.
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                if await tasks.process(batches, self.env.clock.now_ms()):
-                    self.mark("first_record")
-                tasks.punctuate(self.env.clock.now_ms())
+                await self._process(tasks, batches)
                 await committer.collector.drain()
                 if schedule.due() and not (own is not None and own.rebalancing):
+                    began = perf_ns()
                     await committer.commit(tasks)
+                    done = perf_ns()
+                    sensors.commit.record(done - began, done)
                     schedule.committed()
                 self.member.maybe_probe(rejoin)
+
+    async def _process(self, tasks: TaskManager, batches: Any) -> None:
+        """Process the polled records and punctuate, timed per loop for the thread metrics
+        (per record only the tasks' plain counters move)."""
+        sensors, perf_ns = self.sensors, time.perf_counter_ns
+        before, began = tasks.records_processed, perf_ns()
+        if await tasks.process(batches, self.env.clock.now_ms()):
+            self.mark("first_record")
+        processed = perf_ns()
+        count = tasks.records_processed - before
+        if count > 0:
+            sensors.process.record(processed - began, processed, count)
+            sensors.processed_max.observe(count, processed)
+        ran = tasks.punctuate(self.env.clock.now_ms())
+        if ran:
+            done = perf_ns()
+            sensors.punctuate.record(done - processed, done, ran)
