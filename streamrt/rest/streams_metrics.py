@@ -129,7 +129,8 @@ def thread_metrics(sc: _Scrape, seconds: float, thread: str) -> None:
         add(g, f"{name}-rate", THREAD, labels, _ratio(count, seconds))
         add(g, f"{name}-latency-avg", THREAD, labels, _ratio(nanos, count) / 1e6)
         add(g, f"{name}-latency-max", THREAD, labels, max_ns / 1e6)
-        add(g, f"{name}-ratio", THREAD, labels, _ratio(nanos / 1e9, seconds))
+        # an activity is counted when it ends: one begun before the base can overshoot 1
+        add(g, f"{name}-ratio", THREAD, labels, min(_ratio(nanos / 1e9, seconds), 1.0))
     polls = sc.delta(("poll", "count"))
     add(g, "poll-records-avg", THREAD, labels, _ratio(sc.delta(("polled",)), polls))
     add(g, "poll-records-max", THREAD, labels, sc.snap.polled_max)
@@ -167,9 +168,11 @@ def task_metrics(sc: _Scrape, seconds: float, thread: str) -> None:
                 ratio = _ratio(hits, hits + sc.delta(("store", tid, store, "misses")))
                 for name in ("hit-ratio-avg", "hit-ratio-min", "hit-ratio-max"):
                     add("stream-record-cache-metrics", name, CACHE, [*task, store], ratio)
-    for tid, remaining in sorted(sc.snap.restore_remaining.items()):
+    # every active task has it (0 once restored), as in Kafka
+    remaining = {**dict.fromkeys(sc.snap.tasks, 0), **sc.snap.restore_remaining}
+    for tid, left in sorted(remaining.items()):
         g = "stream-task-metrics"
-        add(g, "restore-remaining-records-total", TASK, [thread, tid], remaining)
+        add(g, "restore-remaining-records-total", TASK, [thread, tid], left)
 
 
 def fetch_metrics(out: _Families, snap: StreamsSnapshot, client_id: str) -> None:
