@@ -56,7 +56,7 @@ def flatten(s: StreamsSnapshot) -> Counters:
         for node, n in t.nodes.items():
             out[("node", tid, node)] = n
         for store, (_, ops) in t.stores.items():
-            for op in ("puts", "gets", "deletes", "hits", "misses"):
+            for op in ("puts", "gets", "deletes", "misses"):
                 out[("store", tid, store, op)] = getattr(ops, op)
     return out
 
@@ -164,8 +164,8 @@ def task_metrics(sc: _Scrape, seconds: float, thread: str) -> None:
                 rate = _ratio(sc.delta(("store", tid, store, op)), seconds)
                 add("stream-state-metrics", f"{name}-rate", STORE, labels, rate)
             if store in t.cached:
-                hits = sc.delta(("store", tid, store, "hits"))
-                ratio = _ratio(hits, hits + sc.delta(("store", tid, store, "misses")))
+                gets = sc.delta(("store", tid, store, "gets"))
+                ratio = _ratio(gets - sc.delta(("store", tid, store, "misses")), gets)
                 for name in ("hit-ratio-avg", "hit-ratio-min", "hit-ratio-max"):
                     add("stream-record-cache-metrics", name, CACHE, [*task, store], ratio)
     # every active task has it (0 once restored), as in Kafka

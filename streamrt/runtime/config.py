@@ -136,6 +136,8 @@ class StreamsConfig:
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     probing_rebalance_interval_ms: int = 600_000
+    # Kafka's: DEBUG (or TRACE) also counts per processor node (stream-processor-node-metrics)
+    metrics_recording_level: str = "INFO"
     # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -344,6 +346,11 @@ class StreamsConfig:
                 f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)",
             ),
             (self.num_stream_threads < 1, "num.stream.threads must be at least 1"),
+            (
+                self.metrics_recording_level not in ("INFO", "DEBUG", "TRACE"),
+                f"metrics.recording.level {self.metrics_recording_level!r} must be INFO, DEBUG "
+                "or TRACE",
+            ),
             (
                 self.stream_thread_mode not in ("thread", "process"),
                 f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'",

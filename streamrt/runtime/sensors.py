@@ -90,21 +90,20 @@ class ThreadSensors:
 
 class StoreOps:
     """Calls a processor made on one store (``stream-state-metrics``), and for a cached store
-    how many reads the record cache answered (``stream-record-cache-metrics``)."""
+    how many reads the record cache did not answer (``stream-record-cache-metrics``)."""
 
-    __slots__ = ("deletes", "gets", "hits", "misses", "puts")
+    __slots__ = ("deletes", "gets", "misses", "puts")
 
     def __init__(self) -> None:
         self.puts = 0
         self.gets = 0
         self.deletes = 0
-        self.hits = 0
         self.misses = 0
 
     def copy(self) -> StoreOps:
         out = StoreOps()
         out.puts, out.gets, out.deletes = self.puts, self.gets, self.deletes
-        out.hits, out.misses = self.hits, self.misses
+        out.misses = self.misses
         return out
 
 
@@ -114,7 +113,7 @@ class TaskSnapshot:
 
     processed: int
     dropped: int
-    nodes: Mapping[str, int]  # processor node → records it processed
+    nodes: Mapping[str, int]  # processor node → records it processed (DEBUG level only)
     stores: Mapping[str, tuple[str, StoreOps]]  # store → (kind, its calls)
     cached: frozenset[str]  # stores with a record cache in front
 

@@ -227,7 +227,7 @@ class CachingStore:
         self._listener: FlushListener | None = None
         # key bytes → [value bytes | None, key, value, timestamp, topic, offset, size]
         self._dirty: dict[bytes, list[Any]] = {}
-        self.ops = StoreOps()  # the processor's calls and the cache's hits and misses
+        self.ops = StoreOps()  # the processor's calls; misses: reads the cache did not answer
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         """Cached: ``listener`` forwards each key's last update when the cache flushes."""
@@ -243,15 +243,13 @@ class CachingStore:
         return None if found is None else found.value
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        self.ops.gets += 1
         kb = self._logged.key_bytes(key)
         entry = self._dirty.get(kb)
-        ops = self.ops
-        ops.gets += 1
         if entry is None:
-            ops.misses += 1
+            self.ops.misses += 1  # beside the store read it leads to, nothing
             found = self._logged.raw_get_with_timestamp(kb)
         else:
-            ops.hits += 1
             found = entry[0], entry[3]
         if found is None or found[0] is None:
             return None

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamrt.broker.embedded import BrokerThread
 from streamrt.runtime import App
+from streamrt.runtime.config import ConfigError, StreamsConfig
 from tests.conftest import FAST_GROUP_OVERRIDES
 from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.rest.instances import get, start_instance
@@ -66,7 +67,10 @@ def scrapes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Samples,
         create_topic(broker.bootstrap, "events", 2)
         create_topic(broker.bootstrap, "event-counts-out", 2)
         produce(broker.bootstrap, "events", records(0, 40))
-        app = start_instance(broker.bootstrap, tmp_path_factory.mktemp("state"), "m-1")
+        state = tmp_path_factory.mktemp("state")
+        # DEBUG: the processor-node metrics too (Kafka records them only at DEBUG)
+        extra = {"metrics.recording.level": "DEBUG"}
+        app = start_instance(broker.bootstrap, state, "m-1", extra=extra)
         first = wait_until(lambda: processed(app, 40), 60, "the first 40 records processed")
         produce(broker.bootstrap, "events", records(40, 60))
         commits = total(first, THREAD + "commit_total")
@@ -136,3 +140,12 @@ def test_the_dashboard_queries_only_scraped_metrics(scrapes: tuple[Samples, Samp
     assert len(names) >= 8
     unknown = sorted(names - set(second))
     assert not unknown, f"the dashboard queries metrics /metrics does not have: {unknown}"
+
+
+def test_metrics_recording_level_takes_kafkas_levels_only() -> None:
+    base = {"application.id": "a", "bootstrap.servers": "127.0.0.1:9092"}
+    for level in ("INFO", "DEBUG", "TRACE"):
+        config = StreamsConfig.from_mapping({**base, "metrics.recording.level": level})
+        assert config.metrics_recording_level == level
+    with pytest.raises(ConfigError, match="metrics.recording.level 'LOUD' must be INFO"):
+        StreamsConfig.from_mapping({**base, "metrics.recording.level": "LOUD"})

@@ -2,7 +2,8 @@
 
 A task runs records through its sub-topology depth first and sends sink and changelog records
 through a :class:`RecordCollector` (the thread's producer). Its stores, their changelog
-partitions, the directory lock and the checkpoint hint belong to its :class:`StateManager`."""
+partitions, the directory lock and the checkpoint hint belong to its :class:`StateManager`.
+"""
 
 from __future__ import annotations
 
@@ -243,7 +244,6 @@ class StreamTask:
         self._input_of = {tp.topic: tp for tp in self.inputs}
         self.records_processed = 0
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
-        self.node_records: dict[str, int] = {}  # records each node processed (for metrics)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
         self._sinks: dict[str, tuple[str, Serde[Any], Serde[Any]]] = {}  # topic, serdes
@@ -284,7 +284,8 @@ class StreamTask:
         """Lock the directory, open stores and init processors.
 
         Returns each changelog partition with the offset its store has reached (``None``: the
-        store has no checkpoint and must be restored from the beginning)."""
+        store has no checkpoint and must be restored from the beginning).
+        """
         positions = self.state.open()
         try:
             for name in self.state.store_names:
@@ -388,7 +389,6 @@ class StreamTask:
             self.partition_time[topic] = ts
         if ts > self.stream_time:
             self.stream_time = ts
-        self.node_records[source.name] = self.node_records.get(source.name, 0) + 1
         self._contexts[source.name].forward(k, v)
         self.records_processed += 1
         if self.stream_time_punctuation:
@@ -416,7 +416,6 @@ class StreamTask:
         )
 
     def deliver(self, node_name: str, key: Any, value: Any) -> None:
-        self.node_records[node_name] = self.node_records.get(node_name, 0) + 1
         processor = self._processors.get(node_name)
         if processor is None:
             self._send(node_name, key, value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from streamrt.runtime.engine.metered_task import MeteredTask
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_manager import TaskManager
 from streamrt.runtime.engine.task_progress import partition_lags
@@ -41,7 +42,7 @@ def task_snapshot(task: StreamTask) -> TaskSnapshot:
     return TaskSnapshot(
         processed=task.records_processed,
         dropped=task.dropped_records,
-        nodes=dict(task.node_records),
+        nodes=task.node_records() if isinstance(task, MeteredTask) else {},
         stores=stores,
         cached=frozenset(cached),
     )
