@@ -224,6 +224,13 @@ class StreamsConfig:
         rules.append(
             (self.statestore_cache_max_bytes < 0, "statestore.cache.max.bytes must be at least 0")
         )
+        level = self.metrics_recording_level
+        rules.append(
+            (
+                level not in ("INFO", "DEBUG", "TRACE"),
+                f"metrics.recording.level {level!r} must be INFO, DEBUG or TRACE",
+            )
+        )
         return rules
 
     def _producer_rules(self) -> list[tuple[bool, str]]:
@@ -346,11 +353,6 @@ class StreamsConfig:
                 f"{MIN_PROBING_REBALANCE_INTERVAL_MS} (one minute, as Kafka Streams)",
             ),
             (self.num_stream_threads < 1, "num.stream.threads must be at least 1"),
-            (
-                self.metrics_recording_level not in ("INFO", "DEBUG", "TRACE"),
-                f"metrics.recording.level {self.metrics_recording_level!r} must be INFO, DEBUG "
-                "or TRACE",
-            ),
             (
                 self.stream_thread_mode not in ("thread", "process"),
                 f"stream.thread.mode {self.stream_thread_mode!r} must be 'thread' or 'process'",
