@@ -242,6 +242,7 @@ def _ask_running(
         )
     else:
         app.mark("took_over")
+        app.took_over(answer.get("summary", {}).get("thread_tasks", {}))
         logger.info(
             "hand-off: took over",
             extra=fields(

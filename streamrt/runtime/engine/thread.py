@@ -16,7 +16,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
 import aiokafka.errors as kafka_errors
@@ -27,7 +27,7 @@ from streamrt.runtime.config import STREAMRT
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
-from streamrt.runtime.engine.commit import CommitSchedule
+from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionLostError
@@ -40,7 +40,7 @@ from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
-from streamrt.runtime.engine.thread_metrics import thread_snapshot
+from streamrt.runtime.engine.thread_metrics import LoopMeter, thread_snapshot
 from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.sensors import ThreadSensors
@@ -73,7 +73,7 @@ class StreamThread:
         self.client_id = f"{app_id}-{instance}-thread-{index}"
         self.state = ThreadState.CREATED
         self.rebalances = 0
-        self.sensors = ThreadSensors()  # stream-thread-metrics, counted by the loop
+        self.sensors = ThreadSensors()  # stream-thread-metrics, counted by the run loop
         self.error: BaseException | None = None
         # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
         # membership, so a restarted incarnation's InitProducerId fences the crashed one.
@@ -108,6 +108,8 @@ class StreamThread:
         self._hold = threading.Event()
         if not held:
             self._hold.set()
+        self._expected_tasks: tuple[str, ...] = ()  # a successor: the old thread's tasks
+        self._open_ahead: asyncio.Task[None] | None = None
         self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
         self.committed = threading.Event()  # stopping: the final commit is done; or it ended
         self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
@@ -124,6 +126,11 @@ class StreamThread:
             self.mark("stop_requested")
         self._stop_requested.set()
         self._wakeup.wake()
+
+    def expect_tasks(self, task_ids: Collection[str]) -> None:
+        """Before :meth:`release`: the tasks the old process's thread of the same instance id
+        owned; a static rejoin gives them back, so they are opened while the thread joins."""
+        self._expected_tasks = tuple(sorted(task_ids))
 
     def release(self) -> None:
         """Let a held thread join its group (the previous process released the state)."""
@@ -348,6 +355,9 @@ class StreamThread:
                 kafka_adapter.retire_static_member(clients.consumer)
             self.prepared.set()
             self.committed.set()
+            if self._open_ahead is not None:
+                self._open_ahead.cancel()
+                await asyncio.gather(self._open_ahead, return_exceptions=True)
             await tasks.close_all()
             self.mark("stores_closed")
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
@@ -391,15 +401,37 @@ class StreamThread:
         else:
             cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
         self.mark("join_requested")
+        if self._expected_tasks and self._tasks is not None:
+            self._open_ahead = asyncio.create_task(
+                self._tasks.open_ahead(self._expected_tasks), name=f"{self.name}-open-ahead"
+            )
         return True
 
     async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
         self.mark("stop_noticed")
         self.transition(ThreadState.PENDING_SHUTDOWN)
-        async with self.commit_lock:
-            await committer.commit(tasks)
+        try:
+            async with self.commit_lock:
+                await committer.commit(tasks)
+        except TaskMigratedError as exc:  # nothing committed: the tasks close dirty, no rejoin
+            self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+            async with self.commit_lock:
+                await committer.lose(tasks, list(tasks.tasks))
+            return
         self.mark("committed")
         self.stopped_cleanly = True
+
+    async def _migrated(self, exc: TaskMigratedError, tasks: TaskManager, c: Committer) -> None:
+        """Kafka Streams' TaskMigratedException: every task closes dirty (its checkpoint stays
+        where the last accepted commit put it) and the thread rejoins."""
+        self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+        if self._own is not None:  # its listener closes the tasks of the lost partitions,
+            await self._own.lose_all()  # unless its group loop did already (and rejoined)
+            return
+        async with self.commit_lock:
+            await c.lose(tasks, list(tasks.tasks))
+        if self._consumer is not None:
+            kafka_adapter.request_rejoin(cast(AIOKafkaConsumer, self._consumer))
 
     async def _run_loop(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -410,6 +442,8 @@ class StreamThread:
             try:
                 await self._loop_until_stopped(consumer, tasks, committer)
                 return
+            except TaskMigratedError as exc:
+                await self._migrated(exc, tasks, committer)
             except (
                 kafka_errors.KafkaError,
                 kafka_errors.IllegalOperation,
@@ -421,20 +455,23 @@ class StreamThread:
                 # TransactionLostError: librdkafka's transactional errors, mapped.
                 if not committer.recovers(exc):
                     raise
-                async with self.commit_lock:
-                    await committer.recover(exc, tasks)
+                try:
+                    async with self.commit_lock:
+                        await committer.recover(exc, tasks)
+                except TaskMigratedError as migrated:
+                    await self._migrated(migrated, tasks, committer)
 
     async def _loop_until_stopped(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
-        sensors, perf_ns = self.sensors, time.perf_counter_ns
         own = self._own
         rejoin = (
             (lambda: own.request_rejoin("probing rebalance"))
             if own is not None
             else (lambda: kafka_adapter.request_rejoin(consumer))
         )
+        meter = LoopMeter(self.sensors)
         while not self._stop_requested.is_set():
             if own is not None:
                 own.raise_if_failed()
@@ -442,43 +479,21 @@ class StreamThread:
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
             timeout_ms = 0 if tasks.restoring else 10 if tasks.locked or tasks.buffered else 100
-            began = perf_ns()
-            batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
-            polled = perf_ns()
-            sensors.poll.record(polled - began, polled)
+            stopping = self._stop_requested.is_set
+            batches = await meter.poll(self._wakeup.poll(consumer, timeout_ms, stopping))
             if batches:
                 self.mark("first_fetch")
-                n = sum(len(records) for records in batches.values())
-                sensors.polled_records += n
-                sensors.polled_max.observe(n, polled)
             # getmany returns already fetched records without yielding to the event loop; yield
             # once per poll so the producer's sender (linger) and the fetcher run in between.
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                await self._process(tasks, batches)
+                now_ms = self.env.clock.now_ms()
+                if await meter.process(tasks, tasks.process(batches, now_ms, stopping)):
+                    self.mark("first_record")
+                meter.punctuate(tasks, self.env.clock.now_ms())
                 await committer.collector.drain()
                 if schedule.due() and not (own is not None and own.rebalancing):
-                    began = perf_ns()
-                    await committer.commit(tasks)
-                    done = perf_ns()
-                    sensors.commit.record(done - began, done)
+                    await meter.commit(committer.commit(tasks))
                     schedule.committed()
                 self.member.maybe_probe(rejoin)
-
-    async def _process(self, tasks: TaskManager, batches: Any) -> None:
-        """Process the polled records and punctuate, timed per loop for the thread metrics
-        (per record only the tasks' plain counters move)."""
-        sensors, perf_ns = self.sensors, time.perf_counter_ns
-        before, began = tasks.records_processed, perf_ns()
-        if await tasks.process(batches, self.env.clock.now_ms()):
-            self.mark("first_record")
-        processed = perf_ns()
-        count = tasks.records_processed - before
-        if count > 0:
-            sensors.process.record(processed - began, processed, count)
-            sensors.processed_max.observe(count, processed)
-        ran = tasks.punctuate(self.env.clock.now_ms())
-        if ran:
-            done = perf_ns()
-            sensors.punctuate.record(done - processed, done, ran)

@@ -7,7 +7,8 @@ every container is copied in one C-level call (atomic under the GIL), ints are r
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from typing import Any
 
 from streamrt.runtime.engine.metered_task import MeteredTask
 from streamrt.runtime.engine.task import StreamTask
@@ -23,7 +24,51 @@ from streamrt.runtime.sensors import (
 from streamrt.runtime.stores import CachingStore
 from streamrt.state import ROCKS_DB
 
-__all__ = ("streams_snapshot", "task_snapshot", "thread_snapshot")
+__all__ = ("LoopMeter", "streams_snapshot", "task_snapshot", "thread_snapshot")
+
+
+class LoopMeter:
+    """Times the run loop's poll, process, punctuate and commit into the thread's sensors:
+    a few clock reads per loop iteration, none per record (the tasks count those)."""
+
+    def __init__(self, sensors: ThreadSensors) -> None:
+        self.sensors = sensors
+
+    async def poll(self, polling: Awaitable[dict[Any, list[Any]]]) -> dict[Any, list[Any]]:
+        began = time.perf_counter_ns()
+        batches = await polling
+        done = time.perf_counter_ns()
+        sensors = self.sensors
+        sensors.poll.record(done - began, done)
+        if batches:
+            n = sum(len(records) for records in batches.values())
+            sensors.polled_records += n
+            sensors.polled_max.observe(n, done)
+        return batches
+
+    async def process(self, tasks: TaskManager, processing: Awaitable[int]) -> int:
+        """``processing``: the tasks' process call (returns how many tasks ran)."""
+        before, began = tasks.records_processed, time.perf_counter_ns()
+        ran = await processing
+        done = time.perf_counter_ns()
+        count = tasks.records_processed - before
+        if count > 0:
+            self.sensors.process.record(done - began, done, count)
+            self.sensors.processed_max.observe(count, done)
+        return ran
+
+    def punctuate(self, tasks: TaskManager, now_ms: int) -> None:
+        began = time.perf_counter_ns()
+        ran = tasks.punctuate(now_ms)
+        if ran:
+            done = time.perf_counter_ns()
+            self.sensors.punctuate.record(done - began, done, ran)
+
+    async def commit(self, committing: Awaitable[Any]) -> None:
+        began = time.perf_counter_ns()
+        await committing
+        done = time.perf_counter_ns()
+        self.sensors.commit.record(done - began, done)
 
 
 def task_snapshot(task: StreamTask) -> TaskSnapshot:
