@@ -207,4 +207,8 @@ class StreamsCollector(Collector):
                 thread_metrics(scrape, seconds, t.thread_name)
                 task_metrics(scrape, seconds, t.thread_name)
                 fetch_metrics(out, snap, t.client_id)
+                # KIP-869's thread-level task counts (the restoring is the stream thread's here)
+                g, labels = "stream-state-updater-metrics", [t.thread_name]
+                out.add(g, "active-restoring-tasks", THREAD, labels, len(t.restoring_tasks))
+                out.add(g, "standby-updating-tasks", THREAD, labels, len(t.standby_tasks))
         yield from out.families.values()
