@@ -88,6 +88,8 @@ class TaskManager:
         self.locked: set[str] = set()  # created, the directory lock not taken yet
         self.previous: tuple[str, ...] = ()  # the last assignment's active tasks
         self.records_processed_closed = 0
+        self.tasks_created = 0  # task-created-total
+        self.tasks_closed = 0  # task-closed-total
         self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
         self._lock_warned: set[str] = set()
         # a hand-off successor's tasks opened while it joins (open_ahead), taken by create()
@@ -215,6 +217,7 @@ class TaskManager:
         """A new task, its input paused; it opens once its directory lock is free (or is
         open already: opened ahead during a hand-off's join)."""
         task = self._ahead.pop(str(task_id), None) or self.factory.active(task_id)
+        self.tasks_created += 1
         self.tasks[str(task_id)] = task
         self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)
         self.locked.add(str(task_id))
@@ -304,10 +307,16 @@ class TaskManager:
         if records and ktp in self.consumer.assignment():
             self.consumer.seek(ktp, records[0].offset)
 
-    def punctuate(self, now_ms: int) -> None:
-        for task_id, task in self.tasks.items():
-            if task_id not in self.restoring:
-                task.punctuate(now_ms)
+    def punctuate(self, now_ms: int) -> int:
+        """Run due wall-clock punctuators; returns how many ran."""
+        running = [t for tid, t in self.tasks.items() if tid not in self.restoring]
+        return sum(t.punctuate(now_ms) for t in running)
+
+    @property
+    def records_processed(self) -> int:
+        """Records the thread's tasks processed, closed tasks included."""
+        tasks = list(self.tasks.values())
+        return self.records_processed_closed + sum(t.records_processed for t in tasks)
 
     def persist(self) -> int:
         """Have every open task's stores write their memory to disk in the background (ahead
@@ -330,6 +339,7 @@ class TaskManager:
             self.restoring.discard(task_id)
             self.locked.discard(task_id)
             self.records_processed_closed += task.records_processed
+            self.tasks_closed += 1
             task.close()
 
     async def close_all(self) -> None:
@@ -355,8 +365,7 @@ class TaskManager:
             "active_tasks": tuple(sorted(tasks, key=lambda t: TaskId.parse(t))),
             "restoring_tasks": tuple(sorted(self.restoring)),
             "topic_partitions": tuple(sorted(tp for t in tasks.values() for tp in t.inputs)),
-            "records_processed": self.records_processed_closed
-            + sum(t.records_processed for t in tasks.values()),
+            "records_processed": self.records_processed,
             "records_restored": stats.records,
             "bytes_restored": stats.bytes,
             "restore_time_ms": round(stats.seconds * 1000, 3),

@@ -40,8 +40,10 @@ from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.thread_metrics import LoopMeter, thread_snapshot
 from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.sensors import ThreadSensors
 from streamrt.runtime.stores import RecordCache
 
 __all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
@@ -71,6 +73,7 @@ class StreamThread:
         self.client_id = f"{app_id}-{instance}-thread-{index}"
         self.state = ThreadState.CREATED
         self.rebalances = 0
+        self.sensors = ThreadSensors()  # stream-thread-metrics, counted by the run loop
         self.error: BaseException | None = None
         # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
         # membership, so a restarted incarnation's InitProducerId fences the crashed one.
@@ -229,6 +232,7 @@ class StreamThread:
             client_id=self.client_id,
             state=self.state,
             rebalances=self.rebalances,
+            streams=thread_snapshot(self.sensors, self._tasks),
             **(self._tasks.metadata() if self._tasks is not None else NO_TASKS),
         )
 
@@ -461,6 +465,7 @@ class StreamThread:
             if own is not None
             else (lambda: kafka_adapter.request_rejoin(consumer))
         )
+        meter = LoopMeter(self.sensors)
         while not self._stop_requested.is_set():
             if own is not None:
                 own.raise_if_failed()
@@ -468,7 +473,8 @@ class StreamThread:
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
             timeout_ms = 0 if tasks.restoring else 10 if tasks.locked or tasks.buffered else 100
-            batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
+            stopping = self._stop_requested.is_set
+            batches = await meter.poll(self._wakeup.poll(consumer, timeout_ms, stopping))
             if batches:
                 self.mark("first_fetch")
             # getmany returns already fetched records without yielding to the event loop; yield
@@ -477,11 +483,11 @@ class StreamThread:
             async with self.commit_lock:
                 await tasks.step()
                 now_ms = self.env.clock.now_ms()
-                if await tasks.process(batches, now_ms, self._stop_requested.is_set):
+                if await meter.process(tasks, tasks.process(batches, now_ms, stopping)):
                     self.mark("first_record")
-                tasks.punctuate(self.env.clock.now_ms())
+                meter.punctuate(tasks, self.env.clock.now_ms())
                 await committer.collector.drain()
                 if schedule.due() and not (own is not None and own.rebalancing):
-                    await committer.commit(tasks)
+                    await meter.commit(committer.commit(tasks))
                     schedule.committed()
                 self.member.maybe_probe(rejoin)
