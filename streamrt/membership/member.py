@@ -124,6 +124,9 @@ class GroupMember:
         self._generation = NO_GENERATION
         self._owned: set[TopicPartition] = set()
         self._rejoin_reason: str | None = "initial join"
+        # Kafka's needsJoinPrepare: the listener's on_join_prepare runs once per rebalance; a
+        # round that fails (broker down: retried every retry.backoff.ms) does not run it again
+        self._needs_join_prepare = True
         self._wake = asyncio.Event()
         self._first_assignment = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -305,9 +308,11 @@ class GroupMember:
             if not self.cooperative and self._owned:
                 revoked, self._owned = set(self._owned), set()
                 await self._call(self.listener.on_partitions_revoked, revoked)
-            prepared = self.listener.on_join_prepare()
-            if inspect.isawaitable(prepared):
-                await prepared
+            if self._needs_join_prepare:  # once per rebalance, not per failed round (Kafka's)
+                prepared = self.listener.on_join_prepare()
+                if inspect.isawaitable(prepared):
+                    await prepared
+                self._needs_join_prepare = False
             joined = await self._join(reason)
             assignment = None if joined is None else await self._sync(joined)
         finally:
@@ -316,6 +321,7 @@ class GroupMember:
         if joined is None or assignment is None:
             return
         self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
+        self._needs_join_prepare = True
         self.rebalances += 1
         await self._apply(assignment)
 

@@ -265,3 +265,33 @@ async def _assigning(c: Member, start_c: Callable[[], Awaitable[Any]]) -> Gate:
     await start_c()
     await _entered(gate, "c's assigned callback of round two")
     return gate
+
+
+def test_a_rebalance_retried_through_a_broker_outage_prepares_once(broker: BrokerThread) -> None:
+    """Kafka's needsJoinPrepare: a round that fails because the broker is down is retried
+    every retry.backoff.ms, but the listener's on_join_prepare (a stream thread lists its
+    changelog ends there, and logged a failure for each retry) runs once per rebalance."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"topic-{suffix}", f"group-{suffix}"
+    create_topic(broker.bootstrap, topic, partitions=PARTITIONS)
+
+    async def scenario() -> None:
+        a = Member(member(broker.bootstrap, group, topic, protocol="eager"))
+        async with closing([a.m]):
+            await asyncio.wait_for(a.m.start(), FORM)
+            prepares = Gate(a.m.listener, "on_join_prepare")
+            a.join.hold(1)
+            a.m.request_rejoin("test: a rejoins")
+            await _entered(a.join, "a's JoinGroup held")
+            await asyncio.to_thread(broker.stop)
+            a.join.release.set()
+            await asyncio.sleep(1.0)  # several rounds fail against the stopped broker
+            failed_rounds = a.join.calls
+            await asyncio.to_thread(broker.start)
+            await wait_until_async(
+                lambda: covered([a], topic), SESSION_S, "a owns every partition again", 0.05
+            )
+            assert failed_rounds >= 3, "the outage should have failed several rounds"
+            assert prepares.calls == 1
+
+    asyncio.run(scenario())
