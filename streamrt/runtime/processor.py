@@ -92,7 +92,24 @@ class KeyValueStore(Protocol):
     def items(self) -> Iterator[tuple[Any, Any]]: ...
 
     def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
-        """Entries with ``start <= key < end`` in serialized-key order (``None``: open)."""
+        """Entries with ``start <= key <= end`` (both inclusive, as Kafka's ``range``) in
+        serialized-key order; a ``None`` bound is open; nothing when ``start`` > ``end``."""
+        ...
+
+    def reverse_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """``range`` in descending serialized-key order."""
+        ...
+
+    def all(self) -> Iterator[tuple[Any, Any]]: ...
+
+    def reverse_all(self) -> Iterator[tuple[Any, Any]]: ...
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Any = None) -> Iterator[tuple[Any, Any]]:
+        """Entries whose serialized key starts with the serialized ``prefix``."""
+        ...
+
+    def half_open_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """``start <= key < end`` (not Kafka's): scans of byte layouts (joins, buffers)."""
         ...
 
 

@@ -205,7 +205,7 @@ class ForeignTableUpdateProcessor(Processor):
         store = self.context.get_store(self.store_name)
         new = None if change.new is None else self.right_serde.serialize(change.new)
         end = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
-        for entry, digest in list(store.range(prefix, end)):
+        for entry, digest in list(store.half_open_range(prefix, end)):
             if not entry.startswith(prefix):
                 continue
             pk = entry[len(prefix) :]
