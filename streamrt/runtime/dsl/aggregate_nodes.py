@@ -196,6 +196,7 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
         lambda: SuppressProcessor(store, key_serde, suppressed, close_delay_ms),
         table.name,
         stores=(store,),
+        accepts_changes=True,  # buffers Change(new, old): emits Change(last, prior)
     )
     return TableNode(
         topology,
