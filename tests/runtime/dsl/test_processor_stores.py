@@ -211,3 +211,34 @@ def test_suppress_buffer_reads_entries_logged_without_a_prior_value() -> None:
     assert serde.deserialize(serde.serialize((5, 7, None, 3))) == (5, 7, None, 3)
     old_layout = (5).to_bytes(8, "big") + (7).to_bytes(8, "big") + b"\x01" + b'{"n": 1}'
     assert serde.deserialize(old_layout) == (5, 7, {"n": 1}, None)
+
+
+def test_the_documented_dedup_example() -> None:
+    """docs/dsl.md's processor-API store example, as written there."""
+    from streamrt.runtime import App
+
+    class Dedup(Processor):
+        def init(self, context: Any) -> None:
+            super().init(context)
+            self.seen = context.get_store("seen")
+
+        def process(self, key: Any, value: Any) -> None:
+            if self.seen.get(key) is None:
+                self.seen.put(key, value)
+                self.context.forward(key, value)
+
+    app = App({"application.id": "dedup"})
+    app.add_state_store(
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("seen"), "str", "json"
+        ).with_caching_enabled()
+    )
+    app.stream("events", key_serde="str", value_serde="json").process(Dedup, "seen").to(
+        "unique", key_serde="str", value_serde="json"
+    )
+    with TopologyTestDriver(app) as d:
+        src = d.create_input_topic("events", "str", "json")
+        for key, value in [("a", 1), ("b", 2), ("a", 3)]:
+            src.pipe_input(key, value)
+        out = d.create_output_topic("unique", "str", "json")
+        assert [(r.key, r.value) for r in out.read_records_to_list()] == [("a", 1), ("b", 2)]
