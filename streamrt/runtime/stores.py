@@ -11,6 +11,7 @@ changelog partition, the collector and the task's current record context — not
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,6 +22,8 @@ from streamrt.state import KeyValueStore, TopicPartition
 from streamrt.state import timestamped as ts_format
 from streamrt.state.store import StoreKind
 from streamrt.state.window_store import SegmentSpec
+
+logger = logging.getLogger(__name__)
 
 __all__ = (
     "CachingStore",
@@ -60,11 +63,19 @@ class _KeyedView(Protocol):
 
 
 def bounds(view: _KeyedView, start: Any, end: Any) -> tuple[bytes | None, bytes | None]:
-    """A range's serialized bounds (``None``: open)."""
-    return (
-        None if start is None else view.key_bytes(start),
-        None if end is None else view.key_bytes(end),
-    )
+    """A range's serialized bounds (``None``: open); warns, as Kafka, when ``from`` > ``to``
+    (the range is then empty)."""
+    lo = None if start is None else view.key_bytes(start)
+    hi = None if end is None else view.key_bytes(end)
+    if lo is not None and hi is not None and lo > hi:
+        logger.warning(
+            "store %s: empty range: from %r is after to %r in serialized key order (arguments "
+            "in the wrong order, or a serde that does not keep the order, e.g. negative ints)",
+            view.spec.name,
+            start,
+            end,
+        )
+    return lo, hi
 
 
 def prefix_bytes(view: _KeyedView, prefix: Any, serde: Serde[Any] | None) -> bytes:
