@@ -63,20 +63,26 @@ class _SegmentedView:
     def observed_stream_time(self) -> int:
         return self._store.observed_stream_time
 
-    def put(self, key: Windowed | Any, value: Any, timestamp: int) -> None:
+    def put(self, key: Windowed | Any, value: Any, timestamp: int | None = None) -> None:
         """Store ``value`` for the window (``None`` deletes) with the aggregate timestamp
-        ``timestamp``, and log it to the changelog. A processor's window store (one with a
-        window size) also takes Kafka's ``put(key, value, window_start)``: a plain key, the
-        window's start, and a value or a :class:`ValueAndTimestamp` (default: the record's)."""
+        ``timestamp`` (default: the current record's, as Kafka's ``SessionStore.put(window,
+        agg)``), and log it to the changelog. A processor's window store (one with a window
+        size) also takes Kafka's ``put(key, value, window_start)``: a plain key, the window's
+        start, and a value or a :class:`ValueAndTimestamp` (default: the record's time)."""
         if not isinstance(key, Windowed):
             size = self.spec.window_size_ms
-            if size is None:
-                raise TypeError(f"store {self.name}: put() needs a Windowed key")
+            if size is None or timestamp is None:
+                raise TypeError(
+                    f"store {self.name}: put() needs a Windowed key, or a window store's "
+                    "put(key, value, window_start)"
+                )
             stamp = self._context.timestamp
             if isinstance(value, ValueAndTimestamp):
                 value, stamp = value.value, value.timestamp
             self.put(Windowed(key, timestamp, timestamp + size), value, stamp)
             return
+        if timestamp is None:
+            timestamp = self._context.timestamp
         if value is None:
             self.remove(key)
             return

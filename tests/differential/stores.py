@@ -70,7 +70,7 @@ class Put(Processor):
         elif self.kind == "window":
             store.put(key, None if value is None else ValueAndTimestamp(value, ts), ts)
         else:
-            store.put(Windowed(key, ts, ts), value, ts)
+            store.put(Windowed(key, ts, ts), value)
 
 
 def _plain(value: Any) -> Any:

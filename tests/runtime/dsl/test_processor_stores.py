@@ -76,7 +76,7 @@ def test_stores_builders_and_add_state_store_connect_a_processor() -> None:
             ts = self.context.timestamp
             self.context.get_store("tkv").put(key, ValueAndTimestamp(value, ts + 100))
             self.context.get_store("win").put(key, value, ts)  # window start = ts
-            self.context.get_store("ses").put(Windowed(key, ts, ts), value, ts)
+            self.context.get_store("ses").put(Windowed(key, ts, ts), value)  # Kafka's put
             self.context.get_store("ver").put(key, value, ts)
 
     b = StreamsBuilder()
