@@ -160,8 +160,27 @@ class ChangeLoggingStore:
             return
         self.raw_write(kb, bytes(vb), self._context.timestamp if timestamp is None else timestamp)
 
-    def delete(self, key: Any) -> None:
-        self.raw_write(self.key_bytes(key), None, self._context.timestamp)
+    def delete(self, key: Any) -> Any:
+        """Delete ``key``; returns the value it had (None: absent), as Kafka's ``delete``."""
+        kb = self.key_bytes(key)
+        old = self.raw_get(kb)
+        self.raw_write(kb, None, self._context.timestamp)
+        return None if old is None else self.spec.value_serde.deserialize(old)
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        """Put only if ``key`` has no value; returns the value it had (Kafka's
+        ``putIfAbsent``)."""
+        found = self.get(key)
+        if found is None:
+            self.put(key, value, timestamp)
+        return found
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self.raw_items())
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         for kb, vb in self.raw_items():
@@ -328,8 +347,24 @@ class CachingStore:
         vb = self.spec.value_serde.serialize(value)
         self._update(key, value, None if vb is None else bytes(vb), timestamp)
 
-    def delete(self, key: Any) -> None:
+    def delete(self, key: Any) -> Any:
+        """Delete ``key`` (in the cache); returns the value it had, as Kafka's ``delete``."""
+        old = self.get(key)
         self._update(key, None, None, None)
+        return old
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        found = self.get(key)
+        if found is None:
+            self.put(key, value, timestamp)
+        return found
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self._merged_range(None, None))
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         return self._decoded(self._merged_range(None, None))

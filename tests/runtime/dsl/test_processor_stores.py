@@ -67,6 +67,24 @@ def test_range_includes_both_bounds_through_the_store_spec_path() -> None:
         assert [k for k, _ in kv.reverse_all()] == KEYS[::-1]
 
 
+def test_writes_answer_as_kafkas_delete_put_if_absent_put_all() -> None:
+    """Ported code reads these answers: ``delete`` returns the old value (it returned None),
+    ``put_if_absent`` the existing one."""
+    b = StreamsBuilder()
+    b.topology.add_store(StoreSpec("kv", serde_for("str"), serde_for("json")))
+    b.stream("in", key_serde="str", value_serde="json").process(PutAll, stores=("kv",))
+    with drive(b) as d:
+        fill(d, ["a", "b"])
+        kv = d.get_key_value_store("kv")
+        assert kv.delete("a") == "A"
+        assert kv.delete("a") is None
+        assert kv.put_if_absent("b", "new") == "B" and kv.get("b") == "B"
+        assert kv.put_if_absent("c", "C") is None and kv.get("c") == "C"
+        kv.put_all([("d", "D"), ("e", "E")])
+        assert [k for k, _ in kv.all()] == ["b", "c", "d", "e"]
+        assert kv.approximate_num_entries() == 4
+
+
 def test_stores_builders_and_add_state_store_connect_a_processor() -> None:
     """``Stores`` suppliers and builders, ``StreamsBuilder.add_state_store`` +
     ``process(supplier, name)`` and ``Topology.add_state_store(builder, processor)``."""
@@ -286,5 +304,7 @@ def test_cached_range_merges_cached_puts_and_deletes_over_the_store() -> None:
     assert [k for k, _ in cached.prefix_scan("b")] == ["b", "ba"]
     assert [k for k, _ in cached.all()] == ["a", "b", "ba", "d", "e"]
     assert list(cached.range("e", "a")) == []
+    assert cached.approximate_num_entries() == 5
+    assert cached.delete("e") == "E" and cached.delete("c") is None
     cached.flush_cache()
-    assert [k for k, _ in logged.range(None, None)] == ["a", "b", "ba", "d", "e"]
+    assert [k for k, _ in logged.range(None, None)] == ["a", "b", "ba", "d"]
