@@ -109,6 +109,8 @@ class Topology:
         # that pass such a request on to their parents (unmaterialized filter/map_values, joins)
         self.old_values: set[str] = set()
         self.old_value_parents: dict[str, tuple[str, ...]] = {}
+        # what a node must add when first asked for old values (e.g. a store to read them from)
+        self.old_value_hooks: dict[str, Callable[[], None]] = {}
         self._counter = 0
 
     def new_name(self, prefix: str) -> str:
@@ -155,6 +157,9 @@ class Topology:
             if name not in self.old_values:
                 self.old_values.add(name)
                 todo.extend(self.old_value_parents.get(name, ()))
+                hook = self.old_value_hooks.pop(name, None)
+                if hook is not None:
+                    hook()
 
     def sends_old_values(self, node: str) -> bool:
         """Whether ``node`` was asked for old values (read when its processor is built)."""

@@ -308,3 +308,39 @@ def test_cached_range_merges_cached_puts_and_deletes_over_the_store() -> None:
     assert cached.delete("e") == "E" and cached.delete("c") is None
     cached.flush_cache()
     assert [k for k, _ in logged.range(None, None)] == ["a", "b", "ba", "d"]
+
+
+def _join_regroup_totals(materialized: str | None) -> list[Any]:
+    """Orders joined with products by foreign key, the joined lengths summed per first letter
+    of the order key with a subtractor."""
+    b = StreamsBuilder()
+    orders = b.table("orders", store="orders-store", key_serde="str", value_serde="json")
+    products = b.table("products", store="products-store", key_serde="str", value_serde="json")
+    joiner = lambda o, p: f"{o}+{p}"  # noqa: E731
+    joined = orders.join(
+        products, joiner, foreign_key=lambda v: v.split(":")[0], materialized=materialized
+    )
+    (
+        joined.group_by(lambda k, v: (k[0], len(v)), key_serde="str", value_serde="int")
+        .reduce(lambda a, v: a + v, lambda a, v: a - v, materialized="totals")
+        .to_stream()
+        .to("out", key_serde="str", value_serde="json")
+    )
+    with drive(b) as d:
+        o = d.create_input_topic("orders", "str", "json")
+        p = d.create_input_topic("products", "str", "json")
+        p.pipe_input("p", "pen", timestamp=1)
+        o.pipe_input("o1", "p:1", timestamp=2)
+        p.pipe_input("p", "pencil", timestamp=3)
+        o.pipe_input("o1", None, timestamp=4)
+        out = d.create_output_topic("out", "str", "json")
+        return [(r.key, r.value) for r in out.read_records_to_list()]
+
+
+def test_foreign_key_join_results_regrouped_subtract_their_old_values() -> None:
+    """A foreign-key join's result, unmaterialized or materialized, re-grouped with a
+    subtractor: a replaced or deleted joined value is subtracted (the totals grew, 7 then 17,
+    and the delete subtracted nothing)."""
+    want = [("o", 7), ("o", 10), ("o", 0)]  # "p:1+pen", "p:1+pencil", then the delete
+    assert _join_regroup_totals(None) == want
+    assert _join_regroup_totals("joined") == want
