@@ -81,6 +81,17 @@ class BrokerDied(RuntimeError):
     """A node that should be running has exited; the message carries its log tail."""
 
 
+def _bind_error_lines(log: Path) -> str:
+    """The log's lines that say a port was taken (empty: none)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(
+        line for line in text.splitlines() if any(marker in line for marker in _BIND_ERRORS)
+    )
+
+
 def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
@@ -358,8 +369,10 @@ class ApacheKafka:
                     f"Apache Kafka node {n.node_id} ({n.address}) exited with "
                     f"{n.process.returncode}; last lines of {n.log_path}:\n{tail}"
                 )
-                if any(marker in tail for marker in _BIND_ERRORS):
-                    raise PortTaken(message)
+                # the bind error may sit above the last lines (the config dump can follow it)
+                bind = _bind_error_lines(n.log_path)
+                if bind:
+                    raise PortTaken(f"{message}\nthe bind error:\n{bind}")
                 raise BrokerDied(message)
 
     def wait_ready(self, timeout: float = 120.0, *, nodes: list[KafkaNode] | None = None) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamrt.runtime.processor import ValueAndTimestamp
+from streamrt.runtime.sensors import StoreOps
 from streamrt.serde import Serde
 from streamrt.state import KeyValueStore, TopicPartition
 from streamrt.state import timestamped as ts_format
@@ -136,6 +137,7 @@ class ChangeLoggingStore:
         self._store = store
         self._collector = collector
         self._context = context
+        self.ops = StoreOps()  # the processor's calls, for stream-state-metrics
 
     def get(self, key: Any) -> Any:
         found = self.get_with_timestamp(key)
@@ -143,6 +145,7 @@ class ChangeLoggingStore:
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
         """The row and its timestamp (``NO_TIMESTAMP`` if the store keeps none)."""
+        self.ops.gets += 1
         found = self.raw_get_with_timestamp(self.key_bytes(key))
         if found is None:
             return None
@@ -151,6 +154,7 @@ class ChangeLoggingStore:
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Store ``value`` with ``timestamp`` (default: the current record's), which is also
         the changelog record's timestamp."""
+        self.ops.puts += 1
         if isinstance(value, ValueAndTimestamp):  # Kafka's TimestampedKeyValueStore.put
             value, timestamp = value.value, value.timestamp
         kb = self.key_bytes(key)
@@ -162,6 +166,7 @@ class ChangeLoggingStore:
 
     def delete(self, key: Any) -> Any:
         """Delete ``key``; returns the value it had (None: absent), as Kafka's ``delete``."""
+        self.ops.deletes += 1
         kb = self.key_bytes(key)
         old = self.raw_get(kb)
         self.raw_write(kb, None, self._context.timestamp)
@@ -316,6 +321,7 @@ class CachingStore:
         self._listener: FlushListener | None = None
         # key bytes → [value bytes | None, key, value, timestamp, topic, offset, size]
         self._dirty: dict[bytes, list[Any]] = {}
+        self.ops = StoreOps()  # the processor's calls; misses: reads the cache did not answer
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         """Cached: ``listener`` forwards each key's last update when the cache flushes."""
@@ -331,9 +337,14 @@ class CachingStore:
         return None if found is None else found.value
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        self.ops.gets += 1
         kb = self._logged.key_bytes(key)
         entry = self._dirty.get(kb)
-        found = self._logged.raw_get_with_timestamp(kb) if entry is None else (entry[0], entry[3])
+        if entry is None:
+            self.ops.misses += 1  # beside the store read it leads to, nothing
+            found = self._logged.raw_get_with_timestamp(kb)
+        else:
+            found = entry[0], entry[3]
         if found is None or found[0] is None:
             return None
         ts = found[1] if self.spec.timestamped else ts_format.NO_TIMESTAMP
@@ -342,6 +353,7 @@ class CachingStore:
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Cache ``value`` with ``timestamp`` (default: the current record's); the flush
         writes and forwards it with that timestamp."""
+        self.ops.puts += 1
         if isinstance(value, ValueAndTimestamp):
             value, timestamp = value.value, value.timestamp
         vb = self.spec.value_serde.serialize(value)
@@ -349,9 +361,16 @@ class CachingStore:
 
     def delete(self, key: Any) -> Any:
         """Delete ``key`` (in the cache); returns the value it had, as Kafka's ``delete``."""
-        old = self.get(key)
+        self.ops.deletes += 1
+        old = self._value_of(self._logged.key_bytes(key))
         self._update(key, None, None, None)
         return old
+
+    def _value_of(self, kb: bytes) -> Any:
+        """The value of ``kb`` in the cache or the store, not counted as a processor's read."""
+        entry = self._dirty.get(kb)
+        vb = self._logged.raw_get(kb) if entry is None else entry[0]
+        return None if vb is None else self.spec.value_serde.deserialize(vb)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
         found = self.get(key)
