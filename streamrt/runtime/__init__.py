@@ -28,7 +28,8 @@ from streamrt.runtime.instance.app import App, AppError, Health
 from streamrt.runtime.instance.metadata import AppState, StreamsMetadata
 from streamrt.runtime.instance.queries import StoreNotReadyError, StreamsQueries
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
-from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.processor import Processor, ProcessorContext, ValueAndTimestamp, Windowed
+from streamrt.runtime.store_builders import StoreBuilder, Stores
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = (
@@ -57,7 +58,9 @@ __all__ = (
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
+    "StoreBuilder",
     "StoreNotReadyError",
+    "Stores",
     "StreamJoined",
     "StreamsBuilder",
     "StreamsMetadata",
@@ -67,6 +70,7 @@ __all__ = (
     "ThreadState",
     "TimeWindowedKStream",
     "TimeWindows",
+    "ValueAndTimestamp",
     "ValueJoinerWithKey",
     "Windowed",
 )

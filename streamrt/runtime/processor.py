@@ -8,7 +8,7 @@ old); a child that does not ask for changes receives the new value only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
@@ -87,12 +87,39 @@ class KeyValueStore(Protocol):
         """Store the row with ``timestamp`` (default: the current record's)."""
         ...
 
-    def delete(self, key: Any) -> None: ...
+    def delete(self, key: Any) -> Any:
+        """Delete ``key``; returns the value it had (None: absent)."""
+        ...
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        """Put only if ``key`` has no value; returns the value it had."""
+        ...
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None: ...
+
+    def approximate_num_entries(self) -> int: ...
 
     def items(self) -> Iterator[tuple[Any, Any]]: ...
 
     def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
-        """Entries with ``start <= key < end`` in serialized-key order (``None``: open)."""
+        """Entries with ``start <= key <= end`` (both inclusive, as Kafka's ``range``) in
+        serialized-key order; a ``None`` bound is open; nothing when ``start`` > ``end``."""
+        ...
+
+    def reverse_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """``range`` in descending serialized-key order."""
+        ...
+
+    def all(self) -> Iterator[tuple[Any, Any]]: ...
+
+    def reverse_all(self) -> Iterator[tuple[Any, Any]]: ...
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Any = None) -> Iterator[tuple[Any, Any]]:
+        """Entries whose serialized key starts with the serialized ``prefix``."""
+        ...
+
+    def half_open_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """``start <= key < end`` (not Kafka's): scans of byte layouts (joins, buffers)."""
         ...
 
 

@@ -11,7 +11,8 @@ changelog partition, the collector and the task's current record context — not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +23,8 @@ from streamrt.state import KeyValueStore, TopicPartition
 from streamrt.state import timestamped as ts_format
 from streamrt.state.store import StoreKind
 from streamrt.state.window_store import SegmentSpec
+
+logger = logging.getLogger(__name__)
 
 __all__ = (
     "CachingStore",
@@ -51,6 +54,40 @@ class StoreSpec:
     segments: SegmentSpec | None = None
     timestamped: bool = False  # Kafka's TimestampedKeyValueStore: rows keep their timestamp
     versioned_history_ms: int | None = None  # KIP-914: a versioned store with this retention
+    window_size_ms: int | None = None  # a processor's window store: ``put(key, v, start)``
+
+
+class _KeyedView(Protocol):
+    spec: StoreSpec
+
+    def key_bytes(self, key: Any) -> bytes: ...
+
+
+def bounds(view: _KeyedView, start: Any, end: Any) -> tuple[bytes | None, bytes | None]:
+    """A range's serialized bounds (``None``: open); warns, as Kafka, when ``from`` > ``to``
+    (the range is then empty)."""
+    lo = None if start is None else view.key_bytes(start)
+    hi = None if end is None else view.key_bytes(end)
+    if lo is not None and hi is not None and lo > hi:
+        logger.warning(
+            "store %s: empty range: from %r is after to %r in serialized key order (arguments "
+            "in the wrong order, or a serde that does not keep the order, e.g. negative ints)",
+            view.spec.name,
+            start,
+            end,
+        )
+    return lo, hi
+
+
+def prefix_bytes(view: _KeyedView, prefix: Any, serde: Serde[Any] | None) -> bytes:
+    raw = (serde or view.spec.key_serde).serialize(prefix)
+    if raw is None:
+        raise ValueError(f"store {view.spec.name}: a prefix scan needs a non-null prefix")
+    return bytes(raw)
+
+
+def prefixed(rows: Iterable[tuple[bytes, bytes]], prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    return ((kb, vb) for kb, vb in rows if kb.startswith(prefix))
 
 
 # forward(key, value) of the store's processor, called with the record context of the update
@@ -118,6 +155,8 @@ class ChangeLoggingStore:
         """Store ``value`` with ``timestamp`` (default: the current record's), which is also
         the changelog record's timestamp."""
         self.ops.puts += 1
+        if isinstance(value, ValueAndTimestamp):  # Kafka's TimestampedKeyValueStore.put
+            value, timestamp = value.value, value.timestamp
         kb = self.key_bytes(key)
         vb = self.spec.value_serde.serialize(value)
         if vb is None:
@@ -125,9 +164,28 @@ class ChangeLoggingStore:
             return
         self.raw_write(kb, bytes(vb), self._context.timestamp if timestamp is None else timestamp)
 
-    def delete(self, key: Any) -> None:
+    def delete(self, key: Any) -> Any:
+        """Delete ``key``; returns the value it had (None: absent), as Kafka's ``delete``."""
         self.ops.deletes += 1
-        self.raw_write(self.key_bytes(key), None, self._context.timestamp)
+        kb = self.key_bytes(key)
+        old = self.raw_get(kb)
+        self.raw_write(kb, None, self._context.timestamp)
+        return None if old is None else self.spec.value_serde.deserialize(old)
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        """Put only if ``key`` has no value; returns the value it had (Kafka's
+        ``putIfAbsent``)."""
+        found = self.get(key)
+        if found is None:
+            self.put(key, value, timestamp)
+        return found
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self.raw_items())
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         for kb, vb in self.raw_items():
@@ -140,14 +198,52 @@ class ChangeLoggingStore:
     def flush_cache(self) -> None:
         """Nothing cached."""
 
-    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+    def half_open_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
         """Entries with ``start <= key < end`` in serialized-key order (``None``: unbounded);
-        joins use it with bytes keys they lay out for prefix and time-range scans."""
+        joins and buffers use it with bytes keys they lay out for prefix and time scans."""
         lo = None if start is None else self.key_bytes(start)
         hi = None if end is None else self.key_bytes(end)
-        for kb, raw in self._store.range(lo, hi):
-            vb = ts_format.decode(raw)[0] if self.spec.timestamped else raw
-            yield self.spec.key_serde.deserialize(kb), self.spec.value_serde.deserialize(vb)
+        yield from self._typed(self._unstamped(self._store.range(lo, hi)))
+
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """Kafka's ``range(from, to)``: ``from <= key <= to`` (both inclusive; ``None``: open)
+        ascending by serialized key; nothing when ``from`` > ``to``."""
+        return self._typed(self.raw_range(*bounds(self, start, end)))
+
+    def reverse_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """``range`` in descending key order (Kafka's ``reverseRange``)."""
+        return self._typed(reversed(list(self.raw_range(*bounds(self, start, end)))))
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        return self.range(None, None)
+
+    def reverse_all(self) -> Iterator[tuple[Any, Any]]:
+        return self.reverse_range(None, None)
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Serde[Any] | None = None) -> Iterator[Any]:
+        """Entries whose serialized key starts with the serialized ``prefix`` (Kafka's
+        ``prefixScan(prefix, prefixKeySerializer)``; default: the store's key serde)."""
+        return self._typed(
+            prefixed(self.raw_range(None, None), prefix_bytes(self, prefix, prefix_serde))
+        )
+
+    def raw_range(self, lo: bytes | None, hi: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """Key and value bytes (without the timestamp) with ``lo <= key <= hi`` (``None``:
+        open), ascending."""
+        if lo is not None and hi is not None and lo > hi:
+            return iter(())
+        end = None if hi is None else hi + b"\x00"  # the least key above ``hi``
+        return self._unstamped(self._store.range(lo, end))
+
+    def _unstamped(self, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        if not self.spec.timestamped:
+            return iter(rows)
+        return ((kb, ts_format.decode(raw)[0]) for kb, raw in rows)
+
+    def _typed(self, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
+        kser, vser = self.spec.key_serde, self.spec.value_serde
+        for kb, vb in rows:
+            yield kser.deserialize(kb), vser.deserialize(vb)
 
     def key_bytes(self, key: Any) -> bytes:
         kb = self.spec.key_serde.serialize(key)
@@ -171,9 +267,7 @@ class ChangeLoggingStore:
         return self.spec.value_serde.deserialize(raw)
 
     def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
-        if not self.spec.timestamped:
-            return self._store.items()
-        return ((kb, ts_format.decode(raw)[0]) for kb, raw in self._store.items())
+        return self._unstamped(self._store.items())
 
     def raw_write(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Write value bytes (with ``timestamp`` in a timestamped store) to the store, and to
@@ -260,21 +354,89 @@ class CachingStore:
         """Cache ``value`` with ``timestamp`` (default: the current record's); the flush
         writes and forwards it with that timestamp."""
         self.ops.puts += 1
+        if isinstance(value, ValueAndTimestamp):
+            value, timestamp = value.value, value.timestamp
         vb = self.spec.value_serde.serialize(value)
         self._update(key, value, None if vb is None else bytes(vb), timestamp)
 
-    def delete(self, key: Any) -> None:
+    def delete(self, key: Any) -> Any:
+        """Delete ``key`` (in the cache); returns the value it had, as Kafka's ``delete``."""
         self.ops.deletes += 1
+        old = self._value_of(self._logged.key_bytes(key))
         self._update(key, None, None, None)
+        return old
+
+    def _value_of(self, kb: bytes) -> Any:
+        """The value of ``kb`` in the cache or the store, not counted as a processor's read."""
+        entry = self._dirty.get(kb)
+        vb = self._logged.raw_get(kb) if entry is None else entry[0]
+        return None if vb is None else self.spec.value_serde.deserialize(vb)
+
+    def put_if_absent(self, key: Any, value: Any, timestamp: int | None = None) -> Any:
+        found = self.get(key)
+        if found is None:
+            self.put(key, value, timestamp)
+        return found
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self._merged_range(None, None))
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        merged: dict[bytes, bytes | None] = dict(self._logged.raw_items())
-        merged.update((kb, e[0]) for kb, e in self._dirty.items())
-        kser, vser = self.spec.key_serde, self.spec.value_serde
+        return self._decoded(self._merged_range(None, None))
+
+    def range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """As :meth:`ChangeLoggingStore.range`, cached updates included."""
+        return self._decoded(self._merged_range(*bounds(self._logged, start, end)))
+
+    def reverse_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        rows = list(self._merged_range(*bounds(self._logged, start, end)))
+        return self._decoded(reversed(rows))
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        return self.range(None, None)
+
+    def reverse_all(self) -> Iterator[tuple[Any, Any]]:
+        return self.reverse_range(None, None)
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Serde[Any] | None = None) -> Iterator[Any]:
+        raw = prefix_bytes(self._logged, prefix, prefix_serde)
+        return self._decoded(prefixed(self._merged_range(None, None), raw))
+
+    def half_open_range(self, start: Any, end: Any) -> Iterator[tuple[Any, Any]]:
+        """As :meth:`ChangeLoggingStore.half_open_range`, cached updates included."""
+        lo, hi = bounds(self._logged, start, end)
+        rows = self._merged_range(lo, hi, inclusive=False)
+        return self._decoded(rows)
+
+    def _merged_range(
+        self, lo: bytes | None, hi: bytes | None, inclusive: bool = True
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """The store's rows from ``lo`` to ``hi`` (included unless not ``inclusive``) with the
+        cache's updates over them, ascending."""
+        if hi is not None and not inclusive and lo is not None and lo >= hi:
+            return
+        rows = self._logged.raw_range(lo, hi)
+        merged: dict[bytes, bytes | None] = {
+            kb: vb for kb, vb in rows if inclusive or hi is None or kb != hi
+        }
+        merged.update(
+            (kb, e[0])
+            for kb, e in self._dirty.items()
+            if (lo is None or kb >= lo) and (hi is None or kb < hi or (inclusive and kb == hi))
+        )
         for kb in sorted(merged):
             vb = merged[kb]
             if vb is not None:
-                yield kser.deserialize(kb), vser.deserialize(vb)
+                yield kb, vb
+
+    def _decoded(self, rows: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
+        kser, vser = self.spec.key_serde, self.spec.value_serde
+        for kb, vb in rows:
+            yield kser.deserialize(kb), vser.deserialize(vb)
 
     def _update(self, key: Any, value: Any, vb: bytes | None, timestamp: int | None) -> None:
         kb = self._logged.key_bytes(key)

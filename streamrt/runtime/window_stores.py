@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from streamrt.runtime.processor import Windowed
+from streamrt.runtime.processor import ValueAndTimestamp, Windowed
 from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext, StoreSpec
 from streamrt.runtime.versioned_stores import VersionedStoreView
 from streamrt.state import KeyValueStore, SegmentedStore, TopicPartition, WindowEntry
@@ -63,8 +63,26 @@ class _SegmentedView:
     def observed_stream_time(self) -> int:
         return self._store.observed_stream_time
 
-    def put(self, key: Windowed, value: Any, timestamp: int) -> None:
-        """Store ``value`` for the window (``None`` deletes) and log it to the changelog."""
+    def put(self, key: Windowed | Any, value: Any, timestamp: int | None = None) -> None:
+        """Store ``value`` for the window (``None`` deletes) with the aggregate timestamp
+        ``timestamp`` (default: the current record's, as Kafka's ``SessionStore.put(window,
+        agg)``), and log it to the changelog. A processor's window store (one with a window
+        size) also takes Kafka's ``put(key, value, window_start)``: a plain key, the window's
+        start, and a value or a :class:`ValueAndTimestamp` (default: the record's time)."""
+        if not isinstance(key, Windowed):
+            size = self.spec.window_size_ms
+            if size is None or timestamp is None:
+                raise TypeError(
+                    f"store {self.name}: put() needs a Windowed key, or a window store's "
+                    "put(key, value, window_start)"
+                )
+            stamp = self._context.timestamp
+            if isinstance(value, ValueAndTimestamp):
+                value, stamp = value.value, value.timestamp
+            self.put(Windowed(key, timestamp, timestamp + size), value, stamp)
+            return
+        if timestamp is None:
+            timestamp = self._context.timestamp
         if value is None:
             self.remove(key)
             return
@@ -158,6 +176,61 @@ class WindowStoreView(_SegmentedView):
     def fetch_timestamped(self, key: Any, time_from: int, time_to: int) -> list[TimestampedWindow]:
         return list(self._fetch(key, time_from, time_to))
 
+    def backward_fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, int, Any]]:
+        """``fetch`` newest window first (Kafka's ``backwardFetch``)."""
+        return self.fetch(key, time_from, time_to)[::-1]
+
+    def fetch_range(
+        self, key_from: Any, key_to: Any, time_from: int, time_to: int
+    ) -> list[tuple[Windowed, Any]]:
+        """Windows of keys in ``[key_from, key_to]`` (serialized order, both inclusive;
+        ``None``: open) starting in ``[time_from, time_to]`` (Kafka's ``fetch(keyFrom, keyTo,
+        timeFrom, timeTo)``), in the store's order (see :meth:`fetch_all`)."""
+        lo = None if key_from is None else self._record_key(key_from)
+        hi = None if key_to is None else self._record_key(key_to)
+        if lo is not None and hi is not None and lo > hi:
+            return []
+        return [
+            (w, v)
+            for w, v, kb in self._ordered(time_from, time_to)
+            if (lo is None or kb >= lo) and (hi is None or kb <= hi)
+        ]
+
+    def backward_fetch_range(
+        self, key_from: Any, key_to: Any, time_from: int, time_to: int
+    ) -> list[tuple[Windowed, Any]]:
+        return self.fetch_range(key_from, key_to, time_from, time_to)[::-1]
+
+    def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any]]:
+        """Every key's windows starting in ``[time_from, time_to]``, in Kafka's store order:
+        a persistent store by segment, then key bytes, then start; an in-memory one by start,
+        then key bytes."""
+        return [(w, v) for w, v, _kb in self._ordered(time_from, time_to)]
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any]]:
+        return self.fetch_all(time_from, time_to)[::-1]
+
+    def all(self) -> list[tuple[Windowed, Any]]:
+        return self.fetch_all(-_MAX_TIME, _MAX_TIME)
+
+    def backward_all(self) -> list[tuple[Windowed, Any]]:
+        return self.all()[::-1]
+
+    def _ordered(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any, bytes]]:
+        if time_from > time_to:
+            return []
+        entries = list(self._store.fetch_all(time_from, time_to))
+        if not self._store.persistent:
+            entries.sort(key=lambda e: (e.start, e.key))
+        else:
+            interval = self.spec.segments.interval if self.spec.segments else 1
+            entries.sort(key=lambda e: (e.start // interval, e.key, e.start))
+        kser = self.spec.key_serde
+        return [
+            (Windowed(kser.deserialize(e.key), e.start, e.end), self._value(e.value), e.key)
+            for e in entries
+        ]
+
 
 class SessionStoreView(_SegmentedView):
     """A session store: sessions of a key found by overlap with a time range."""
@@ -171,6 +244,17 @@ class SessionStoreView(_SegmentedView):
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, int, Any]]:
         """``(start, end, value)`` of ``key``'s sessions overlapping ``[time_from, time_to]``."""
         return [(w.start, w.end, w.value) for w in self.find_sessions(key, time_from, time_to)]
+
+    def backward_find_sessions(
+        self, key: Any, earliest_end: int, latest_start: int
+    ) -> list[TimestampedWindow]:
+        """``find_sessions`` latest session first (Kafka's ``backwardFindSessions``)."""
+        return self.find_sessions(key, earliest_end, latest_start)[::-1]
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        """The aggregate of ``key``'s session ``[start, end]``, or None (Kafka's
+        ``fetchSession``)."""
+        return self.get(Windowed(key, start, end))
 
 
 StoreView = ChangeLoggingStore | WindowStoreView | SessionStoreView | VersionedStoreView

@@ -71,12 +71,14 @@ def key_selector(name: str) -> Callable[[Any, Any], Any]:
 
 
 def mapper(name: str) -> Callable[[Any, Any], KV]:
-    """``swap``, ``keyUpper``, ``valueFirstChar``, ``keyFirstChar`` → (new key, value)."""
+    """``swap``, ``keyUpper``, ``valueFirstChar``, ``keyFirstChar``, ``windowKey`` (a windowed
+    table's record key) → (new key, value)."""
     table: dict[str, Callable[[Any, Any], KV]] = {
         "swap": lambda k, v: (None if v is None else fmt(v), k),
         "keyUpper": lambda k, v: (None if k is None else k.upper(), v),
         "valueFirstChar": lambda _k, v: (_first(v), v),
         "keyFirstChar": lambda k, v: (_first(k), v),
+        "windowKey": lambda k, v: (k.key, v),
     }
     return table[name]
 

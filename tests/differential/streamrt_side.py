@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamrt.testing import TopologyTestDriver
+from tests.differential import stores
 from tests.differential.topology import JSON, STR, build
 
 # Kafka Streams' record cache off, as in the Java runner.
@@ -58,6 +59,11 @@ def run(scenario: dict[str, Any]) -> list[Event]:
         outputs = {t: driver.create_output_topic(t, STR, JSON) for t in sorted(built.outputs)}
         for step, spec in enumerate(scenario["steps"]):
             try:
+                if "read" in spec:  # a processor-API store read through the driver
+                    kind = built.store_types[spec["read"]]
+                    answer = stores.read(driver, spec, kind)
+                    events.append(Event(step, f"store:{spec['read']}", spec["method"], answer, 0))
+                    continue
                 if "advance_ms" in spec:
                     driver.advance_wall_clock_time(spec["advance_ms"])
                 else:

@@ -34,6 +34,7 @@ from streamrt.runtime import (
     Windowed,
 )
 from tests.differential import builtins as fn
+from tests.differential import stores
 
 JSON = "json"
 STR = "str"
@@ -54,6 +55,7 @@ class Built:
 
     builder: StreamsBuilder = field(default_factory=StreamsBuilder)
     nodes: dict[str, Node] = field(default_factory=dict)
+    store_types: dict[str, str] = field(default_factory=dict)  # processor-API stores' types
     inputs: set[str] = field(default_factory=set)
     outputs: set[str] = field(default_factory=set)
 
@@ -65,6 +67,10 @@ def build(topology: list[dict[str, Any]]) -> Built:
     for index, spec in enumerate(topology):
         node_id = str(spec.get("id", index))
         source = spec.get("from", previous)
+        if spec["op"] == "addStateStore":  # a store, not a node
+            built.store_types[spec["store"]["name"]] = spec["store"]["type"]
+            built.builder.add_state_store(stores.builder(spec["store"]))
+            continue
         result = _apply(built, {**spec, "id": node_id}, source)
         if result is not None:
             built.nodes[node_id] = result
@@ -88,7 +94,8 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
     node = built.nodes[str(source)]
     handler = _HANDLERS[node.kind]
     result = handler(built, op, spec, node.obj)
-    result.windowed = result.windowed or node.windowed
+    regrouped = op == "groupBy" and node.kind == "table"  # keys are what the mapper makes
+    result.windowed = result.windowed or (node.windowed and not regrouped)
     return result
 
 
@@ -151,6 +158,9 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
         return Node(dict(zip(names, branches, strict=True)), "split")
     if op == "toTable":
         return Node(s.to_table(), "table")
+    if op == "process":
+        store, kind = spec["store"], built.store_types[spec["store"]]
+        return Node(s.process(lambda: stores.Put(store, kind), store), "stream")
     if op == "processValues":
         mapper = fn.value_mapper(spec["fn"])
         return Node(s.process_values(lambda: _MapValuesProcessor(mapper)), "stream")

@@ -89,23 +89,29 @@ def aggregate_stream(
 
 
 def _window_supplier(
-    windows: Windows, store: str, aggregation: Aggregation, final: bool
+    windows: Windows,
+    store: str,
+    aggregation: Aggregation,
+    final: bool,
+    send_old: Callable[[], bool],
 ) -> tuple[str, Callable[[], Processor]]:
-    """The processor (and its name prefix) aggregating into ``windows``."""
+    """The processor (and its name prefix) aggregating into ``windows``; ``send_old()`` (asked
+    when a task builds the processor, once the whole topology is known) says whether a
+    downstream operator needs the old values."""
     init, add = aggregation.initializer, aggregation.adder
     if isinstance(windows, SessionWindows):
         merger = aggregation.merger
         if merger is None:
             raise ConfigError("a session window aggregation needs a merger")
         return "KSTREAM-SESSIONWINDOWAGGREGATE", lambda: SessionWindowAggregateProcessor(
-            store, windows, init, add, merger, final
+            store, windows, init, add, merger, final, send_old()
         )
     if isinstance(windows, SlidingWindows):
         return "KSTREAM-SLIDINGWINDOWAGGREGATE", lambda: SlidingWindowAggregateProcessor(
-            store, windows, init, add, final
+            store, windows, init, add, final, send_old()
         )
     return "KSTREAM-WINDOWED-AGGREGATE", lambda: TimeWindowAggregateProcessor(
-        store, windows, init, add, final
+        store, windows, init, add, final, send_old()
     )
 
 
@@ -130,7 +136,11 @@ def windowed_aggregate(
     on window close (KIP-825) reads closed windows from the store; the last emit time is
     kept in the store ``<store>-emit-final``."""
     on_close = _on_window_close(options.emit_strategy)
-    prefix, supplier = _window_supplier(windows, store, aggregation, on_close)
+    topology = stream.topology
+    names: list[str] = []  # the node's name, known once its prefix is
+    prefix, supplier = _window_supplier(
+        windows, store, aggregation, on_close, lambda: topology.sends_old_values(names[0])
+    )
     vser = serde_for(value_serde)
     ms = check_retention(windows, options.retention)
     segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
@@ -143,14 +153,14 @@ def windowed_aggregate(
         store_kind(options.in_memory),
         segments=SegmentSpec(ms, segment_by),
     )
-    topology = stream.topology
     topology.add_store(spec)
     stores: tuple[str, ...] = (spec.name,)
     if on_close:
         times = StoreSpec(emit_time_store(store), BytesSerde(), IntSerde(), caching=False)
         topology.add_store(times)
         stores += (times.name,)
-    node = topology.add_processor(topology.new_name(prefix), supplier, stream.name, stores=stores)
+    names.append(topology.new_name(prefix))
+    node = topology.add_processor(names[0], supplier, stream.name, stores=stores)
     return TableNode.stored(
         topology,
         node,
@@ -186,6 +196,7 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
         lambda: SuppressProcessor(store, key_serde, suppressed, close_delay_ms),
         table.name,
         stores=(store,),
+        accepts_changes=True,  # buffers Change(new, old): emits Change(last, prior)
     )
     return TableNode(
         topology,

@@ -11,6 +11,7 @@ from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.store_builders import StoreBuilder
 from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.serde import SerdeLike, serde_for
 
@@ -20,6 +21,12 @@ __all__ = ("StreamsBuilder",)
 class StreamsBuilder:
     def __init__(self, topology: Topology | None = None) -> None:
         self.topology = topology or Topology()
+
+    def add_state_store(self, builder: StoreBuilder) -> StreamsBuilder:
+        """Register a processor-API store (``Stores.*_builder(...)``), as Kafka's
+        ``StreamsBuilder.addStateStore``; processors name it in ``process(supplier, name)``."""
+        self.topology.add_state_store(builder)
+        return self
 
     def stream(
         self,

@@ -53,6 +53,11 @@ class _Names:
     def response_join(self) -> str:
         return f"{self.base}-response-join"
 
+    @property
+    def output_store(self) -> str:
+        """The result's store, made only when a downstream operator asks for old values."""
+        return f"{self.base}-output-store"
+
 
 def foreign_key_join(
     left: TableNode,
@@ -72,8 +77,9 @@ def foreign_key_join(
     topology.add_store(StoreSpec(names.store, _RAW, _RAW))
     _send_subscriptions(names, left, right.key_serde, fk_of, left_join)
     _answer_subscriptions(names, right)
-    _join_responses(names, left, right.value_serde, joiner, left_join)
-    stored = materialize(topology, materialized, left.key_serde, value_serde or left.value_serde)
+    vser = value_serde or left.value_serde
+    _join_responses(names, left, right.value_serde, joiner, left_join, vser)
+    stored = materialize(topology, materialized, left.key_serde, vser)
     unreadable = no_getter("join the result of a foreign-key join only after materializing it")
     return join_result(
         topology, names.response_join, f"{names.base}-materialize", stored, unreadable
@@ -140,20 +146,31 @@ def _join_responses(
     right_serde: Serde[Any],
     joiner: Joiner,
     left_join: bool,
+    result_serde: Serde[Any],
 ) -> None:
-    """3. Next to the left table again: responses joined with the current left value."""
+    """3. Next to the left table again: responses joined with the current left value. Asked
+    for old values (a re-grouping of an unmaterialized result), the join keeps its results in
+    a store and sends the one each replaces, as Kafka materializes the result then."""
     topology = left.topology
     responses = topology.add_source(
         f"{names.response}-source", names.response, _RAW, _RAW, internal=True
     )
     getter = left.getter
+    output = names.output_store
+
+    def supplier() -> ResponseJoinProcessor:
+        keep = output if topology.sends_old_values(names.response_join) else None
+        return ResponseJoinProcessor(
+            getter, left.key_serde, left.value_serde, right_serde, joiner, left_join, keep
+        )
+
     topology.add_processor(
-        names.response_join,
-        lambda: ResponseJoinProcessor(
-            getter, left.key_serde, left.value_serde, right_serde, joiner, left_join
-        ),
-        responses,
-        names.send,
-        stores=getter.stores,
+        names.response_join, supplier, responses, names.send, stores=getter.stores
     )
+
+    def add_output_store() -> None:
+        topology.add_store(StoreSpec(output, left.key_serde, result_serde, timestamped=True))
+        topology.connect_processor_and_state_stores(names.response_join, stores=(output,))
+
+    topology.old_value_hooks[names.response_join] = add_output_store
     topology.add_copartition_group(responses, left.name)

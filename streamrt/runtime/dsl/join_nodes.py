@@ -232,7 +232,7 @@ def join_result(
         return TableNode(topology, parent, None, kser, vser, getter)
     node = topology.add_processor(
         name,
-        lambda: TableMaterializeProcessor(store),
+        lambda: TableMaterializeProcessor(store, topology.sends_old_values(name)),
         parent,
         stores=(store,),
         accepts_changes=True,

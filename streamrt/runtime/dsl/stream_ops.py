@@ -158,12 +158,15 @@ class StreamOperations(ABC, Generic[S]):
     def process(
         self,
         supplier: Callable[[], Processor],
-        *,
+        *store_names: str,
         stores: tuple[str, ...] = (),
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
     ) -> S:
-        """Attach a processor-API processor (a fresh one per task from ``supplier``)."""
+        """Attach a processor-API processor (a fresh one per task from ``supplier``) that may
+        use the stores named (Kafka's ``process(supplier, stateStoreNames...)``; registered
+        with ``add_state_store``)."""
+        stores = (*store_names, *stores)
         name = self.topology.new_name("KSTREAM-PROCESSOR")
         return self._wrap(
             self.node.then(
@@ -179,12 +182,13 @@ class StreamOperations(ABC, Generic[S]):
     def process_values(
         self,
         supplier: Callable[[], Processor],
-        *,
+        *store_names: str,
         stores: tuple[str, ...] = (),
         value_serde: SerdeLike = None,
     ) -> S:
         """Attach a processor that keeps each record's key (Kafka's ``processValues``, KIP-820):
         it must forward the key it was given, so no repartition follows (unlike ``process``)."""
+        stores = (*store_names, *stores)
         name = self.topology.new_name("KSTREAM-PROCESSVALUES")
         return self._wrap(
             self.node.then(name, supplier, value_serde=opt_serde(value_serde), stores=stores)

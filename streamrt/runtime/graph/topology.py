@@ -14,6 +14,7 @@ from typing import Any
 from streamrt.errors import ConfigError
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
 from streamrt.runtime.processor import Processor
+from streamrt.runtime.store_builders import StoreBuilder, store_spec
 from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde, bind_serde
 
@@ -108,6 +109,8 @@ class Topology:
         # that pass such a request on to their parents (unmaterialized filter/map_values, joins)
         self.old_values: set[str] = set()
         self.old_value_parents: dict[str, tuple[str, ...]] = {}
+        # what a node must add when first asked for old values (e.g. a store to read them from)
+        self.old_value_hooks: dict[str, Callable[[], None]] = {}
         self._counter = 0
 
     def new_name(self, prefix: str) -> str:
@@ -154,6 +157,9 @@ class Topology:
             if name not in self.old_values:
                 self.old_values.add(name)
                 todo.extend(self.old_value_parents.get(name, ()))
+                hook = self.old_value_hooks.pop(name, None)
+                if hook is not None:
+                    hook()
 
     def sends_old_values(self, node: str) -> bool:
         """Whether ``node`` was asked for old values (read when its processor is built)."""
@@ -220,6 +226,32 @@ class Topology:
         if spec.name in self.stores:
             raise ConfigError(f"state store {spec.name!r} is defined twice")
         self.stores[spec.name] = spec
+
+    def add_state_store(self, builder: StoreBuilder | StoreSpec, *processor_names: str) -> None:
+        """Kafka's ``Topology.addStateStore(builder, processorNames...)``: register the store
+        (``Stores.*_builder(...)``) and connect it to the named processors."""
+        spec = store_spec(builder)
+        for name in processor_names:  # all checked before anything changes
+            self._processor(name)
+        self.add_store(spec)
+        self.connect_processor_and_state_stores(*processor_names, stores=(spec.name,))
+
+    def connect_processor_and_state_stores(
+        self, *processor_names: str, stores: tuple[str, ...]
+    ) -> None:
+        """Let already-added processors read and write already-registered ``stores``."""
+        for store in stores:
+            if store not in self.stores:
+                raise ConfigError(f"unknown state store {store!r}: add it with add_state_store")
+        for name in processor_names:
+            node = self._processor(name)
+            node.stores.extend(s for s in stores if s not in node.stores)
+
+    def _processor(self, name: str) -> ProcessorNode:
+        node = self.nodes.get(name)
+        if not isinstance(node, ProcessorNode):
+            raise ConfigError(f"no processor named {name!r} in this topology")
+        return node
 
     def _add(self, node: Node) -> None:
         if node.name in self.nodes:

@@ -125,6 +125,7 @@ class App:
     stream = Forward("builder", StreamsBuilder.stream)
     table = Forward("builder", StreamsBuilder.table)
     global_table = Forward("builder", StreamsBuilder.global_table)
+    add_state_store = Forward("builder", StreamsBuilder.add_state_store)
 
     # -- events, services and the state listener -------------------------------------------
 

@@ -205,7 +205,7 @@ class ForeignTableUpdateProcessor(Processor):
         store = self.context.get_store(self.store_name)
         new = None if change.new is None else self.right_serde.serialize(change.new)
         end = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
-        for entry, digest in list(store.range(prefix, end)):
+        for entry, digest in list(store.half_open_range(prefix, end)):
             if not entry.startswith(prefix):
                 continue
             pk = entry[len(prefix) :]
@@ -223,6 +223,7 @@ class ResponseJoinProcessor(Processor):
         right_serde: Serde[Any],
         joiner: Callable[[Any, Any], Any],
         left_join: bool,
+        output_store: str | None = None,
     ) -> None:
         self.left = left
         self.pk_serde = pk_serde
@@ -230,6 +231,7 @@ class ResponseJoinProcessor(Processor):
         self.right_serde = right_serde
         self.joiner = joiner
         self.left_join = left_join
+        self.output_store = output_store  # set: keep results, send the one each replaces
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -248,4 +250,12 @@ class ResponseJoinProcessor(Processor):
             result = self.joiner(current, None) if self.left_join else None
         else:
             result = self.joiner(current, right)
-        self.context.forward(pk, Change(result, None))
+        old = None
+        if self.output_store is not None:
+            store = self.context.get_store(self.output_store)
+            old = store.get(pk)
+            if result is None:
+                store.delete(pk)
+            else:
+                store.put(pk, result)
+        self.context.forward(pk, Change(result, old))

@@ -101,4 +101,6 @@ class GraceBuffer:
     def _due(self, deadline: int) -> Iterator[tuple[bytes, bytes]]:
         if deadline + 1 > (1 << 63) - 1:
             return iter(self.store.range(None, None))
+        # the bound is 8 bytes, every row at least 16: no row equals it, so the scan is the
+        # same whether ``range`` includes its end (a store view, as Kafka's) or not (bytes)
         return iter(self.store.range(None, _time_bytes(deadline + 1)))

@@ -182,7 +182,7 @@ class StreamStreamJoinSide(Processor):
         matched = False
         start = _U32.pack(len(kb)) + kb + _TS.pack(lo)
         end = _U32.pack(len(kb)) + kb + _TS.pack(hi + 1)
-        for raw, vb in list(self.other.range(start, end)):
+        for raw, vb in list(self.other.half_open_range(start, end)):
             _k, other_ts = _split_window_key(raw)
             matched = True
             if self.pending is not None:  # the other record found a partner after all
@@ -213,7 +213,7 @@ class StreamStreamJoinSide(Processor):
         if _java_add(tracker.min_time, self.hi, w.grace_ms) >= now:
             return
         tracker.min_time = _JAVA_LONG_MAX
-        for pk, raw in list(self.pending.range(None, None)):
+        for pk, raw in list(self.pending.half_open_range(None, None)):
             ets = _TS.unpack_from(pk, 0)[0]
             tracker.min_time = ets
             side = _side_of(pk[8])
@@ -235,13 +235,13 @@ class StreamStreamJoinSide(Processor):
         stores = {self.side: self.mine, 1 - self.side: self.other}
         for side, store in stores.items():
             expired_before = put_time[side] - retention + 1
-            for raw, _vb in list(store.range(None, None)):
+            for raw, _vb in list(store.half_open_range(None, None)):
                 if _split_window_key(raw)[1] < expired_before:
                     store.delete(raw)
 
 
 def window_store_entries(store: Any) -> Iterator[tuple[bytes, int, bytes]]:
     """(key bytes, ts, value bytes) of a join buffer, for tests and debugging."""
-    for raw, vb in store.range(None, None):
+    for raw, vb in store.half_open_range(None, None):
         kb, ts = _split_window_key(raw)
         yield kb, ts, vb

@@ -8,6 +8,10 @@
   starts its timer; newer updates replace the buffered value without restarting it; the value
   is emitted once stream time reaches that first timestamp + ``ms``. Tombstones are emitted.
 
+An entry keeps the value the key had before its first buffered update (Kafka's prior value)
+and is emitted as ``Change(last value, prior value)``, so a re-grouping after the suppress
+subtracts what its aggregate last saw (Kafka's suppress sends old values).
+
 Stream time is the suppress processor's own largest input timestamp; nothing is emitted on
 wall-clock time. As Kafka's time-ordered buffer, due entries go out by buffer time, then by
 serialized key bytes, each with the timestamp of the record buffered last for its key.
@@ -26,7 +30,8 @@ from datetime import timedelta
 from typing import Any, Literal, cast
 
 from streamrt.errors import ConfigError, StreamrtError
-from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.processor import Change, Processor, ProcessorContext, Windowed
+from streamrt.runtime.processors.tables import as_change
 from streamrt.runtime.stores import ChangeLoggingStore
 from streamrt.runtime.windows import to_ms
 from streamrt.serde import Serde
@@ -39,7 +44,9 @@ __all__ = (
     "Suppressed",
 )
 
-_HEAD = struct.Struct(">qqB")  # buffer time, record timestamp, has-value flag
+_HEAD = struct.Struct(">qqB")  # buffer time, record timestamp, flags
+_HAS_VALUE, _HAS_PRIOR = 1, 2  # flags; an entry without a prior value has the old layout
+_LEN = struct.Struct(">I")
 OnFull = Literal["emit", "shut_down"]
 
 
@@ -125,24 +132,38 @@ class Suppressed:
 
 
 class BufferedSerde:
-    """Buffer entries ``(buffer_time, timestamp, value)``: 17-byte head, then the value bytes."""
+    """Buffer entries ``(buffer_time, timestamp, value, prior)``: a 17-byte head (the flags say
+    which values are present), then the value bytes, or with a prior value: the value's length
+    (4 bytes), the value bytes and the prior value's bytes. Entries logged before prior values
+    were kept (no prior flag) read back with ``prior`` None."""
 
     def __init__(self, value_serde: Serde[Any]) -> None:
         self.value_serde = value_serde
 
-    def serialize(self, entry: tuple[int, int, Any] | None) -> bytes | None:
+    def serialize(self, entry: tuple[int, int, Any, Any] | None) -> bytes | None:
         if entry is None:
             return None
-        buffer_time, timestamp, value = entry
+        buffer_time, timestamp, value, prior = entry
         vb = None if value is None else self.value_serde.serialize(value)
-        return _HEAD.pack(buffer_time, timestamp, vb is not None) + (vb or b"")
+        pb = None if prior is None else self.value_serde.serialize(prior)
+        flags = (_HAS_VALUE if vb is not None else 0) | (_HAS_PRIOR if pb is not None else 0)
+        head = _HEAD.pack(buffer_time, timestamp, flags)
+        if pb is None:
+            return head + (vb or b"")
+        return head + _LEN.pack(len(vb or b"")) + (vb or b"") + pb
 
-    def deserialize(self, data: bytes | None) -> tuple[int, int, Any] | None:
+    def deserialize(self, data: bytes | None) -> tuple[int, int, Any, Any] | None:
         if data is None:
             return None
-        buffer_time, timestamp, has_value = _HEAD.unpack(data[: _HEAD.size])
-        value = self.value_serde.deserialize(data[_HEAD.size :]) if has_value else None
-        return buffer_time, timestamp, value
+        buffer_time, timestamp, flags = _HEAD.unpack(data[: _HEAD.size])
+        rest = data[_HEAD.size :]
+        prior = None
+        if flags & _HAS_PRIOR:
+            (n,) = _LEN.unpack(rest[: _LEN.size])
+            rest, pb = rest[_LEN.size : _LEN.size + n], rest[_LEN.size + n :]
+            prior = self.value_serde.deserialize(pb)
+        value = self.value_serde.deserialize(rest) if flags & _HAS_VALUE else None
+        return buffer_time, timestamp, value, prior
 
 
 @dataclass(slots=True)
@@ -152,6 +173,7 @@ class _Entry:
     timestamp: int
     value: Any
     size: int
+    prior: Any = None  # the key's value before its first buffered update
 
 
 class SuppressProcessor(Processor):
@@ -188,9 +210,9 @@ class SuppressProcessor(Processor):
     def _load(self) -> dict[bytes, _Entry]:
         if self._entries is None:
             self._entries, self._heap, self._bytes = {}, [], 0
-            for kb, (buffer_time, timestamp, value) in self._store().items():
+            for kb, (buffer_time, timestamp, value, prior) in self._store().items():
                 key = self.key_serde.deserialize(kb)
-                self._add(kb, _Entry(key, buffer_time, timestamp, value, 0))
+                self._add(kb, _Entry(key, buffer_time, timestamp, value, 0, prior))
         return self._entries
 
     def _add(self, kb: bytes, entry: _Entry) -> None:
@@ -217,9 +239,13 @@ class SuppressProcessor(Processor):
             return
         kb = bytes(kb)
         existing = entries.get(kb)
-        buffer_time = existing.buffer_time if existing else self.buffer_time(key, ts)
-        self._add(kb, _Entry(key, buffer_time, ts, value, 0))
-        self._store().put(kb, (buffer_time, ts, value))
+        change = as_change(value)
+        if existing is None:
+            buffer_time, prior = self.buffer_time(key, ts), change.old
+        else:  # Kafka's non-resetting buffer: the first update's time and prior value stay
+            buffer_time, prior = existing.buffer_time, existing.prior
+        self._add(kb, _Entry(key, buffer_time, ts, change.new, 0, prior))
+        self._store().put(kb, (buffer_time, ts, change.new, prior))
         self._emit_due(self.observed - self.delay)  # Kafka: due entries first, then capacity
         self._enforce_capacity()
 
@@ -258,4 +284,4 @@ class SuppressProcessor(Processor):
         if self.final and entry.value is None:
             return
         # as Kafka: with the buffered record's timestamp, not the one that made it due
-        self.context.forward(entry.key, entry.value, timestamp=entry.timestamp)
+        self.context.forward(entry.key, Change(entry.value, entry.prior), timestamp=entry.timestamp)

@@ -100,10 +100,20 @@ class TableMapValuesProcessor(_StoringProcessor):
 
 
 class TableMaterializeProcessor(_StoringProcessor):
-    """Stores a Change stream's new values (a join result given a store name)."""
+    """Stores a Change stream's new values (a join result given a store name). Asked for old
+    values, it sends the value its store held (Kafka's materialized join result), so a
+    re-grouping subtracts what it added before."""
+
+    def __init__(self, store: str, send_old_values: bool = False) -> None:
+        super().__init__(store)
+        self.send_old_values = send_old_values
 
     def process(self, key: Any, value: Any) -> None:
-        self.emit(key, as_change(value))
+        change = as_change(value)
+        if self.send_old_values and self.store_name is not None:
+            old = self.context.get_store(self.store_name).get(key)
+            change = Change(change.new, old, change.is_latest)
+        self.emit(key, change)
 
 
 class TableRepartitionMapProcessor(Processor):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from streamrt.runtime.processor import Processor, ProcessorContext, Windowed
+from streamrt.runtime.processor import Change, Processor, ProcessorContext, Windowed
 from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
 from streamrt.runtime.processors.emit_final import FinalEmitter, WindowKind
 from streamrt.runtime.window_stores import SessionStoreView, TimestampedWindow, WindowStoreView
@@ -32,10 +32,13 @@ _NO_TIME = -(2**63)
 class _WindowProcessor(Processor):
     kind: WindowKind
 
-    def __init__(self, store: str, grace_ms: int, emit_final: bool) -> None:
+    def __init__(
+        self, store: str, grace_ms: int, emit_final: bool, send_old_values: bool = False
+    ) -> None:
         self.store_name = store
         self.grace_ms = grace_ms
         self.emit_final = emit_final
+        self.send_old_values = send_old_values
         self.observed = _NO_TIME
         self.emitter: FinalEmitter | None = None
 
@@ -48,10 +51,14 @@ class _WindowProcessor(Processor):
     def _emitter(self, context: ProcessorContext) -> FinalEmitter:
         raise NotImplementedError
 
-    def _forward(self, window: Windowed, value: Any, timestamp: int) -> None:
-        """An update goes downstream at once, unless the results are emitted final."""
+    def _forward(self, window: Windowed, value: Any, old: Any, timestamp: int) -> None:
+        """An update goes downstream at once as ``Change(new, old)``, unless the results are
+        emitted final. ``old`` (the window's previous aggregate) is sent only when a downstream
+        operator asked for old values (Kafka's ``sendOldValues``: a re-grouping's subtractor
+        needs it); children that are not tables get the new value alone."""
         if self.emitter is None:
-            self.context.forward(window, value, timestamp=timestamp)
+            sent_old = old if self.send_old_values else None
+            self.context.forward(window, Change(value, sent_old), timestamp=timestamp)
 
     def _advance(self, timestamp: int, store_time: int) -> int:
         """Advance stream time with ``timestamp``; returns the close time."""
@@ -70,8 +77,9 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
         initializer: Initializer,
         aggregator: Aggregator,
         emit_final: bool = False,
+        send_old_values: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms, emit_final)
+        super().__init__(store, windows.grace_ms, emit_final, send_old_values)
         self.windows = windows
         self.initializer = initializer
         self.aggregator = aggregator
@@ -104,7 +112,7 @@ class TimeWindowAggregateProcessor(_WindowProcessor):
             new = self.aggregator(key, value, agg)
             stamp = ts if old is None else max(ts, old.timestamp)
             store.put(window, new, stamp)
-            self._forward(window, new, stamp)
+            self._forward(window, new, None if old is None else old.value, stamp)
         if self.emitter is not None:
             self.emitter.maybe_emit(close)
 
@@ -133,8 +141,9 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         initializer: Initializer,
         aggregator: Aggregator,
         emit_final: bool = False,
+        send_old_values: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms, emit_final)
+        super().__init__(store, windows.grace_ms, emit_final, send_old_values)
         self.d = windows.time_difference_ms
         self.initializer = initializer
         self.aggregator = aggregator
@@ -242,7 +251,7 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         """The record's right window holds exactly the later records: ``agg`` without it."""
         window = Windowed(key, ts + 1, ts + 1 + self.d)
         store.put(window, agg.value, agg.timestamp)
-        self._forward(window, agg.value, agg.timestamp)
+        self._forward(window, agg.value, None, agg.timestamp)
 
     def _update(
         self,
@@ -270,7 +279,8 @@ class SlidingWindowAggregateProcessor(_WindowProcessor):
         stamp = ts if existing is None else max(ts, existing.timestamp)
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self._forward(window, new, stamp)
+        # as Kafka: the aggregate the window was built from (a new left window: the earlier one)
+        self._forward(window, new, None if existing is None else existing.value, stamp)
 
 
 class SessionWindowAggregateProcessor(_WindowProcessor):
@@ -286,8 +296,9 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
         aggregator: Aggregator,
         merger: Merger,
         emit_final: bool = False,
+        send_old_values: bool = False,
     ) -> None:
-        super().__init__(store, windows.grace_ms, emit_final)
+        super().__init__(store, windows.grace_ms, emit_final, send_old_values)
         self.gap = windows.inactivity_gap_ms
         self.initializer = initializer
         self.aggregator = aggregator
@@ -328,9 +339,9 @@ class SessionWindowAggregateProcessor(_WindowProcessor):
             for session in merged:
                 old = Windowed(key, session.start, session.end)
                 store.remove(old)
-                self._forward(old, None, session.end)
+                self._forward(old, None, session.value, session.end)
         new = self.aggregator(key, value, agg)
         stamp = max([ts] + [s.timestamp for s in merged])
         window = Windowed(key, start, end)
         store.put(window, new, stamp)
-        self._forward(window, new, end)  # a session's result carries its end
+        self._forward(window, new, None, end)  # a session's result carries its end

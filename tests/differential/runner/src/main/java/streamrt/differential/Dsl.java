@@ -67,6 +67,8 @@ final class Dsl {
     private final java.util.Set<String> windowed = new java.util.HashSet<>();
     final TreeSet<String> inputs = new TreeSet<>();
     final TreeSet<String> outputs = new TreeSet<>();
+    /** Processor-API stores by name: their type ("keyValue", "window", ...). */
+    final Map<String, String> storeTypes = new HashMap<>();
     private final JsonSerde json = new JsonSerde();
     private static final java.util.Set<String> SOURCES = java.util.Set.of("stream", "table", "globalTable");
 
@@ -76,11 +78,20 @@ final class Dsl {
         for (JsonNode node : topology) {
             String id = node.has("id") ? node.get("id").asText() : String.valueOf(index);
             String from = node.has("from") ? node.get("from").asText() : previous;
+            if (node.get("op").asText().equals("addStateStore")) {  // a store, not a node
+                JsonNode store = node.get("store");
+                storeTypes.put(store.get("name").asText(), store.get("type").asText());
+                builder.addStateStore(StoreOps.builder(store));
+                index++;
+                continue;
+            }
             Object result = apply(node, from);
             if (result != null) {
                 nodes.put(id, result);
                 boolean source = SOURCES.contains(node.get("op").asText());
-                if (!source && from != null && windowed.contains(from)) {
+                // a re-grouped table's keys are what its mapper makes: no longer windowed
+                boolean regrouped = node.get("op").asText().equals("groupBy") && nodes.get(from) instanceof KTable;
+                if (!source && !regrouped && from != null && windowed.contains(from)) {
                     windowed.add(id);
                 }
                 if (node.get("op").asText().equals("windowedBy")) {
@@ -191,6 +202,11 @@ final class Dsl {
             case "split": return split(n, s);
             case "toTable": return s.toTable();
             case "processValues": return s.processValues(() -> new MapValuesProcessor(Fns.valueMapper(text(n, "fn"))));
+            case "process": {
+                String store = text(n, "store");
+                String type = storeTypes.get(store);
+                return s.process(() -> new StoreOps.Put(store, type), store);
+            }
             case "groupByKey": return s.groupByKey();
             case "groupBy": return s.groupBy(Fns.keySelector(text(n, "fn")), Grouped.with(Serdes.String(), json));
             case "join":
@@ -285,7 +301,12 @@ final class Dsl {
             case "filterNot": return st.filterNot(Fns.predicate(text(n, "fn")));
             case "mapValues": return st.mapValues(Fns.valueMapper(text(n, "fn")));
             case "toStream": return t.toStream();
-            case "groupBy": return st.groupBy(Fns.mapper(text(n, "fn")), Grouped.with(Serdes.String(), json));
+            case "groupBy":
+                if (text(n, "fn").equals("windowKey")) {  // a windowed table by its record key
+                    return t.groupBy((k, v) -> KeyValue.pair(((Windowed<String>) k).key(), v),
+                        Grouped.with(Serdes.String(), json));
+                }
+                return st.groupBy(Fns.mapper(text(n, "fn")), Grouped.with(Serdes.String(), json));
             case "suppress": return t.suppress((Suppressed) suppressed(n));
             case "join":
             case "leftJoin":

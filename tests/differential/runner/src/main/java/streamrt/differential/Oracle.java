@@ -127,6 +127,18 @@ public final class Oracle {
             int step = 0;
             for (JsonNode s : scenario.get("steps")) {
                 try {
+                    if (s.has("read")) {  // a processor-API store read through the driver
+                        String store = s.get("read").asText();
+                        JsonNode result = StoreOps.read(driver, s, dsl.storeTypes.get(store));
+                        drain(outputs, name, step);
+                        ObjectNode o = emit(name, step);
+                        o.put("topic", "store:" + store);
+                        o.put("key", s.get("method").asText());
+                        o.set("value", result);
+                        o.put("ts", 0L);
+                        step++;
+                        continue;
+                    }
                     apply(s, driver, inputs);
                 } catch (RuntimeException e) {
                     emit(name, step).put("error", describe(e));
