@@ -187,7 +187,7 @@ class LocalInstance:
 
     def _exited(self, code: int, what: str = "") -> ChildExited:
         path = self.spec.log_path
-        return ChildExited(f"{what}{self.spec.name}", code, log_tail(path), str(path))
+        return ChildExited(f"{self.spec.name}{what}", code, log_tail(path), str(path))
 
     def start(self) -> int:
         """Start the process (output appended to the spec's log); returns its pid."""
@@ -208,8 +208,9 @@ class LocalInstance:
         new = self._spawn(handoff=True)
         deadline = time.monotonic() + timeout
         while old.poll() is None:
-            if new.poll() is not None:  # the old process keeps running
-                raise self._exited(new.returncode, "the successor (before taking over) of ")
+            if new.poll() is not None:
+                what = f"'s successor (before taking over; pid {old.pid} keeps running)"
+                raise self._exited(new.returncode, what)
             if time.monotonic() > deadline:
                 new.kill()
                 new.wait(10)
