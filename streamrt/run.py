@@ -48,7 +48,7 @@ from streamrt.runtime.instance.metadata import AppState
 from streamrt.runtime.instance.process_thread import PROCESS_MODE
 from streamrt.runtime.instance.signals import on_stop_signals
 
-__all__ = ("EXIT_APP_ERROR", "register")
+__all__ = ("EXIT_APP_ERROR", "register", "run_settings")
 
 # The instance ended in ERROR: every stream thread stopped because a record kept failing
 # (exception handler ``fail``) or because of a fatal error such as a fenced instance id.
@@ -103,13 +103,9 @@ def load_app(target: str) -> App:
     return app
 
 
-def _run(args: argparse.Namespace) -> int:
-    began = time.monotonic()
-    if threading.current_thread() is threading.main_thread():
-        # until we serve: a SIGHUP must not kill a starting process (its default action)
-        signal.signal(signal.SIGHUP, lambda *_: logger.warning("SIGHUP ignored: still starting"))
-    app = load_app(args.target)
-    app.app_spec = args.target  # stream.thread.mode=process: each child imports the same app
+def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings ``streamrt run`` gives the app: config file < ``STREAMRT_*`` env <
+    ``--config`` < flags (the Kubernetes manifests' test reads them the same way)."""
     settings: dict[str, Any] = {}
     if args.config_file:
         settings.update(load_config_file(args.config_file))
@@ -128,6 +124,17 @@ def _run(args: argparse.Namespace) -> int:
     }
     # a flag given wins over --config; a flag not given leaves --config's value alone
     settings.update({k: v for k, v in flags.items() if v is not None})
+    return settings
+
+
+def _run(args: argparse.Namespace) -> int:
+    began = time.monotonic()
+    if threading.current_thread() is threading.main_thread():
+        # until we serve: a SIGHUP must not kill a starting process (its default action)
+        signal.signal(signal.SIGHUP, lambda *_: logger.warning("SIGHUP ignored: still starting"))
+    app = load_app(args.target)
+    app.app_spec = args.target  # stream.thread.mode=process: each child imports the same app
+    settings = run_settings(args)
     known = {"log.level", "log.format"}
     app.configure({k: v for k, v in settings.items() if k not in known})
     config = app.resolve_config()
@@ -235,6 +242,7 @@ def _ask_running(
         )
     else:
         app.mark("took_over")
+        app.took_over(answer.get("summary", {}).get("thread_tasks", {}))
         logger.info(
             "hand-off: took over",
             extra=fields(

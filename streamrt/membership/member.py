@@ -34,6 +34,7 @@ from streamrt.membership.config import (
     MemberConfig,
     MembershipError,
 )
+from streamrt.membership.offsets import GroupOffsetRequests
 from streamrt.membership.protocol import (
     TopicPartition,
     decode_assignment,
@@ -49,12 +50,6 @@ __all__ = ("Generation", "GroupMember", "RebalanceListener")
 logger = logging.getLogger(__name__)
 
 _LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
-_COMMIT_REFUSED = (
-    ErrorCode.illegal_generation,
-    ErrorCode.unknown_member_id,
-    ErrorCode.rebalance_in_progress,
-    ErrorCode.fenced_instance_id,
-)
 
 
 class RebalanceListener:
@@ -125,6 +120,7 @@ class GroupMember:
         self.listener = listener or RebalanceListener()
         self.client = CoordinatorClient(config)
         self.offsets_client = CoordinatorClient(config) if offsets_connection else self.client
+        self._offsets = GroupOffsetRequests(self.offsets_client, config.group_id)
         self._generation = NO_GENERATION
         self._owned: set[TopicPartition] = set()
         self._rejoin_reason: str | None = "initial join"
@@ -207,14 +203,18 @@ class GroupMember:
         """Look up and connect to the group coordinator now (e.g. while held before a join)."""
         await self.client.cluster.coordinator(self.config.group_id)
 
-    async def check_membership(self) -> None:
+    async def check_membership(self, *, generation: bool = False) -> None:
         """One Heartbeat now; raise :class:`FencedInstanceError` if another member took this
         ``group.instance.id`` (an owner asks before doing something only the current
-        incarnation may do). Other answers are left to the group loop."""
+        incarnation may do); with ``generation``, :class:`CommitFailedError` if the group
+        dropped this member. Other answers are left to the group loop."""
         if self.error is not None:
             raise self.error
         response = await self.offsets_client.heartbeat(self.generation, self.member_id)
-        self._check_fatal(ErrorCode(int(response.error_code)), "Heartbeat")
+        code = ErrorCode(int(response.error_code))
+        self._check_fatal(code, "Heartbeat")
+        if generation and code in _LOST:
+            raise CommitFailedError(code, f"Heartbeat: {code.name.upper()}")
 
     # -- the group loop ----------------------------------------------------------------------
 
@@ -280,13 +280,13 @@ class GroupMember:
         if code == ErrorCode.rebalance_in_progress:
             self.request_rejoin("the group is rebalancing")
         elif code in _LOST:
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED:
             self.client.note(code)
         else:
             raise MembershipError(f"Heartbeat to group {self.config.group_id!r}: {code.name}")
 
-    async def _on_lost_membership(self, code: ErrorCode) -> None:
+    async def lose_membership(self, code: ErrorCode) -> None:
         """UNKNOWN_MEMBER_ID resets the member id (a static member keeps its instance id);
         ILLEGAL_GENERATION keeps it. Both lose the partitions and rejoin."""
         if code == ErrorCode.unknown_member_id:
@@ -352,7 +352,7 @@ class GroupMember:
         if code == ErrorCode.member_id_required:  # KIP-394: rejoin with the id given
             self._generation = Generation(-1, str(response.member_id), None)
         elif code in _LOST:
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED or code == ErrorCode.rebalance_in_progress:
             self.client.note(code)
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)
@@ -375,7 +375,7 @@ class GroupMember:
             return flatten(decoded.partitions)
         if code in _LOST:
             self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
-            await self._on_lost_membership(code)
+            await self.lose_membership(code)
         elif code in COORDINATOR_MOVED:
             self.client.note(code)
         elif code != ErrorCode.rebalance_in_progress:
@@ -443,56 +443,12 @@ class GroupMember:
         coordinator refuses it and :class:`CommitFailedError` says why (ILLEGAL_GENERATION,
         UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS or FENCED_INSTANCE_ID).
         """
-        if not offsets:
-            return
         gen = generation or self._generation
-
-        async def attempt() -> None:
-            response = await self.offsets_client.commit(
-                gen.generation_id, gen.member_id, offsets, metadata
-            )
-            for topic in response.topics:
-                for p in topic.partitions:
-                    self._check_commit(ErrorCode(int(p.error_code)), gen, topic.name, p)
-
-        await self.offsets_client.cluster.retrying(f"OffsetCommit {self.config.group_id}", attempt)
-
-    def _check_commit(self, code: ErrorCode, gen: Generation, topic: str, p: Any) -> None:
-        if code == ErrorCode.none:
-            return
-        where = f"OffsetCommit {topic}-{p.partition_index} in generation {gen.generation_id}"
-        self.offsets_client.note(code)
-        if code in _COMMIT_REFUSED:
-            raise CommitFailedError(code, f"{where}: {code.name.upper()}")
-        raise KafkaError(code, f"{where}: {code.name.upper()}")
+        await self._offsets.commit(gen.generation_id, gen.member_id, offsets, metadata)
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets for ``partitions`` (those with none are left out)."""
-        wanted = list(partitions)
-
-        async def attempt() -> dict[TopicPartition, int]:
-            response = await self.offsets_client.fetch_offsets(wanted)
-            code = ErrorCode(int(response.error_code))
-            if code != ErrorCode.none:
-                self.offsets_client.note(code)
-                raise KafkaError(code, f"OffsetFetch {self.config.group_id}: {code.name}")
-            out: dict[TopicPartition, int] = {}
-            for t in response.topics:
-                for p in t.partitions:
-                    self._check_fetched(ErrorCode(int(p.error_code)), t.name, p.partition_index)
-                    if p.committed_offset >= 0:
-                        out[(str(t.name), int(p.partition_index))] = int(p.committed_offset)
-            return out
-
-        return await self.offsets_client.cluster.retrying(
-            f"OffsetFetch {self.config.group_id}", attempt
-        )
-
-    def _check_fetched(self, code: ErrorCode, topic: str, partition: int) -> None:
-        if code != ErrorCode.none:
-            self.offsets_client.note(code)
-            where = f"OffsetFetch {self.config.group_id} {topic}-{partition}"
-            raise KafkaError(code, f"{where}: {code.name.upper()}")
+        return await self._offsets.committed(partitions)
 
 
 def _sorted(assignment: Mapping[str, set[TopicPartition]]) -> dict[str, list[TopicPartition]]:

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from streamrt.rest.streams_metrics import StreamsCollector
 from streamrt.runtime.instance.metadata import AppState
 from streamrt.runtime.metadata import ThreadState
 
@@ -112,4 +113,5 @@ def render_metrics(registry: CollectorRegistry) -> bytes:
 def registry_for(app: App) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(AppCollector(app))
+    registry.register(StreamsCollector(app))  # Kafka Streams' own metric names
     return registry

@@ -136,6 +136,8 @@ class StreamsConfig:
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     probing_rebalance_interval_ms: int = 600_000
+    # Kafka's: DEBUG (or TRACE) also counts per processor node (stream-processor-node-metrics)
+    metrics_recording_level: str = "INFO"
     # Kafka client settings (bare names and consumer./producer./admin./restore.consumer.
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -221,6 +223,13 @@ class StreamsConfig:
         )
         rules.append(
             (self.statestore_cache_max_bytes < 0, "statestore.cache.max.bytes must be at least 0")
+        )
+        level = self.metrics_recording_level
+        rules.append(
+            (
+                level not in ("INFO", "DEBUG", "TRACE"),
+                f"metrics.recording.level {level!r} must be INFO, DEBUG or TRACE",
+            )
         )
         return rules
 

@@ -11,6 +11,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from streamrt.runtime.sensors import StreamsSnapshot
+
 __all__ = ("ALLOWED_PREVIOUS", "ThreadMetadata", "ThreadState")
 
 
@@ -72,3 +74,4 @@ class ThreadMetadata:
     task_records: Mapping[str, int] = field(default_factory=dict)  # active task → records processed
     # restoring task → (changelog records applied, records to apply at most)
     restore_progress: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    streams: StreamsSnapshot | None = None  # what the Kafka-named metrics are computed from

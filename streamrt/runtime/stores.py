@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamrt.runtime.processor import ValueAndTimestamp
+from streamrt.runtime.sensors import StoreOps
 from streamrt.serde import Serde
 from streamrt.state import KeyValueStore, TopicPartition
 from streamrt.state import timestamped as ts_format
@@ -99,6 +100,7 @@ class ChangeLoggingStore:
         self._store = store
         self._collector = collector
         self._context = context
+        self.ops = StoreOps()  # the processor's calls, for stream-state-metrics
 
     def get(self, key: Any) -> Any:
         found = self.get_with_timestamp(key)
@@ -106,6 +108,7 @@ class ChangeLoggingStore:
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
         """The row and its timestamp (``NO_TIMESTAMP`` if the store keeps none)."""
+        self.ops.gets += 1
         found = self.raw_get_with_timestamp(self.key_bytes(key))
         if found is None:
             return None
@@ -114,6 +117,7 @@ class ChangeLoggingStore:
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Store ``value`` with ``timestamp`` (default: the current record's), which is also
         the changelog record's timestamp."""
+        self.ops.puts += 1
         kb = self.key_bytes(key)
         vb = self.spec.value_serde.serialize(value)
         if vb is None:
@@ -122,6 +126,7 @@ class ChangeLoggingStore:
         self.raw_write(kb, bytes(vb), self._context.timestamp if timestamp is None else timestamp)
 
     def delete(self, key: Any) -> None:
+        self.ops.deletes += 1
         self.raw_write(self.key_bytes(key), None, self._context.timestamp)
 
     def items(self) -> Iterator[tuple[Any, Any]]:
@@ -222,6 +227,7 @@ class CachingStore:
         self._listener: FlushListener | None = None
         # key bytes → [value bytes | None, key, value, timestamp, topic, offset, size]
         self._dirty: dict[bytes, list[Any]] = {}
+        self.ops = StoreOps()  # the processor's calls; misses: reads the cache did not answer
 
     def set_flush_listener(self, listener: FlushListener) -> bool:
         """Cached: ``listener`` forwards each key's last update when the cache flushes."""
@@ -237,9 +243,14 @@ class CachingStore:
         return None if found is None else found.value
 
     def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        self.ops.gets += 1
         kb = self._logged.key_bytes(key)
         entry = self._dirty.get(kb)
-        found = self._logged.raw_get_with_timestamp(kb) if entry is None else (entry[0], entry[3])
+        if entry is None:
+            self.ops.misses += 1  # beside the store read it leads to, nothing
+            found = self._logged.raw_get_with_timestamp(kb)
+        else:
+            found = entry[0], entry[3]
         if found is None or found[0] is None:
             return None
         ts = found[1] if self.spec.timestamped else ts_format.NO_TIMESTAMP
@@ -248,10 +259,12 @@ class CachingStore:
     def put(self, key: Any, value: Any, timestamp: int | None = None) -> None:
         """Cache ``value`` with ``timestamp`` (default: the current record's); the flush
         writes and forwards it with that timestamp."""
+        self.ops.puts += 1
         vb = self.spec.value_serde.serialize(value)
         self._update(key, value, None if vb is None else bytes(vb), timestamp)
 
     def delete(self, key: Any) -> None:
+        self.ops.deletes += 1
         self._update(key, None, None, None)
 
     def items(self) -> Iterator[tuple[Any, Any]]:

@@ -83,6 +83,7 @@ class StateManager:
         self._registered: dict[str, StoreRegistration] = {}
         self._by_changelog: dict[TopicPartition, str] = {}
         self._stores: dict[str, KeyValueStore] = {}
+        self._reached: dict[TopicPartition, int] = {}  # written, not checkpointed (ALOS)
 
     # -- registration and lifecycle --------------------------------------------------------
 
@@ -133,6 +134,7 @@ class StateManager:
             except Exception:
                 logger.exception("store close failed", extra={"task": self.task_id, "store": name})
         self._stores.clear()
+        self._reached.clear()
         self._lock.release()
 
     @property
@@ -164,6 +166,21 @@ class StateManager:
             store.flush(changelog_end.get(self._registered[name].changelog))
         self.write_checkpoint()
 
+    def flush_data(self, changelog_end: Mapping[TopicPartition, int]) -> None:
+        """Write each store's staged data, its changelog offset unchanged; remember the ends
+        reached for :meth:`checkpoint`. At-least-once moves the offsets only once the input
+        offsets are committed: until then a restore starts from the older offset and applies
+        the changelog again over this data (duplicates, never a gap)."""
+        for store in self._stores.values():
+            store.flush(None)
+        self._reached.update((tp, o) for tp, o in changelog_end.items() if tp in self._by_changelog)
+
+    def checkpoint(self) -> None:
+        """The commit was accepted: each store is at the changelog end :meth:`flush_data`
+        remembered (partitions with nothing delivered keep theirs), then the hint."""
+        reached, self._reached = self._reached, {}
+        self.flush(reached)
+
     def persist(self) -> None:
         """Ask every store to write its in-memory data to its files in the background, so the
         close that follows soon (a hand-off) is quick."""
@@ -171,10 +188,12 @@ class StateManager:
             store.persist()
 
     def discard(self) -> None:
-        """Drop every store's staged writes (exactly-once: the Kafka transaction that carried
-        their changelog records aborted, so they must never reach the stores' durable state)."""
+        """Drop every store's staged writes and the ends not checkpointed (exactly-once: the
+        Kafka transaction that carried their changelog records aborted, so they must never
+        reach the stores' durable state; at-least-once: the task migrated)."""
         for store in self._stores.values():
             store.discard()
+        self._reached.clear()
 
     def write_checkpoint(self) -> None:
         persistent = {n: s.changelog_offset() for n, s in self._stores.items() if s.persistent}

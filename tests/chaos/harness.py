@@ -13,6 +13,7 @@ stopped appearing around it) is reported against its downtime.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import signal
@@ -49,6 +50,8 @@ from tests.chaos.watch import (
 __all__ = ("ChaosConfig", "ChaosReport", "FaultResult", "run")
 
 REGIONS = 4
+# the clients' librdkafka log goes to logging (kept with the test), not to the terminal
+_LOG = logging.getLogger("tests.chaos.clients")
 
 
 @dataclass
@@ -147,7 +150,12 @@ def _create_topics(bootstrap: str, partitions: int, replication: int) -> None:
 def _load_table(bootstrap: str, users: int) -> dict[str, str]:
     region_of = {f"u{i}": f"r{i % REGIONS}" for i in range(users)}
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "partitioner": "murmur2_random"}
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "partitioner": "murmur2_random",
+            "logger": _LOG,
+        }
     )
     for user, region in region_of.items():
         producer.produce(TABLE, key=user, value=region)
@@ -167,6 +175,7 @@ def _read(
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed" if committed else "read_uncommitted",
+            "logger": _LOG,
         }
     )
     tps = [TopicPartition(t, p, 0) for t in topics for p in range(partitions)]
@@ -191,7 +200,7 @@ def _read(
 
 def _caught_up(bootstrap: str, partitions: int, group: str = "chaos") -> bool:
     """The app committed the whole user-regions table (its join has every user)."""
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "logger": _LOG})
     try:
         tps = [TopicPartition(TABLE, p) for p in range(partitions)]
         committed = probe.committed(tps, timeout=10)

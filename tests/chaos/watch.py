@@ -6,6 +6,7 @@ each record became visible), and what is computed from them: per-fault gaps and 
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import struct
 import threading
@@ -29,6 +30,9 @@ __all__ = (
 )
 
 
+# librdkafka's own log (connection refused while the broker is down...) into logging, where
+# pytest keeps it with the test, instead of on the terminal
+_CLIENT_LOG = logging.getLogger("tests.chaos.clients")
 _KEYED_LIKE_INPUT = ("user-counts-out", "region-counts-out")
 
 
@@ -46,6 +50,7 @@ class Feeder:
                 "linger.ms": 5,
                 "partitioner": "murmur2_random",
                 "message.timeout.ms": 600_000,
+                "logger": _CLIENT_LOG,
             }
         )
         self.users = users
@@ -121,6 +126,7 @@ class Watcher:
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
+                "logger": _CLIENT_LOG,
             }
         )
         consumer.assign([TopicPartition(t, p, 0) for t in OUTPUTS for p in range(self._partitions)])

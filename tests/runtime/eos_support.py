@@ -71,9 +71,16 @@ def exactness(updates: dict[str, list[int]], expected: dict[str, int]) -> tuple[
 
 
 def run_counting_process(
-    bootstrap: str, state: Path, instance: str, settings: dict[str, str]
+    bootstrap: str,
+    state: Path,
+    instance: str,
+    settings: dict[str, str],
+    *,
+    target: str = "tests.runtime.counting_app:app",
+    environ: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
-    """``streamrt run tests.runtime.counting_app:app`` with ``settings`` as --config.
+    """``streamrt run tests.runtime.counting_app:app`` (or ``target``) with ``settings`` as
+    --config and ``environ`` added to the environment.
 
     stderr goes to ``<state>.<instance>.log`` (a pipe nobody drains would block the process
     once full); :func:`stderr_of` reads it."""
@@ -82,7 +89,7 @@ def run_counting_process(
         "-m",
         "streamrt.cli",
         "run",
-        "tests.runtime.counting_app:app",
+        target,
         "--instance-id",
         instance,
         "--bootstrap-server",
@@ -92,7 +99,7 @@ def run_counting_process(
     ]
     for key, value in settings.items():
         args += ["--config", f"{key}={value}"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **(environ or {}), "PYTHONPATH": str(REPO)}
     state.parent.mkdir(parents=True, exist_ok=True)
     with log_path(state, instance).open("a") as log:
         return subprocess.Popen(args, stderr=log, stdout=subprocess.DEVNULL, text=True, env=env)

@@ -1,4 +1,5 @@
-"""The numbered commit order, driven without a broker: flush producer → stores → offsets."""
+"""The numbered commit order, driven without a broker: membership check → flush producer →
+store data → offsets → checkpoints; a refused commit checkpoints nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import pytest
 
 from streamrt.clock import ManualClock
 from streamrt.runtime import App
-from streamrt.runtime.engine.commit import CommitSchedule, commit
+from streamrt.runtime.engine.commit import (
+    CommitDeferredError,
+    CommitSchedule,
+    TaskMigratedError,
+    commit,
+)
 from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.state import TopicPartition
 
@@ -43,11 +49,14 @@ class FakeTask:
     def flush_cache(self) -> None:
         self.journal.steps.append(f"flush cache {self.name}")
 
-    def flush_state(self, delivered: dict[TopicPartition, int]) -> None:
-        self.journal.steps.append(f"flush state {self.name}")
+    def write_state(self, delivered: dict[TopicPartition, int]) -> None:
+        self.journal.steps.append(f"write state {self.name}")
         if self.fail:
             raise OSError("disk full")
         self.flushed_with = delivered
+
+    def checkpoint(self) -> None:
+        self.journal.steps.append(f"checkpoint {self.name}")
 
     def take_offsets(self) -> dict[TopicPartition, int]:
         out, self.offsets = self.offsets, {}
@@ -55,13 +64,25 @@ class FakeTask:
 
 
 class FakeCommitter:
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
+    """The group's side; ``refuse``: the commit's answer (an exception), ``dropped``: the
+    membership check finds the member gone."""
+
+    def __init__(
+        self, journal: Journal, refuse: Exception | None = None, dropped: bool = False
+    ) -> None:
+        self.journal, self.refuse, self.dropped = journal, refuse, dropped
         self.committed: list[dict[TopicPartition, int]] = []
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.journal.steps.append("commit offsets")
+        if self.refuse is not None:
+            raise self.refuse
         self.committed.append(dict(offsets))
+
+    async def check_generation(self) -> None:
+        self.journal.steps.append("check generation")
+        if self.dropped:
+            raise TaskMigratedError("UNKNOWN_MEMBER_ID")
 
 
 def test_steps_run_in_order_and_tasks_see_the_delivered_offsets() -> None:
@@ -70,12 +91,15 @@ def test_steps_run_in_order_and_tasks_see_the_delivered_offsets() -> None:
     committer = FakeCommitter(journal)
     offsets = asyncio.run(commit(FakeProducer(journal), tasks, committer))
     assert journal.steps == [
+        "check generation",
         "flush cache a",
         "flush cache b",
         "flush producer",
-        "flush state a",
-        "flush state b",
+        "write state a",
+        "write state b",
         "commit offsets",
+        "checkpoint a",
+        "checkpoint b",
     ]
     assert tasks[0].flushed_with == {CHANGELOG: 5, TopicPartition("out", 3): 9}
     assert (
@@ -94,7 +118,7 @@ def test_a_failed_producer_flush_commits_nothing() -> None:
     committer = FakeCommitter(journal)
     with pytest.raises(ConnectionError):
         asyncio.run(commit(FakeProducer(journal, fail=True), tasks, committer))
-    assert journal.steps == ["flush cache a", "flush producer"]
+    assert journal.steps == ["check generation", "flush cache a", "flush producer"]
     assert committer.committed == [] and tasks[0].flushed_with is None
 
 
@@ -117,9 +141,33 @@ def test_nothing_processed_means_no_offset_commit() -> None:
     assert committer.committed == []
 
 
-def test_real_task_store_offset_comes_from_the_producer_flush(tmp_path: Path) -> None:
-    """A real StreamTask behind the protocol: the store records the changelog offset step 1
-    reported, and the input offset is committed only after that."""
+def test_a_dropped_member_writes_nothing() -> None:
+    """A zombie (the group dropped it during a pause) finds out before its commit appends
+    stale changelog records after the new owner's: no cache flush, no producer flush."""
+    journal = Journal()
+    tasks = [FakeTask(journal, "a")]
+    with pytest.raises(TaskMigratedError):
+        asyncio.run(commit(FakeProducer(journal), tasks, FakeCommitter(journal, dropped=True)))
+    assert journal.steps == ["check generation"]
+
+
+@pytest.mark.parametrize(
+    "refusal", [TaskMigratedError("ILLEGAL_GENERATION"), CommitDeferredError("REBALANCING")]
+)
+def test_a_refused_commit_checkpoints_nothing(refusal: Exception) -> None:
+    journal = Journal()
+    tasks = [FakeTask(journal, "a")]
+    committer = FakeCommitter(journal, refuse=refusal)
+    if isinstance(refusal, TaskMigratedError):
+        with pytest.raises(TaskMigratedError):
+            asyncio.run(commit(FakeProducer(journal), tasks, committer))
+    else:  # kept for the next commit: nothing committed yet
+        assert asyncio.run(commit(FakeProducer(journal), tasks, committer)) == {}
+    assert journal.steps[-1] == "commit offsets"
+    assert not any(step.startswith("checkpoint") for step in journal.steps)
+
+
+def counting_task(tmp_path: Path) -> StreamTask:
     app = App({"application.id": "app"})
     app.stream("in", key_serde="str", value_serde="str").group_by_key().count("counts")
     sub = app.topology.subtopologies("app")[0]
@@ -130,6 +178,13 @@ def test_real_task_store_offset_comes_from_the_producer_flush(tmp_path: Path) ->
 
     task = StreamTask(TaskId(0, 0), sub, app.topology, "app", tmp_path, Sent())
     task.open()
+    return task
+
+
+def test_real_task_store_offset_comes_from_the_producer_flush(tmp_path: Path) -> None:
+    """A real StreamTask behind the protocol: the store records the changelog offset step 2
+    reported, once the input offset is committed."""
+    task = counting_task(tmp_path)
     task.process("in", 41, 1000, b"k", b"v")
     journal = Journal()
     committer = FakeCommitter(journal)
@@ -137,6 +192,45 @@ def test_real_task_store_offset_comes_from_the_producer_flush(tmp_path: Path) ->
     assert task.state.position(CHANGELOG) == 5
     assert committer.committed == [{INPUT: 42}]
     task.close()
+
+
+def test_real_task_keeps_its_checkpoint_when_the_commit_is_refused(tmp_path: Path) -> None:
+    """The zombie's chain: its data reaches the store, but the store stays at the changelog
+    offset of the last accepted commit, so a restore replays what another owner appended
+    after it. A deferred commit's ends are checkpointed by the next accepted one."""
+    task = counting_task(tmp_path)
+    task.process("in", 41, 1000, b"k", b"v")
+    journal = Journal()
+    asyncio.run(commit(FakeProducer(journal), [task], FakeCommitter(journal)))
+    assert task.state.position(CHANGELOG) == 5
+
+    task.process("in", 42, 1000, b"k", b"v")
+    later = {CHANGELOG: 9}
+
+    class Later(FakeProducer):
+        async def flush(self) -> Mapping[TopicPartition, int]:
+            return later
+
+    deferred = FakeCommitter(journal, refuse=CommitDeferredError("REBALANCE_IN_PROGRESS"))
+    asyncio.run(commit(Later(journal), [task], deferred))
+    assert task.state.position(CHANGELOG) == 5  # data written, offset not moved
+    later = {}  # nothing new delivered: the next accepted commit checkpoints the kept end
+    task.process("in", 43, 1000, b"k", b"v")
+    asyncio.run(commit(Later(journal), [task], FakeCommitter(journal)))
+    assert task.state.position(CHANGELOG) == 9
+
+    task.process("in", 44, 1000, b"k", b"v")
+    later = {CHANGELOG: 12}
+    migrated = FakeCommitter(journal, refuse=TaskMigratedError("ILLEGAL_GENERATION"))
+    with pytest.raises(TaskMigratedError):
+        asyncio.run(commit(Later(journal), [task], migrated))
+    assert task.state.position(CHANGELOG) == 9
+    task.discard_uncommitted()  # the dirty close
+    task.close()
+    reopened = counting_task(tmp_path)
+    assert reopened.state.positions() == {CHANGELOG: 9}
+    assert reopened.stores["counts"].get("k") is not None  # the data written, kept (ALOS)
+    reopened.close()
 
 
 def test_commit_schedule_follows_the_injected_clock() -> None:

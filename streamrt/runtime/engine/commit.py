@@ -1,17 +1,24 @@
 """The at-least-once commit, in one place, over small protocols (no broker needed to test it).
 
-Order, and why:
+Order, and why (Kafka Streams' commit, then ``postCommit``):
 
-0. flush each task's record cache: cached updates reach the stores, the changelogs and the
-   sinks (as producer sends), so that step 1 delivers them;
-1. flush the producer: every sink and changelog record is delivered, and we learn the
+0. check the membership is current: a member the group dropped (a zombie back from a pause
+   longer than ``session.timeout.ms``) must not append stale changelog records after those of
+   the task's new owner (:class:`TaskMigratedError`, nothing written);
+1. flush each task's record cache: cached updates reach the stores, the changelogs and the
+   sinks (as producer sends), so that step 2 delivers them;
+2. flush the producer: every sink and changelog record is delivered, and we learn the
    changelog offset each store reached;
-2. each task writes each store's data with that offset in one WriteBatch per store (and the
-   checkpoint hint), so a store never claims data its changelog does not hold;
-3. commit the input offsets.
+3. each task writes its stores' data (one WriteBatch per store), their offsets unchanged;
+4. commit the input offsets;
+5. only now each task records its stores as being at the changelog offsets of step 2 (its
+   checkpoint), so a checkpoint never runs ahead of a commit the group accepted.
 
-A failure at 1 or 2 raises before 3: the input is read again, which at-least-once allows.
-Exactly-once (issue 15) replaces 1 and 3 with a transaction around the same step 2.
+A failure before 4 commits nothing: the input is read again, which at-least-once allows. A
+refused commit (the group moved on: :class:`TaskMigratedError`) leaves the checkpoints where
+the last accepted commit put them; the thread closes the tasks dirty and rejoins, and a task
+that comes back restores from there, over every record its other owner appended meanwhile.
+Exactly-once (issue 15) replaces 2 and 4 with a transaction and writes 3 and 5 after it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,28 @@ from typing import Protocol
 from streamrt.clock import Clock
 from streamrt.state import TopicPartition
 
-__all__ = ("CommitSchedule", "Committable", "OffsetCommitter", "ProducerFlush", "commit")
+__all__ = (
+    "CommitDeferredError",
+    "CommitSchedule",
+    "Committable",
+    "OffsetCommitter",
+    "ProducerFlush",
+    "TaskMigratedError",
+    "commit",
+)
+
+
+class TaskMigratedError(Exception):
+    """The group moved on without this member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, or a
+    rebalance that took the partitions): its tasks may already be another member's, so they
+    are closed dirty, nothing more is committed or checkpointed, and the thread rejoins
+    (Kafka Streams' TaskMigratedException)."""
+
+
+class CommitDeferredError(Exception):
+    """The offsets were refused during a rebalance while this member still owns their
+    partitions (REBALANCE_IN_PROGRESS): they go again with the next commit, and the
+    checkpoints wait for it."""
 
 
 class ProducerFlush(Protocol):
@@ -32,34 +60,50 @@ class ProducerFlush(Protocol):
 
 
 class Committable(Protocol):
-    """A task: flushes its cache (step 0) and state (step 2), hands over its input offsets."""
+    """A task: flushes its cache (step 1) and state (step 3), hands over its input offsets,
+    and checkpoints (step 5)."""
 
     def flush_cache(self) -> None: ...
 
-    def flush_state(self, delivered: dict[TopicPartition, int]) -> None: ...
+    def write_state(self, delivered: dict[TopicPartition, int]) -> None: ...
 
     def take_offsets(self) -> dict[TopicPartition, int]: ...
 
+    def checkpoint(self) -> None: ...
+
 
 class OffsetCommitter(Protocol):
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Raises :class:`TaskMigratedError` or :class:`CommitDeferredError` when refused."""
+        ...
+
+    async def check_generation(self) -> None:
+        """Raise :class:`TaskMigratedError` if the group no longer has this member."""
+        ...
 
 
 async def commit(
     producer: ProducerFlush, tasks: Iterable[Committable], committer: OffsetCommitter
 ) -> dict[TopicPartition, int]:
-    """Run steps 0-3; returns the input offsets committed (empty: nothing to commit)."""
+    """Run steps 0-5; returns the input offsets committed (empty: nothing committed)."""
     tasks = list(tasks)
+    if tasks:
+        await committer.check_generation()  # 0
     for task in tasks:
-        task.flush_cache()  # 0
-    delivered = dict(await producer.flush())  # 1
+        task.flush_cache()  # 1
+    delivered = dict(await producer.flush())  # 2
     for task in tasks:
-        task.flush_state(delivered)  # 2
+        task.write_state(delivered)  # 3
     offsets: dict[TopicPartition, int] = {}
     for task in tasks:
         offsets.update(task.take_offsets())
     if offsets:
-        await committer.commit(offsets)  # 3
+        try:
+            await committer.commit(offsets)  # 4
+        except CommitDeferredError:
+            return {}
+    for task in tasks:
+        task.checkpoint()  # 5
     return offsets
 
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
+import aiokafka.errors as kafka_errors
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
 
@@ -22,7 +23,7 @@ from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.clients import Producer, ThreadClients
 from streamrt.runtime.engine.collector import Collector, ProducerCollector
-from streamrt.runtime.engine.commit import commit
+from streamrt.runtime.engine.commit import TaskMigratedError, commit
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.eos import (
     TransactionalCollector,
@@ -60,6 +61,10 @@ class GroupOffsets(Protocol):
 
     async def check_membership(self) -> None:
         """Raise if another process took this static member's ``group.instance.id``."""
+        ...
+
+    async def check_generation(self) -> None:
+        """Raise :class:`TaskMigratedError` if the group dropped this member."""
         ...
 
 
@@ -134,7 +139,18 @@ class _ConsumerOffsets:
         self._consumer = consumer
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
+        """aiokafka refuses a commit of a stale generation, an unknown member or during a
+        rebalance alike (CommitFailedError): under its eager protocol each is a migration."""
+        try:
+            await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
+        except kafka_errors.CommitFailedError as exc:
+            logger.warning("offset commit refused, tasks migrated", extra=fields(error=str(exc)))
+            raise TaskMigratedError(str(exc)) from exc
+
+    async def check_generation(self) -> None:
+        if not await kafka_adapter.in_generation(self._consumer):
+            logger.warning("membership lost before a commit")
+            raise TaskMigratedError("Heartbeat: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION")
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         out: dict[TopicPartition, int] = {}
@@ -203,7 +219,8 @@ class ExactlyOnceCommitter(Committer):
 
     async def recover(self, exc: BaseException, tasks: TaskManager) -> None:
         """The transaction is lost: close every task dirty (staged writes discarded), re-create
-        the producer, reopen the tasks and rewind the input to the committed offsets.
+        the producer, reopen the tasks and rewind the input to the committed offsets; or, if
+        the group dropped this member, raise :class:`TaskMigratedError` instead of reopening.
 
         A static member first checks it is still the current incarnation: if another process
         took its instance id, re-creating the producer would fence that process, so this one
@@ -222,9 +239,12 @@ class ExactlyOnceCommitter(Committer):
         # the lost records along with their reprocessing. A new InitProducerId aborts it.
         await self.offsets.check_membership()
         await self._renew_producer()
+        self.emit("tasks_lost", tasks=task_ids, error=repr(exc))
+        # dropped by the group (e.g. a TxnOffsetCommit of a stale generation): the tasks stay
+        # closed and TaskMigratedError has the thread rejoin; else they reopen here
+        await self.offsets.check_generation()
         await tasks.reopen(task_ids)
         await self._rewind()
-        self.emit("tasks_lost", tasks=task_ids, error=repr(exc))
 
     async def _renew_producer(self) -> None:
         """A fenced producer is unusable: a new one's InitProducerId aborts the open

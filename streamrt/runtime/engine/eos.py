@@ -39,7 +39,6 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.runtime.engine.collector import Collector, ProducerCollector
-from streamrt.runtime.engine.commit import Committable
 from streamrt.state import TopicPartition
 
 __all__ = (
@@ -139,12 +138,23 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
-class DiscardingTask(Committable, Protocol):
+class TransactionalTask(Protocol):
+    """A task under exactly-once: its stores' data and offsets are written at once, after
+    the transaction committed."""
+
+    def flush_cache(self) -> None: ...
+
+    def flush_state(self, delivered: dict[TopicPartition, int]) -> None: ...
+
+    def take_offsets(self) -> dict[TopicPartition, int]: ...
+
+
+class DiscardingTask(TransactionalTask, Protocol):
     def discard_uncommitted(self) -> None: ...
 
 
 async def commit_transaction(
-    collector: TransactionalSink, tasks: Iterable[Committable], group_id: str
+    collector: TransactionalSink, tasks: Iterable[TransactionalTask], group_id: str
 ) -> dict[TopicPartition, int]:
     """Steps 1-3 above; returns the input offsets committed (empty: nothing to commit).
 

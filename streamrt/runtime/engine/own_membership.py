@@ -18,12 +18,14 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from streamrt.admin.connection import AdminConnectionError
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
 from streamrt.membership.member import GroupMember, RebalanceListener
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
+from streamrt.runtime.engine.commit import CommitDeferredError, TaskMigratedError
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
 from streamrt.runtime.engine.task import TopicPartition
@@ -33,6 +35,7 @@ __all__ = ("StreamrtMembership", "is_fenced")
 logger = logging.getLogger(__name__)
 
 _SECURITY = ("security.", "ssl.", "sasl.")
+_LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
 
 
 def is_fenced(exc: BaseException) -> bool:
@@ -84,6 +87,7 @@ class StreamrtMembership:
         self.member = GroupMember(config, topics, self.assignor, offsets_connection=True)
         self._start: asyncio.Task[None] | None = None
         self._pending: dict[TopicPartition, int] = {}  # refused during a rebalance: retried
+        self._lost: tuple[int, ErrorCode] | None = None  # generation migrated from, and why
         # from a join to its assignment: the generation is about to change, so a commit now
         # would be refused (a TxnOffsetCommit's refusal loses the transaction); the thread's
         # scheduled commits wait, as Kafka Streams' do while a rebalance is in progress
@@ -150,8 +154,10 @@ class StreamrtMembership:
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit as the member's current generation. Refused during a rebalance
-        (REBALANCE_IN_PROGRESS): kept and sent with the next commit, as Kafka Streams retries;
-        refused for a stale generation: dropped (the partitions are lost, re-read elsewhere)."""
+        (REBALANCE_IN_PROGRESS) while the partitions are still ours: kept and sent with the
+        next commit, as Kafka Streams retries (:class:`CommitDeferredError`). Refused for a
+        stale generation or an unknown member, or during a rebalance that took partitions:
+        :class:`TaskMigratedError` (the partitions are lost, re-read elsewhere)."""
         owned = self.member.assignment  # revoked partitions have left it: new offsets are ours
         merged = {tp: o for tp, o in self._pending.items() if tuple(tp) in owned}
         merged.update(offsets)
@@ -159,11 +165,39 @@ class StreamrtMembership:
         try:
             await self.member.commit({tuple(tp): o for tp, o in merged.items()})  # type: ignore[misc]
         except CommitFailedError as exc:
-            logger.info("offset commit refused, retried later", extra=fields(error=str(exc)))
             if "FENCED_INSTANCE_ID" in str(exc):
                 raise FencedInstanceError(self.member.config.group_instance_id, str(exc)) from exc
-            if "REBALANCE_IN_PROGRESS" in str(exc):
+            still_ours = {tuple(tp) for tp in merged} <= self.member.assignment
+            if "REBALANCE_IN_PROGRESS" in str(exc) and still_ours:
+                logger.info("offset commit refused, retried later", extra=fields(error=str(exc)))
                 self._pending = merged
+                raise CommitDeferredError(str(exc)) from exc
+            raise self._migrated(exc, "offset commit refused") from exc
+
+    async def check_generation(self) -> None:
+        """Before a commit appends anything: raise :class:`TaskMigratedError` if the group
+        dropped this member (a pause past ``session.timeout.ms``), so a zombie writes nothing
+        after the partitions' new owner."""
+        try:
+            await self.member.check_membership(generation=True)
+        except CommitFailedError as exc:
+            raise self._migrated(exc, "membership lost before a commit") from exc
+        except (AdminConnectionError, TimeoutError) as exc:  # the offset commit will tell
+            logger.info("membership not checked before a commit", extra=fields(error=repr(exc)))
+
+    def _migrated(self, exc: CommitFailedError, what: str) -> TaskMigratedError:
+        logger.warning(what, extra=fields(error=str(exc), generation=self.member.generation))
+        code = exc.code if exc.code in _LOST else ErrorCode.illegal_generation
+        self._lost = (self.member.generation, code)
+        return TaskMigratedError(f"{what}: {exc}")
+
+    async def lose_all(self) -> None:
+        """After :class:`TaskMigratedError`: the member loses its partitions (its listener
+        closes their tasks dirty) and rejoins (Kafka Streams' handleLostAll, then a rejoin);
+        unless its group loop already did, and may have joined a newer generation since."""
+        lost, self._lost = self._lost, None
+        if lost is not None and lost[0] == self.member.generation:
+            await self.member.lose_membership(lost[1])
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets; while a transaction holds offsets of these

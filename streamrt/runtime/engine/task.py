@@ -55,13 +55,7 @@ from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.serde import Serde
 from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
 
-__all__ = (
-    "DeserializationError",
-    "RecordCollector",
-    "StreamTask",
-    "TaskId",
-    "TopicPartition",
-)
+__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId", "TopicPartition")
 
 logger = logging.getLogger(__name__)
 
@@ -476,18 +470,25 @@ class StreamTask:
     # -- commit (see runtime.commit) -------------------------------------------------------
 
     def flush_cache(self) -> None:
-        """Step 0 of a commit: cached updates go to the stores, changelogs and downstream."""
+        """Step 1 of a commit: cached updates go to the stores, changelogs and downstream."""
         for store in self.stores.values():
             if isinstance(store, CachingStore):
                 store.flush_cache()
 
     def flush_state(self, delivered: dict[TopicPartition, int]) -> None:
-        """Step 2 of a commit: each store's data with the changelog offset it reached."""
+        """Exactly-once, the transaction committed: the stores' data and changelog offsets."""
         self.state.flush(delivered)
 
+    def write_state(self, delivered: dict[TopicPartition, int]) -> None:
+        """At-least-once step 3: the stores' data; their offsets wait for :meth:`checkpoint`."""
+        self.state.flush_data(delivered)
+
+    def checkpoint(self) -> None:
+        """At-least-once step 5 (the offsets are committed): the stores' changelog offsets."""
+        self.state.checkpoint()
+
     def discard_uncommitted(self) -> None:
-        """Exactly-once abort: drop staged store writes and the input offsets processed since
-        the last commit; the input is read again from the committed offsets."""
+        """An abort or a migration: drop staged writes and uncommitted input offsets."""
         self.state.discard()
         self.processed = {}
         self.positions = {}  # the lag is unknown until the input is read again

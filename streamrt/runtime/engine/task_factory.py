@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.metered_task import MeteredTask
 from streamrt.runtime.engine.standby import StandbyTask
 from streamrt.runtime.engine.task import StreamTask, TaskId
 from streamrt.runtime.stores import RecordCache, RecordCollector
@@ -23,8 +24,10 @@ class TaskFactory:
     cache: RecordCache
 
     def active(self, task_id: TaskId) -> StreamTask:
+        """A task; at ``metrics.recording.level`` DEBUG one that also counts per node."""
         cfg = self.env.config
-        return StreamTask(
+        kind = StreamTask if cfg.metrics_recording_level == "INFO" else MeteredTask
+        return kind(
             task_id,
             self.env.subtopologies[task_id.subtopology],
             self.env.topology,

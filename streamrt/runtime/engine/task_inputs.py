@@ -36,6 +36,14 @@ logger = logging.getLogger(__name__)
 LagReader = Callable[[KafkaTP], Awaitable[int | None]]
 
 
+#: how often (in records) a processing run asks whether the thread is stopping
+STOP_CHECK_RECORDS = 32
+
+
+def _never() -> bool:
+    return False
+
+
 async def caught_up(partition: KafkaTP) -> int | None:
     """A lag reader for consumers that say nothing: every partition caught up (as Kafka's
     MockConsumer, which its TopologyTestDriver uses)."""
@@ -144,10 +152,14 @@ class TaskInputs:
                 for partition in group.queues:
                     group.set_lag(partition, await self.lags(partition))
 
-    def process(self, now_ms: int) -> int:
+    def process(self, now_ms: int, stopping: Callable[[], bool] = _never) -> int:
         """Run every ready task's buffered records in group order; returns how many ran.
 
-        A RecordFailedError (the handler said FAIL) propagates and ends the thread.
+        ``stopping`` is asked every :data:`STOP_CHECK_RECORDS` records: once it says yes the
+        rest stays buffered (each task's offsets are those of the records it processed, so
+        the stop's commit covers exactly those), and a stop or hand-off does not wait for a
+        whole poll's worth of a heavy topology. A RecordFailedError (the handler said FAIL)
+        propagates and ends the thread.
         """
         processed = 0
         for task, group in self._groups.values():
@@ -155,6 +167,8 @@ class TaskInputs:
                 for r, ts in group.drain_single():
                     task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts)
                     processed += 1
+                    if not processed % STOP_CHECK_RECORDS and stopping():
+                        return processed
                 continue
             while group.ready(now_ms):
                 taken = group.next_record()
@@ -163,4 +177,6 @@ class TaskInputs:
                 _, r, ts = taken
                 task.process(r.topic, r.offset, r.timestamp, r.key, r.value, r.headers, ts)
                 processed += 1
+                if not processed % STOP_CHECK_RECORDS and stopping():
+                    return processed
         return processed

@@ -13,7 +13,9 @@ so a test drives the whole lifecycle with two fake consumers and real tasks on d
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -86,8 +88,14 @@ class TaskManager:
         self.locked: set[str] = set()  # created, the directory lock not taken yet
         self.previous: tuple[str, ...] = ()  # the last assignment's active tasks
         self.records_processed_closed = 0
+        self.tasks_created = 0  # task-created-total
+        self.tasks_closed = 0  # task-closed-total
         self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
         self._lock_warned: set[str] = set()
+        # a hand-off successor's tasks opened while it joins (open_ahead), taken by create()
+        self._ahead: dict[str, StreamTask] = {}
+        self._ahead_wanted: set[str] = set()
+        self._opening_ahead: asyncio.Task[None] | None = None
 
     @classmethod
     def build(
@@ -156,15 +164,60 @@ class TaskManager:
         """
         wanted = set(active)
         await self.close([t for t in self.tasks if t not in wanted])
+        self._ahead_wanted.clear()  # the assignment is in: opening ahead is over
+        for task_id in [t for t in self._ahead if t not in wanted]:
+            self._ahead.pop(task_id).close()
         await self.standbys.update(t for t in standby if t not in self.tasks)
         for task_id in sorted(wanted - set(self.tasks)):
             self.create(TaskId.parse(task_id))
         await self.retry_locked()
         self.previous = tuple(sorted(wanted))
 
+    def start_open_ahead(self, task_ids: Iterable[str]) -> None:
+        """:meth:`open_ahead` in the background (ended by :meth:`close_all` if still on)."""
+        self._opening_ahead = asyncio.create_task(
+            self.open_ahead(task_ids), name=f"{self.thread_name}-open-ahead"
+        )
+
+    async def open_ahead(self, task_ids: Iterable[str], timeout_s: float = 10.0) -> None:
+        """A hand-off successor, while it joins: open the tasks it expects (those of the old
+        process's thread with the same ``group.instance.id``, which a static rejoin gives it
+        back) as soon as the old process frees each directory lock, so that the assignment
+        finds their stores open instead of opening them after the join. Tasks the assignment
+        does not give are closed; ones it gives before they are open here open the usual way.
+        """
+        self._ahead_wanted = {t for t in task_ids if t not in self.tasks}
+        deadline = time.monotonic() + timeout_s
+        while self._ahead_wanted and time.monotonic() < deadline:
+            for task_id in sorted(self._ahead_wanted):
+                if task_id not in self._ahead_wanted:  # the assignment came meanwhile
+                    continue
+                task = self.factory.active(TaskId.parse(task_id))
+                try:
+                    await _open_off_loop(task)
+                except StateLockedError:
+                    continue  # the old process still closes it: next round
+                if task_id not in self._ahead_wanted and task_id not in self.locked:
+                    task.close()  # the assignment came meanwhile, without it
+                    continue
+                self._ahead_wanted.discard(task_id)
+                self._ahead[task_id] = task  # create() or retry_locked() takes it
+                logger.info(
+                    "task opened ahead of the assignment",
+                    extra=fields(thread=self.thread_name, task=task_id),
+                )
+                if not self._ahead_wanted:
+                    self.events.mark("stores_opened_ahead")
+                await asyncio.sleep(0)  # the join goes on between two opens
+            if self._ahead_wanted:
+                await asyncio.sleep(0.01)
+        self._ahead_wanted.clear()
+
     def create(self, task_id: TaskId) -> None:
-        """A new task, its input paused; it opens once its directory lock is free."""
-        task = self.factory.active(task_id)
+        """A new task, its input paused; it opens once its directory lock is free (or is
+        open already: opened ahead during a hand-off's join)."""
+        task = self._ahead.pop(str(task_id), None) or self.factory.active(task_id)
+        self.tasks_created += 1
         self.tasks[str(task_id)] = task
         self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)
         self.locked.add(str(task_id))
@@ -180,9 +233,14 @@ class TaskManager:
     async def retry_locked(self) -> None:
         """Open tasks whose directory lock is free and start restoring them."""
         for task_id in sorted(self.locked):
+            ahead = self._ahead.pop(task_id, None)
+            if ahead is not None:  # opened ahead while this one waited for the lock
+                self.tasks[task_id] = ahead
+                self._by_input.update((KafkaTP(*tp), ahead) for tp in ahead.inputs)
             task = self.tasks[task_id]
             try:
-                task.open()
+                if not task.state.is_open:  # opened ahead (hand-off): go on to the restore
+                    task.open()
             except StateLockedError as exc:
                 if task_id not in self._lock_warned:  # retried every 10 ms: say it once
                     self._lock_warned.add(task_id)
@@ -221,9 +279,15 @@ class TaskManager:
         """Some running task has polled records it has not processed yet."""
         return any(self.inputs.buffered(tid) for tid in self.tasks)
 
-    async def process(self, batches: Mapping[KafkaTP, list[Any]], now_ms: int) -> int:
+    async def process(
+        self,
+        batches: Mapping[KafkaTP, list[Any]],
+        now_ms: int,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> int:
         """Buffer polled records with their tasks, then run every task that may process
-        (its PartitionGroup: timestamp order, ``max.task.idle.ms``); returns how many ran.
+        (its PartitionGroup: timestamp order, ``max.task.idle.ms``) until ``stopping`` says
+        the thread stops; returns how many ran.
 
         A RecordFailedError (the handler said FAIL) propagates and ends the thread.
         """
@@ -232,7 +296,7 @@ class TaskManager:
             if task is None or not self.inputs.add(task, ktp, records):
                 self._unread(ktp, records)
         await self.inputs.update_lags()
-        return self.inputs.process(now_ms)
+        return self.inputs.process(now_ms, stopping)
 
     def _unread(self, ktp: KafkaTP, records: list[Any]) -> None:
         """Put records no task can take back on the consumer. A partition is fetchable from
@@ -243,10 +307,16 @@ class TaskManager:
         if records and ktp in self.consumer.assignment():
             self.consumer.seek(ktp, records[0].offset)
 
-    def punctuate(self, now_ms: int) -> None:
-        for task_id, task in self.tasks.items():
-            if task_id not in self.restoring:
-                task.punctuate(now_ms)
+    def punctuate(self, now_ms: int) -> int:
+        """Run due wall-clock punctuators; returns how many ran."""
+        running = [t for tid, t in self.tasks.items() if tid not in self.restoring]
+        return sum(t.punctuate(now_ms) for t in running)
+
+    @property
+    def records_processed(self) -> int:
+        """Records the thread's tasks processed, closed tasks included."""
+        tasks = list(self.tasks.values())
+        return self.records_processed_closed + sum(t.records_processed for t in tasks)
 
     def persist(self) -> int:
         """Have every open task's stores write their memory to disk in the background (ahead
@@ -269,10 +339,18 @@ class TaskManager:
             self.restoring.discard(task_id)
             self.locked.discard(task_id)
             self.records_processed_closed += task.records_processed
+            self.tasks_closed += 1
             task.close()
 
     async def close_all(self) -> None:
-        """At shutdown: every active task, then every standby."""
+        """At shutdown: every active task (and any opened ahead), then every standby."""
+        if self._opening_ahead is not None:
+            self._opening_ahead.cancel()
+            await asyncio.gather(self._opening_ahead, return_exceptions=True)
+        self._ahead_wanted.clear()
+        for task in self._ahead.values():
+            task.close()
+        self._ahead.clear()
         await self.close(list(self.tasks))
         self.standbys.close_all()
 
@@ -287,8 +365,7 @@ class TaskManager:
             "active_tasks": tuple(sorted(tasks, key=lambda t: TaskId.parse(t))),
             "restoring_tasks": tuple(sorted(self.restoring)),
             "topic_partitions": tuple(sorted(tp for t in tasks.values() for tp in t.inputs)),
-            "records_processed": self.records_processed_closed
-            + sum(t.records_processed for t in tasks.values()),
+            "records_processed": self.records_processed,
             "records_restored": stats.records,
             "bytes_restored": stats.bytes,
             "restore_time_ms": round(stats.seconds * 1000, 3),
@@ -309,3 +386,17 @@ NO_TASKS: dict[str, Any] = {
     "bytes_restored": 0,
     "restore_time_ms": 0.0,
 }
+
+
+async def _open_off_loop(task: StreamTask) -> None:
+    """``task.open()`` on a worker thread, so the join's requests and answers go on meanwhile;
+    cancelled (the thread stops), it waits for the open to end and closes the task again, so
+    no store or directory lock is left open behind it."""
+    opening = asyncio.ensure_future(asyncio.to_thread(task.open))
+    try:
+        await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        await asyncio.wait((opening,))
+        if not opening.cancelled() and opening.exception() is None:
+            task.close()
+        raise

@@ -16,7 +16,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.runtime.engine.restore import ChangelogRestorer
 from streamrt.runtime.engine.task import StreamTask
 
-__all__ = ("Highwaters", "task_progress")
+__all__ = ("Highwaters", "partition_lags", "task_progress")
 
 
 class Highwaters(Protocol):
@@ -46,6 +46,20 @@ def _lag(task: StreamTask, consumer: Highwaters | None) -> int | None:
             return None
         total += max(end - position, 0)
     return total
+
+
+def partition_lags(
+    tasks: Mapping[str, StreamTask], consumer: Highwaters
+) -> dict[tuple[str, int], int]:
+    """Records behind per input partition (``records-lag``), of the partitions read so far."""
+    out: dict[tuple[str, int], int] = {}
+    for task in tasks.values():
+        positions = dict(task.positions)
+        for tp in task.inputs:
+            end, position = _highwater(consumer, tp.topic, tp.partition), positions.get(tp)
+            if end is not None and position is not None:
+                out[(tp.topic, tp.partition)] = max(end - position, 0)
+    return out
 
 
 def task_progress(

@@ -16,7 +16,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
 import aiokafka.errors as kafka_errors
@@ -27,7 +27,7 @@ from streamrt.runtime.config import STREAMRT
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
-from streamrt.runtime.engine.commit import CommitSchedule
+from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
 from streamrt.runtime.engine.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionLostError
@@ -40,8 +40,10 @@ from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
 from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.thread_metrics import LoopMeter, thread_snapshot
 from streamrt.runtime.engine.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
+from streamrt.runtime.sensors import ThreadSensors
 from streamrt.runtime.stores import RecordCache
 
 __all__ = ("FatalThreadError", "StreamThread", "ThreadEnv", "ThreadNotRunningError")
@@ -71,6 +73,7 @@ class StreamThread:
         self.client_id = f"{app_id}-{instance}-thread-{index}"
         self.state = ThreadState.CREATED
         self.rebalances = 0
+        self.sensors = ThreadSensors()  # stream-thread-metrics, counted by the run loop
         self.error: BaseException | None = None
         # exactly_once_v2: <application.id>-<instance>-thread-<n>, stable under static
         # membership, so a restarted incarnation's InitProducerId fences the crashed one.
@@ -105,6 +108,7 @@ class StreamThread:
         self._hold = threading.Event()
         if not held:
             self._hold.set()
+        self._expected_tasks: tuple[str, ...] = ()  # a successor: the old thread's tasks
         self.prepared = threading.Event()  # held: clients up, waiting; or the thread ended
         self.committed = threading.Event()  # stopping: the final commit is done; or it ended
         self.stopped_cleanly = False  # the final commit succeeded (set before ``committed``)
@@ -121,6 +125,11 @@ class StreamThread:
             self.mark("stop_requested")
         self._stop_requested.set()
         self._wakeup.wake()
+
+    def expect_tasks(self, task_ids: Collection[str]) -> None:
+        """Before :meth:`release`: the tasks the old process's thread of the same instance id
+        owned; a static rejoin gives them back, so they are opened while the thread joins."""
+        self._expected_tasks = tuple(sorted(task_ids))
 
     def release(self) -> None:
         """Let a held thread join its group (the previous process released the state)."""
@@ -223,6 +232,7 @@ class StreamThread:
             client_id=self.client_id,
             state=self.state,
             rebalances=self.rebalances,
+            streams=thread_snapshot(self.sensors, self._tasks),
             **(self._tasks.metadata() if self._tasks is not None else NO_TASKS),
         )
 
@@ -387,15 +397,35 @@ class StreamThread:
         else:
             cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
         self.mark("join_requested")
+        if self._expected_tasks and self._tasks is not None:
+            self._tasks.start_open_ahead(self._expected_tasks)
         return True
 
     async def _final_commit(self, tasks: TaskManager, committer: Committer) -> None:
         self.mark("stop_noticed")
         self.transition(ThreadState.PENDING_SHUTDOWN)
-        async with self.commit_lock:
-            await committer.commit(tasks)
+        try:
+            async with self.commit_lock:
+                await committer.commit(tasks)
+        except TaskMigratedError as exc:  # nothing committed: the tasks close dirty, no rejoin
+            self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+            async with self.commit_lock:
+                await committer.lose(tasks, list(tasks.tasks))
+            return
         self.mark("committed")
         self.stopped_cleanly = True
+
+    async def _migrated(self, exc: TaskMigratedError, tasks: TaskManager, c: Committer) -> None:
+        """Kafka Streams' TaskMigratedException: every task closes dirty (its checkpoint stays
+        where the last accepted commit put it) and the thread rejoins."""
+        self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
+        if self._own is not None:  # its listener closes the tasks of the lost partitions,
+            await self._own.lose_all()  # unless its group loop did already (and rejoined)
+            return
+        async with self.commit_lock:
+            await c.lose(tasks, list(tasks.tasks))
+        if self._consumer is not None:
+            kafka_adapter.request_rejoin(cast(AIOKafkaConsumer, self._consumer))
 
     async def _run_loop(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -406,6 +436,8 @@ class StreamThread:
             try:
                 await self._loop_until_stopped(consumer, tasks, committer)
                 return
+            except TaskMigratedError as exc:
+                await self._migrated(exc, tasks, committer)
             except (
                 kafka_errors.KafkaError,
                 kafka_errors.IllegalOperation,
@@ -417,8 +449,11 @@ class StreamThread:
                 # TransactionLostError: librdkafka's transactional errors, mapped.
                 if not committer.recovers(exc):
                     raise
-                async with self.commit_lock:
-                    await committer.recover(exc, tasks)
+                try:
+                    async with self.commit_lock:
+                        await committer.recover(exc, tasks)
+                except TaskMigratedError as migrated:
+                    await self._migrated(migrated, tasks, committer)
 
     async def _loop_until_stopped(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -430,6 +465,7 @@ class StreamThread:
             if own is not None
             else (lambda: kafka_adapter.request_rejoin(consumer))
         )
+        meter = LoopMeter(self.sensors)
         while not self._stop_requested.is_set():
             if own is not None:
                 own.raise_if_failed()
@@ -437,7 +473,8 @@ class StreamThread:
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
             timeout_ms = 0 if tasks.restoring else 10 if tasks.locked or tasks.buffered else 100
-            batches = await self._wakeup.poll(consumer, timeout_ms, self._stop_requested.is_set)
+            stopping = self._stop_requested.is_set
+            batches = await meter.poll(self._wakeup.poll(consumer, timeout_ms, stopping))
             if batches:
                 self.mark("first_fetch")
             # getmany returns already fetched records without yielding to the event loop; yield
@@ -445,11 +482,12 @@ class StreamThread:
             await asyncio.sleep(0)
             async with self.commit_lock:
                 await tasks.step()
-                if await tasks.process(batches, self.env.clock.now_ms()):
+                now_ms = self.env.clock.now_ms()
+                if await meter.process(tasks, tasks.process(batches, now_ms, stopping)):
                     self.mark("first_record")
-                tasks.punctuate(self.env.clock.now_ms())
+                meter.punctuate(tasks, self.env.clock.now_ms())
                 await committer.collector.drain()
                 if schedule.due() and not (own is not None and own.rebalancing):
-                    await committer.commit(tasks)
+                    await meter.commit(committer.commit(tasks))
                     schedule.committed()
                 self.member.maybe_probe(rejoin)

@@ -98,6 +98,7 @@ class App:
         self._threads: Threads | None = None  # set up with the config
         self._global_thread: GlobalStreamThread | None = None
         self._prepared: StreamsConfig | None = None
+        self._handed_over: dict[int, list[str]] = {}  # a successor: each old thread's tasks
 
     @property
     def topology(self) -> Topology:
@@ -222,6 +223,12 @@ class App:
         deadline = time.monotonic() + timeout
         for thread in started:
             thread.wait_ready(max(0.0, deadline - time.monotonic()))
+
+    def took_over(self, thread_tasks: Mapping[str, Any]) -> None:
+        """After a hand-off (before :meth:`start`): the tasks each of the old process's
+        threads owned (its ``released`` summary), opened by our same-index thread while it
+        joins."""
+        self._handed_over = {int(i): [str(t) for t in ts] for i, ts in thread_tasks.items()}
 
     def _config(self) -> StreamsConfig:
         if self.config is None:
@@ -351,6 +358,7 @@ class App:
             for thread in held:
                 thread.wait_ready(max(0.0, deadline - time.monotonic()))
         for thread in held:
+            thread.expect_tasks(self._handed_over.get(thread.index, ()))
             thread.release()
 
     def _to_error(self, index: int, error: BaseException | None, reason: str) -> None:
@@ -469,6 +477,7 @@ class App:
             raise StreamrtError("a hand-off is not supported with stream.thread.mode=process")
         threads = self._thread_list()
         tasks = sorted(t for thread in threads for t in thread.tasks)
+        by_thread = {str(thread.index): sorted(thread.tasks) for thread in threads}
         self._emit("handoff_stopping", None, tasks=tasks)
         self._stopping.set()
         for thread in threads:  # first: processing stops now, services stop meanwhile
@@ -477,7 +486,7 @@ class App:
         self._services.stop_all()  # the successor binds the same port
         handover.wait_final_commits(threads, timeout, lambda: self.fatal_error)
         self._emit("handoff_released", None, tasks=tasks)
-        return {"threads": len(threads), "tasks": tasks}
+        return {"threads": len(threads), "tasks": tasks, "thread_tasks": by_thread}
 
     # -- metadata and queries (StreamsQueries' methods) ------------------------------------
 

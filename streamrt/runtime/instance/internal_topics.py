@@ -23,6 +23,7 @@ from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
+from streamrt.runtime.instance.admin_start import started_admin
 from streamrt.runtime.instance.source_topics import wait_for_source_topics
 
 __all__ = ("changelog_config", "ensure_internal_topics", "ensure_internal_topics_for")
@@ -134,10 +135,15 @@ async def ensure_internal_topics(
     ``default.replication.factor``, as Kafka Streams).
     """
     extra = dict(admin_kwargs or {})
-    admin = AIOKafkaAdminClient(
-        **{**extra, "bootstrap_servers": bootstrap_servers, "client_id": f"{application_id}-admin"}
+    admin = await started_admin(
+        lambda: AIOKafkaAdminClient(
+            **{
+                **extra,
+                "bootstrap_servers": bootstrap_servers,
+                "client_id": f"{application_id}-admin",
+            }
+        )
     )
-    await admin.start()
     try:
         repartition = set(topology.repartition_topics(application_id))
         external = [t for t in topology.source_topics(application_id) if t not in repartition]

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -230,6 +230,9 @@ class ProcessStreamThread:
                 return False
             time.sleep(0.05)
         return True
+
+    def expect_tasks(self, task_ids: Collection[str]) -> None:
+        """No hand-off in process mode (refused up front): nothing to open ahead."""
 
     def release(self) -> None:
         """Let a held child join the group (at once if it is ready, else when it is)."""

@@ -19,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
+from streamrt.runtime.instance.admin_start import started_admin
 
 __all__ = (
     "MissingSourceTopicsError",
@@ -65,10 +66,15 @@ async def missing_source_topics(
     wanted = set(topics)
     if not wanted:
         return []
-    admin = AIOKafkaAdminClient(
-        **{**(admin_kwargs or {}), "bootstrap_servers": bootstrap_servers, "client_id": client_id}
+    admin = await started_admin(
+        lambda: AIOKafkaAdminClient(
+            **{
+                **(admin_kwargs or {}),
+                "bootstrap_servers": bootstrap_servers,
+                "client_id": client_id,
+            }
+        )
     )
-    await admin.start()
     try:
         return sorted(wanted - set(await admin.list_topics()))
     finally:

@@ -67,6 +67,9 @@ class ThreadHandle(Protocol):
     def stop(self) -> None:
         """Ask it to commit and stop (no LeaveGroup for a static member)."""
 
+    def expect_tasks(self, task_ids: Collection[str]) -> None:
+        """A hand-off successor's thread: the tasks to open while it joins (a hint)."""
+
     def release(self) -> None:
         """Let a thread started held join its group."""
 

@@ -212,3 +212,24 @@ def test_driver_with_positive_idle_waits_for_the_wall_clock() -> None:
         assert out.read_key_values_to_list() == [("a", "L+R")]
         left.pipe_input("a", "L2", timestamp=6)  # right's deadline has passed: no wait
         assert out.read_key_values_to_list() == [("a", "L2+R")]
+
+
+def test_a_stop_ends_a_processing_run_early_and_leaves_the_rest_buffered(tmp_path: Any) -> None:
+    """A stopping thread (a stop, a hand-off) does not process a whole poll's worth first: the
+    run ends at the next check once ``stopping`` says so, the task's position is that of the
+    last record it processed (what the stop's commit covers), and the rest stays buffered."""
+    from streamrt.runtime.engine.task_inputs import STOP_CHECK_RECORDS
+    from tests.runtime.test_task import ListCollector, make_task
+
+    task = make_task(join_app(), 0, 0, tmp_path, ListCollector())
+    task.open()
+    inputs = TaskInputs(-1)
+    inputs.open(task)
+    left = KafkaTP("left", 0)
+    inputs.add(task, left, [Rec("left", o, 5, b"a", b"L") for o in range(100)])
+    assert inputs.process(0, lambda: True) == STOP_CHECK_RECORDS
+    assert task.positions[("left", 0)] == STOP_CHECK_RECORDS
+    assert inputs.buffered("0_0")
+    assert inputs.process(0) == 100 - STOP_CHECK_RECORDS  # not stopping: the rest
+    assert task.positions[("left", 0)] == 100
+    task.close()

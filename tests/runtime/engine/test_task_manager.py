@@ -143,6 +143,52 @@ def test_a_task_whose_directory_is_locked_opens_once_the_owner_closes_it(
     assert len(warnings) == 1
 
 
+def test_a_successor_opens_its_expected_tasks_while_it_joins(tmp_path: Path) -> None:
+    """A hand-off successor opens the old thread's tasks as soon as their locks are free,
+    before its assignment; the assignment then finds the task open (no second open) and runs
+    it; an expected task the assignment does not give is closed and its directory freed."""
+    logs: dict[KafkaTP, list[Any]] = {}
+    owner, successor, other = rig(tmp_path, 1, logs), rig(tmp_path, 2, logs), rig(tmp_path, 3, logs)
+
+    async def scenario() -> None:
+        owner.assign(["0_0"])
+        await owner.listener.on_partitions_assigned([INPUT])
+        ahead = asyncio.create_task(successor.tasks.open_ahead(["0_0", "0_1"]))
+        await asyncio.sleep(0.1)
+        assert "0_0" not in successor.tasks.tasks  # still the owner's: waits for its lock
+        await owner.listener.on_partitions_revoked([INPUT])  # the old process closes it
+        await asyncio.wait_for(ahead, 10)
+        successor.assign(["0_0"])
+        await successor.listener.on_partitions_assigned([INPUT])
+        assert successor.tasks.locked == set()
+        assert successor.thread.state is ThreadState.RUNNING
+        other.assign(["0_1"])  # 0_1 was opened ahead, then not assigned: closed, lock free
+        await other.tasks.assign(["0_1"], ())
+        assert other.tasks.locked == set() and "0_1" in other.tasks.tasks
+        await successor.tasks.close_all()
+        await other.tasks.close_all()
+
+    asyncio.run(scenario())
+    assert "stores_opened_ahead" in [kv.get("mark") for _, kv in successor.events]
+
+
+def test_opening_ahead_stops_at_the_thread_s_stop_and_leaves_no_lock(tmp_path: Path) -> None:
+    """A successor stopped while it opens ahead closes what it opened: nothing stays locked."""
+    logs: dict[KafkaTP, list[Any]] = {}
+    successor, after = rig(tmp_path, 1, logs), rig(tmp_path, 2, logs)
+
+    async def scenario() -> None:
+        ahead = asyncio.create_task(successor.tasks.open_ahead(["0_0"]))
+        await asyncio.wait_for(ahead, 10)
+        await successor.tasks.close_all()  # stopped before any assignment
+        after.assign(["0_0"])
+        await after.listener.on_partitions_assigned([INPUT])
+        assert after.tasks.locked == set()
+        await after.tasks.close_all()
+
+    asyncio.run(scenario())
+
+
 def test_an_assignment_without_a_task_closes_it(tmp_path: Path) -> None:
     """A rebalance that revoked nothing from this thread (its partitions were not revoked,
     the leader moved the task anyway) still closes the task and frees its directory."""

@@ -26,6 +26,7 @@ __all__ = (
     "find_coordinator",
     "generation",
     "group_coordinator",
+    "in_generation",
     "install_static_heartbeat",
     "is_fenced",
     "member_id",
@@ -237,6 +238,28 @@ async def check_static_membership(consumer: AIOKafkaConsumer) -> None:
         raise FencedInstanceIdError(
             f"group.instance.id {coordinator._group_instance_id} is used by another member"
         )
+
+
+async def in_generation(consumer: AIOKafkaConsumer) -> bool:
+    """False if a Heartbeat now is answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: the group
+    dropped this member (e.g. its process paused past the session timeout). True otherwise,
+    unreachable coordinator included: the offset commit that follows will tell."""
+    coordinator = group_coordinator(consumer)
+    if coordinator is None:
+        return True
+    request = StaticHeartbeatRequest(
+        coordinator.group_id,
+        coordinator.generation,
+        coordinator.member_id,
+        coordinator._group_instance_id,
+    )
+    try:
+        resp = await coordinator._send_req(request)
+    except Errors.KafkaError as err:
+        logger.info("membership not checked: %s", err)
+        return True
+    dropped = (Errors.UnknownMemberIdError.errno, Errors.IllegalGenerationError.errno)
+    return resp.error_code not in dropped
 
 
 async def assign_at(
