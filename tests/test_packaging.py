@@ -55,6 +55,8 @@ SHIPPED = (
     "streamrt/examples/session_profiles.py",
     "streamrt/examples/wordcount.py",
     "streamrt/rest/static/index.html",
+    "streamrt/dev/maven/apache-kafka-pom.xml",  # streamrt dev kafka, streamrt demo --kafka apache
+    "streamrt/spark/maven/spark-kafka-pom.xml",  # Spark's Kafka connector (streamrt report)
 )
 HELLO_APP = """\
 from streamrt.runtime import App
