@@ -1,33 +1,10 @@
-"""Session profiles: a heavy-state app for benchmarks.
-
-Clicks (JSON ``{"user": ..., "page": ..., "ts": ...}``, keyed by user) on ``clicks`` are
-folded into one profile per user, a few KB each: counters, the last pages seen and a padded
-attribute blob (``streamrt/deploy/session_profiles.py``). Profiles go to
-``session-profiles`` and live in the ``profiles`` store. The store is not cached
-(``caching=False``): every click emits its user's profile at once, which the rolling-deploy
-scenario's output gaps and one-output-per-input check rely on. ``SESSIONS_STARTUP_DELAY=N``
-makes the import take N more seconds, as a real app's slow start-up.
+"""The sessions app of ``streamrt demo``, as an example: it ships in the package as
+``streamrt.examples.sessions`` (so an installed streamrt runs it), and this module re-exports
+it, so ``streamrt run apps.sessions:app`` from a checkout runs the same app.
 """
 
 from __future__ import annotations
 
-import os
-import time
-
-from streamrt.deploy.session_profiles import PROFILE_PADDING, RECENT_PAGES, add_click, new_profile
-from streamrt.runtime import App
+from streamrt.examples.sessions import PROFILE_PADDING, RECENT_PAGES, add_click, app, new_profile
 
 __all__ = ("PROFILE_PADDING", "RECENT_PAGES", "add_click", "app", "new_profile")
-
-# A slow start-up (heavy imports, models, pools) for the rolling-deploy benchmark.
-time.sleep(float(os.environ.get("SESSIONS_STARTUP_DELAY", "0") or 0))
-
-app = App({"application.id": "sessions"})
-
-(
-    app.stream("clicks", key_serde="str", value_serde="json")
-    .group_by_key()
-    .aggregate(new_profile, add_click, store="profiles", caching=False)
-    .to_stream()
-    .to("session-profiles", value_serde="json")
-)

@@ -1,16 +1,10 @@
-"""Word count: lines of text in ``text-input``, running counts per word to ``word-counts``."""
+"""Word count, as an example: lines of text in ``text-input``, running counts per word to
+``word-counts``. It ships in the package as ``streamrt.examples.wordcount``; this module
+re-exports it, so ``streamrt run apps.wordcount:app`` from a checkout runs the same app.
+"""
 
 from __future__ import annotations
 
-from streamrt.runtime import App
+from streamrt.examples.wordcount import app
 
-app = App({"application.id": "wordcount"})
-
-(
-    app.stream("text-input", key_serde="str", value_serde="str")
-    .flat_map(lambda _key, line: [(word, word) for word in line.lower().split()], key_serde="str")
-    .group_by_key(name="words")
-    .count(store="word-counts-store")
-    .to_stream()
-    .to("word-counts", key_serde="str", value_serde="int")
-)
+__all__ = ("app",)

@@ -159,9 +159,9 @@ def start_spy(out: str) -> subprocess.Popen[bytes]:
 
 
 def fresh_app(bootstrap: str, state_dir: Path):  # type: ignore[no-untyped-def]
-    import apps.sessions
+    import streamrt.examples.sessions  # the app of apps/sessions.py and the demo
 
-    module = importlib.reload(apps.sessions)
+    module = importlib.reload(streamrt.examples.sessions)
     app = module.app
     app.configure(
         {

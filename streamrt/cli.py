@@ -4,6 +4,8 @@ A subcommand module exposes ``register(subparsers)``, which adds parsers whose `
 default is ``func(args) -> int`` (the exit code). Exit codes: 0 ok, 1 failure, 2 bad usage,
 3 partial failure (e.g. some members of a batch removal were unknown), 4 ``streamrt run``: the
 instance ended in ERROR (a record kept failing, or a fatal error; see docs/operations.md).
+A tool whose child process died under it (``streamrt demo``, ``streamrt deploy``) exits with
+that child's code (128+N for signal N), after its name and last log lines.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from streamrt.errors import ChildExited
     from streamrt.logs import configure_logging
 
     configure_logging(args.log_level, args.log_format)
@@ -96,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except ChildExited as exc:  # a tool's child died: its code, not a generic failure
+        print(f"streamrt: error: {exc}", file=sys.stderr)
+        return exc.exit_status
     except Exception as exc:  # a clean message for scripts, the traceback at DEBUG
         logging.getLogger("streamrt").debug("command failed", exc_info=True)
         print(f"streamrt: error: {exc}", file=sys.stderr)

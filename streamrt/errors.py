@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kio.schema.errors import ErrorCode
 
-__all__ = ("ConfigError", "ErrorCode", "KafkaError", "StreamrtError")
+__all__ = ("ChildExited", "ConfigError", "ErrorCode", "KafkaError", "StreamrtError")
 
 
 class StreamrtError(Exception):
@@ -22,6 +22,26 @@ class StreamrtError(Exception):
 
 class ConfigError(StreamrtError, ValueError):
     """A configuration value is missing or invalid; the message names the key."""
+
+
+class ChildExited(StreamrtError):
+    """A child process a tool was waiting on (a deploy's instance) exited: the message names
+    it, its exit code and its log's last lines, so nothing waits on a dead child in silence.
+    ``exit_status`` is what the tool exits with: the child's code, or 128+N for signal N."""
+
+    def __init__(self, name: str, exit_code: int, log_tail: str = "", log_path: str = "") -> None:
+        where = f" (log: {log_path})" if log_path else ""
+        tail = f"; its last log lines:\n{log_tail}" if log_tail.strip() else ""
+        super().__init__(f"{name} exited with code {exit_code}{where}{tail}")
+        self.name = name
+        self.exit_code = exit_code
+        self.log_tail = log_tail
+
+    @property
+    def exit_status(self) -> int:
+        if self.exit_code < 0:  # killed by a signal: the shell's 128+N
+            return 128 - self.exit_code
+        return self.exit_code if 0 < self.exit_code < 256 else 1
 
 
 class KafkaError(StreamrtError):

@@ -62,7 +62,7 @@ _STOPPED = (AppState.PENDING_SHUTDOWN, AppState.PENDING_ERROR, AppState.NOT_RUNN
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "run",
-        help="run a streamrt application (MODULE:ATTR, e.g. apps.wordcount:app)",
+        help="run a streamrt application (MODULE:ATTR, e.g. streamrt.examples.wordcount:app)",
         description="Run an App. Settings: code < config file < STREAMRT_* env < flags.",
     )
     p.add_argument("target", help="MODULE:ATTR of an App object")

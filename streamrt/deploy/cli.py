@@ -2,7 +2,9 @@
 
 The instances are ``streamrt run`` children of this command (the driver restarts only
 processes it started). Readiness comes from the ``<application.id>-events`` topic, so it
-needs no REST endpoint. With ``--keep-running`` the instances stay up until Ctrl-C.
+needs no REST endpoint. With ``--keep-running`` the instances stay up until Ctrl-C. An
+instance that exits unasked (a bad app, a crash) stops the command at once with its name, exit
+code and log tail, and the command exits with that code (``streamrt.errors.ChildExited``).
 
 ``--command-config FILE`` takes Kafka client properties (TLS, SASL) as Kafka's tools do; the
 driver's own clients use them, and the instances get them in a 0600 copy under
@@ -14,13 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 from streamrt.client_config import ClientConfig
 from streamrt.deploy.event_tail import EventTail
-from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
+from streamrt.deploy.processes import (
+    InstanceSpec,
+    LocalInstance,
+    sleep_watching,
+    write_client_properties,
+)
 from streamrt.deploy.report import count_rebalances, count_restores
 from streamrt.deploy.rolling import MODES, Timeline, rolling_restart, wait_all_running
 
@@ -36,7 +42,9 @@ def register(subparsers: Any) -> None:
         description="Start N instances of MODULE:APP, wait until RUNNING, restart each in turn "
         "(signal, wait for exit, start, wait until RUNNING) and report rebalances and restores.",
     )
-    p.add_argument("target", help="MODULE:ATTR of an App object, e.g. apps.sessions:app")
+    p.add_argument(
+        "target", help="MODULE:ATTR of an App object, e.g. streamrt.examples.sessions:app"
+    )
     p.add_argument("--application-id", required=True, help="application.id of the app")
     p.add_argument("--bootstrap-server", required=True, help="bootstrap.servers")
     p.add_argument(
@@ -94,13 +102,13 @@ def _rolling(args: argparse.Namespace) -> int:
                 on_step=_say,
                 mode=args.mode,
             )
-            time.sleep(1.0)  # late events (the last restore, a trailing rebalance)
+            sleep_watching(instances, 1.0)  # late events (the last restore, a trailing rebalance)
             events = tail.events()
         _summarise(args, timeline, events)
         if args.keep_running:
             _say("instances keep running; Ctrl-C stops them")
-            while all(i.running for i in instances):
-                time.sleep(1)
+            while True:  # until ^C, or an instance exits (ChildExited: its code and log)
+                sleep_watching(instances, 3600.0)
         return 0
     finally:
         for instance in instances:

@@ -22,8 +22,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamrt.client_config import ClientConfig
-from streamrt.deploy.session_profiles import add_click, new_profile
 from streamrt.events import security_kwargs
+from streamrt.examples.session_profiles import add_click, new_profile
 from streamrt.serde import JsonSerde
 
 __all__ = ("LoadGenerator", "preload", "preload_changelog", "profile_bytes")

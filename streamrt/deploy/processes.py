@@ -11,6 +11,10 @@ then passes what it would have put on the ``streamrt run`` command line in the e
 ``CONTENDER_STATE_DIR`` and ``CONTENDER_CONFIG`` (the settings as a JSON object). Not
 ``STREAMRT_*``: the runtime reads those as its own settings.
 
+Nothing waits on a dead child: every wait of the driver calls :func:`check_alive` (or
+:func:`sleep_watching`), which raises :class:`~streamrt.errors.ChildExited` naming the
+instance, its exit code and the last lines of its log as soon as one exited unasked.
+
 Kafka client properties (TLS, SASL: ``--command-config``) never go on a command line, where
 ``ps`` shows them to every user: :func:`write_client_properties` writes them to a 0600 file
 in the run's directory, passed as ``streamrt run --config-file`` (``CONTENDER_CLIENT_CONFIG``
@@ -29,13 +33,53 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamrt.client_config import ClientConfig, is_sensitive
+from streamrt.errors import ChildExited
 from streamrt.runtime.env_config import ENV_PREFIX
 
-__all__ = ("InstanceSpec", "LocalInstance", "secret_environment", "write_client_properties")
+__all__ = (
+    "InstanceSpec",
+    "LocalInstance",
+    "check_alive",
+    "secret_environment",
+    "sleep_watching",
+    "write_client_properties",
+)
+
+LOG_TAIL_LINES = 15
+
+
+def check_alive(instances: Iterable[LocalInstance]) -> None:
+    """Raise :class:`ChildExited` for the first started instance whose process has exited."""
+    for instance in instances:
+        instance.check_alive()
+
+
+def sleep_watching(instances: Iterable[LocalInstance], seconds: float) -> None:
+    """``time.sleep(seconds)``, but raise as soon as one of ``instances`` exits."""
+    watched = list(instances)
+    deadline = time.monotonic() + seconds
+    while True:
+        check_alive(watched)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, 0.1))
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file ("" when there is none yet)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(f.seek(0, os.SEEK_END) - 64 * 1024, 0))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def secret_environment(settings: dict[str, str]) -> dict[str, str]:
@@ -124,6 +168,7 @@ class LocalInstance:
         self.spec = spec
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.stopped = False  # by stop(): its exit is no surprise until the next start
 
     @property
     def pid(self) -> int | None:
@@ -133,11 +178,23 @@ class LocalInstance:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def check_alive(self) -> None:
+        """Raise :class:`ChildExited` if the process was started and has exited on its own
+        (not one never started, nor one :meth:`stop` stopped)."""
+        if self.process is None or self.stopped or self.process.poll() is None:
+            return
+        raise self._exited(self.process.returncode)
+
+    def _exited(self, code: int, what: str = "") -> ChildExited:
+        path = self.spec.log_path
+        return ChildExited(f"{self.spec.name}{what}", code, log_tail(path), str(path))
+
     def start(self) -> int:
         """Start the process (output appended to the spec's log); returns its pid."""
         if self.running:
             raise RuntimeError(f"{self.spec.name} is already running")
         self.process = self._spawn(handoff=False)
+        self.stopped = False
         self.starts += 1
         return self.process.pid
 
@@ -152,10 +209,8 @@ class LocalInstance:
         deadline = time.monotonic() + timeout
         while old.poll() is None:
             if new.poll() is not None:
-                raise RuntimeError(
-                    f"{self.spec.name}: the successor exited ({new.returncode}) before taking "
-                    f"over; pid {old.pid} keeps running (see {self.spec.log_path})"
-                )
+                what = f"'s successor (before taking over; pid {old.pid} keeps running)"
+                raise self._exited(new.returncode, what)
             if time.monotonic() > deadline:
                 new.kill()
                 new.wait(10)
@@ -180,6 +235,7 @@ class LocalInstance:
         """Send ``sig``, wait for exit (SIGKILL after ``timeout``); returns the exit code."""
         if self.process is None:
             return None
+        self.stopped = True
         if self.process.poll() is None:
             self.process.send_signal(sig)
             try:

@@ -3,7 +3,9 @@
 For each instance: send the stop signal, wait for the process to exit, wait ``restart_delay``
 (the time a pod is down), start it again and wait until every one of its threads reports
 RUNNING in the events topic, then until the whole application is RUNNING again before
-moving on. Every step is stamped in a :class:`Timeline`.
+moving on. Every step is stamped in a :class:`Timeline`. Every wait also watches the
+processes: one that exits unasked stops the deploy with :class:`~streamrt.errors.ChildExited`
+(its name, exit code and log tail) instead of a wait until the timeout.
 
 ``mode="handoff"`` instead starts the new process with ``--handoff`` while the old one runs;
 the old one stops only when the new one has started up (``streamrt.runtime.instance.handoff``). Its
@@ -21,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from streamrt.deploy.event_tail import EventTail
-from streamrt.deploy.processes import LocalInstance
+from streamrt.deploy.processes import LocalInstance, check_alive, sleep_watching
 from streamrt.logs import fields
 
-__all__ = ("MODES", "RestartStep", "Timeline", "rolling_restart", "wait_all_running")
+__all__ = ("MODES", "RestartStep", "Timeline", "rolling_restart", "wait_all_running", "watching")
 
 MODES = ("restart", "handoff")
 
@@ -76,12 +78,28 @@ class Timeline:
 def wait_all_running(
     tail: EventTail, instances: Sequence[LocalInstance], threads: int, timeout: float
 ) -> float:
-    """Until every instance's threads report RUNNING; returns when that was seen."""
+    """Until every instance's threads report RUNNING; returns when that was seen. Raises
+    :class:`~streamrt.errors.ChildExited` as soon as one of them exits."""
     return tail.wait_for(
-        lambda: all(i.pid is not None and tail.is_running(i.pid, threads) for i in instances),
+        watching(
+            instances,
+            lambda: all(i.pid is not None and tail.is_running(i.pid, threads) for i in instances),
+        ),
         timeout,
         "every instance RUNNING",
     )
+
+
+def watching(
+    instances: Sequence[LocalInstance], condition: Callable[[], bool]
+) -> Callable[[], bool]:
+    """``condition`` that first checks that no instance has exited (each poll of a wait)."""
+
+    def check() -> bool:
+        check_alive(instances)
+        return condition()
+
+    return check
 
 
 def rolling_restart(
@@ -115,11 +133,11 @@ def rolling_restart(
             step.exited = time.time()
             if restart_delay > 0:
                 say(f"  {name} exited ({step.exit_code}); down for {restart_delay:g}s")
-                time.sleep(restart_delay)
+                sleep_watching(instances, restart_delay)
             step.started = time.time()
             step.new_pid = instance.start()
         step.running = tail.wait_for(
-            functools.partial(tail.is_running, step.new_pid, threads),
+            watching(instances, functools.partial(tail.is_running, step.new_pid, threads)),
             ready_timeout,
             f"{name} (pid {step.new_pid}) RUNNING",
         )

@@ -25,7 +25,13 @@ from streamrt.deploy.kafka_io import (
     read_topic,
 )
 from streamrt.deploy.loadgen import LoadGenerator, preload, preload_changelog
-from streamrt.deploy.processes import InstanceSpec, LocalInstance, write_client_properties
+from streamrt.deploy.processes import (
+    InstanceSpec,
+    LocalInstance,
+    check_alive,
+    sleep_watching,
+    write_client_properties,
+)
 from streamrt.deploy.report import (
     DeployReport,
     check_output,
@@ -42,8 +48,10 @@ from streamrt.runtime.graph.topology import changelog_topic
 __all__ = ("ScenarioConfig", "run_scenario")
 
 Progress = Callable[[str], None]
-STARTUP_DELAY_ENV = "SESSIONS_STARTUP_DELAY"  # apps/sessions.py sleeps this long at import
-REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_DELAY_ENV = "SESSIONS_STARTUP_DELAY"  # the sessions app sleeps this long at import
+_ROOT = Path(__file__).resolve().parents[2]
+# The checkout this runs from, where ``apps.*`` targets resolve; None when installed.
+REPO_ROOT: Path | None = _ROOT if (_ROOT / "apps").is_dir() else None
 
 
 @dataclass(slots=True)
@@ -63,7 +71,7 @@ class ScenarioConfig:
     commit_interval_ms: int = 1_000
     baseline_seconds: float = 3.0
     after_seconds: float = 3.0
-    target: str = "apps.sessions:app"
+    target: str = "streamrt.examples.sessions:app"  # ships in the package
     application_id: str = "sessions"
     input_topic: str = "clicks"
     output_topic: str = "session-profiles"
@@ -144,7 +152,7 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
             log_path=cfg.work_dir / "logs" / f"instance-{n}.log",
             settings=settings,
             application_server=_rest_address(cfg.rest_ports, n),
-            cwd=REPO_ROOT,
+            cwd=REPO_ROOT or cfg.work_dir,
             argv=cfg.command,
             env={STARTUP_DELAY_ENV: str(cfg.startup_delay)} if cfg.startup_delay else {},
             client_config_file=client_file,
@@ -158,10 +166,18 @@ def _rest_address(ports: tuple[int, ...], n: int) -> str | None:
     return f"127.0.0.1:{ports[n - 1]}" if len(ports) >= n else None
 
 
-def _wait_caught_up(cfg: ScenarioConfig, bootstrap: str, say: Progress, what: str) -> None:
+def _wait_caught_up(
+    cfg: ScenarioConfig,
+    bootstrap: str,
+    say: Progress,
+    what: str,
+    instances: list[LocalInstance],
+) -> None:
+    """Until the group has no lag; raises as soon as an instance exits (none would catch up)."""
     deadline = time.monotonic() + cfg.timeout
     last_print = 0.0
     while True:
+        check_alive(instances)
         lag = group_lag(
             bootstrap, cfg.application_id, cfg.input_topic, cfg.partitions, cfg.client_config()
         )
@@ -247,7 +263,7 @@ def _build_state(
     say(f"  started {cfg.instances} instances x {cfg.threads} threads ({mode})")
     t0 = time.monotonic()
     wait_all_running(tail, instances, cfg.threads, cfg.timeout)
-    _wait_caught_up(cfg, bootstrap, say, "building state")
+    _wait_caught_up(cfg, bootstrap, say, "building state", instances)
     say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
     if cfg.preload == "changelog":
         records, size = count_restores(tail.events(), 0.0)
@@ -280,24 +296,26 @@ def _deploy(
     load = LoadGenerator(
         bootstrap, cfg.input_topic, cfg.users, cfg.rate, client=cfg.client_config()
     ).start()
-    time.sleep(cfg.baseline_seconds)
-    say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
-    rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
-    timeline = rolling_restart(
-        tail,
-        instances,
-        threads=cfg.threads,
-        restart_delay=cfg.restart_delay,
-        stop_signal=cfg.stop_signal,
-        ready_timeout=cfg.timeout,
-        on_step=say,
-        mode=cfg.mode,
-    )
-    time.sleep(cfg.after_seconds)
-    rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
-    load.stop()
+    try:  # a dead instance ends the deploy: the load stops with it
+        sleep_watching(instances, cfg.baseline_seconds)
+        say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
+        rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
+        timeline = rolling_restart(
+            tail,
+            instances,
+            threads=cfg.threads,
+            restart_delay=cfg.restart_delay,
+            stop_signal=cfg.stop_signal,
+            ready_timeout=cfg.timeout,
+            on_step=say,
+            mode=cfg.mode,
+        )
+        sleep_watching(instances, cfg.after_seconds)
+        rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
+    finally:
+        load.stop()
     say(f"  deploy done in {timeline.duration:.1f}s; draining")
-    _wait_caught_up(cfg, bootstrap, say, "draining")
+    _wait_caught_up(cfg, bootstrap, say, "draining", instances)
     rebalances = None
     if rebalances_after is not None and rebalances_before is not None:
         rebalances = rebalances_after - rebalances_before

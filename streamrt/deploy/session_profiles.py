@@ -1,40 +1,12 @@
-"""The session-profile fold: the workload of rolling-deploy scenarios, shared by every contender.
+"""The session-profile fold, under its old name: it lives in
+:mod:`streamrt.examples.session_profiles` now, beside the sessions app that ships in the
+package. Kept so benchmarks and scripts that import it from here keep working."""
 
-Pure functions with no framework import, so the example streamrt app (``apps/sessions.py``),
-the faust-streaming contender (``bench/faust_sessions.py``), the deploy report's correctness
-check and the Spark verification job (``streamrt report verify``) compute, or recompute,
-exactly the same profiles. It lives in the library, not in ``apps/``, because the library's
-own jobs depend on it and ``apps`` is example code that is not installed.
-"""
-
-from __future__ import annotations
-
-from typing import Any
+from streamrt.examples.session_profiles import (
+    PROFILE_PADDING,
+    RECENT_PAGES,
+    add_click,
+    new_profile,
+)
 
 __all__ = ("PROFILE_PADDING", "RECENT_PAGES", "add_click", "new_profile")
-
-RECENT_PAGES = 50
-PROFILE_PADDING = 2048  # bytes of attributes, so each profile is a few KB
-
-
-def new_profile() -> dict[str, Any]:
-    return {
-        "clicks": 0,
-        "pages": {},
-        "recent": [],
-        "first_ts": None,
-        "last_ts": None,
-        "attributes": "x" * PROFILE_PADDING,
-    }
-
-
-def add_click(user: str, click: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
-    """Fold one click (``{"user", "page", "ts"}``) into ``user``'s profile."""
-    page = str(click.get("page", "?"))
-    ts = click.get("ts")
-    profile["clicks"] += 1
-    profile["pages"][page] = profile["pages"].get(page, 0) + 1
-    profile["recent"] = ([page, *profile["recent"]])[:RECENT_PAGES]
-    profile["first_ts"] = profile["first_ts"] if profile["first_ts"] is not None else ts
-    profile["last_ts"] = ts
-    return profile

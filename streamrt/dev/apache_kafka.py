@@ -1,10 +1,10 @@
 """A real Apache Kafka (KRaft) on 127.0.0.1, assembled from Maven Central, for tests and people.
 
 Why: the runtime must work on the system it follows, not only on our embedded broker. There is
-no Kafka tarball on Maven Central, so ``tools/apache-kafka/pom.xml`` resolves the broker's
-classpath once into a cache outside the repository (``~/.cache/streamrt/apache-kafka-<v>``,
-:mod:`streamrt.dev.maven_libs`), and this module formats storage (``kafka.tools.StorageTool``)
-and runs ``kafka.Kafka`` per node.
+no Kafka tarball on Maven Central, so ``maven/apache-kafka-pom.xml`` (package data) resolves
+the broker's classpath once into a cache outside the repository
+(``~/.cache/streamrt/apache-kafka-<v>``, :mod:`streamrt.dev.maven_libs`), and this module
+formats storage (``kafka.tools.StorageTool``) and runs ``kafka.Kafka`` per node.
 
 One node, or three combined broker+controller nodes with a static 3-voter quorum (3 JVMs, not
 6, on a 2-core machine), replication factor 3 and ``min.insync.replicas=2``. Every wait has a

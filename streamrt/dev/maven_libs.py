@@ -1,7 +1,7 @@
 """Apache Kafka's jars from Maven Central, resolved once into a cache outside the repository.
 
-There is no Kafka tarball on Maven Central, so ``tools/apache-kafka/pom.xml`` names the broker
-and Maven's dependency plugin copies its runtime classpath to
+There is no Kafka tarball on Maven Central, so ``maven/apache-kafka-pom.xml`` (beside it, package
+data) names the broker and Maven's dependency plugin copies its runtime classpath to
 ``~/.cache/streamrt/apache-kafka-<v>/libs``. :mod:`streamrt.dev.apache_kafka` runs it.
 """
 
@@ -27,10 +27,11 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-# Keep in sync with tools/apache-kafka/pom.xml (passed to Maven as -Dkafka.version too).
+# Keep in sync with maven/apache-kafka-pom.xml (passed to Maven as -Dkafka.version too).
 KAFKA_VERSION = "4.3.1"
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-_POM = Path(__file__).resolve().parents[2] / "tools" / "apache-kafka" / "pom.xml"
+# in the package (package data): `streamrt dev kafka` works from an installed streamrt
+_POM = Path(__file__).resolve().parent / "maven" / "apache-kafka-pom.xml"
 _COMPLETE = ".complete"
 
 
@@ -91,7 +92,7 @@ def ensure_libs(
             f"Apache Kafka {version} needs {' and '.join(missing)} on PATH (Java 17+, Maven 3)"
         )
     if not _POM.exists():
-        raise KafkaUnavailable(f"{_POM} is missing (run from a streamrt source checkout)")
+        raise KafkaUnavailable(f"{_POM} is missing (a broken streamrt install?)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

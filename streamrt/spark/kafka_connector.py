@@ -1,6 +1,6 @@
 """Spark's own Kafka source (``spark-sql-kafka-0-10``) from Maven Central, next to ``streamrt``.
 
-The pyspark wheel ships no Kafka connector, so ``tools/spark-kafka/pom.xml`` resolves its four
+The pyspark wheel ships no Kafka connector, so ``maven/spark-kafka-pom.xml`` resolves its four
 jars (the connector, its token provider, ``kafka-clients`` and ``commons-pool2``; Hadoop and
 Scala come with pyspark) once into ``~/.cache/streamrt/spark-sql-kafka-<version>/jars``, and
 :func:`connector_conf` gives the ``spark.jars`` a session needs *before* its JVM starts.
@@ -32,7 +32,7 @@ __all__ = (
 )
 
 FALLBACK_VERSIONS = ("4.2.0",)
-_POM = Path(__file__).resolve().parents[2] / "tools" / "spark-kafka" / "pom.xml"
+_POM = Path(__file__).resolve().parent / "maven" / "spark-kafka-pom.xml"  # package data
 _PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _ARTIFACTS = (
     "spark-sql-kafka-0-10_2.13",

@@ -1,7 +1,8 @@
-"""Verify the sessions app (``apps/sessions.py``): recompute its profiles from the input topic.
+"""Verify the sessions app (``streamrt.examples.sessions``): recompute its profiles from the
+input topic.
 
 The app folds each user's clicks, in offset order, into a profile
-(``streamrt/deploy/session_profiles.py``). Spark SQL recomputes the fields that follow
+(``streamrt/examples/session_profiles.py``). Spark SQL recomputes the fields that follow
 from the clicks alone (``clicks``, ``pages``, ``recent``, ``first_ts``,
 ``last_ts``; ``attributes`` is constant padding) and compares them with the latest value per
 key of the output topic. Keys are compared both ways: a profile without clicks is a mismatch
@@ -15,7 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streamrt.deploy.session_profiles import RECENT_PAGES
+from streamrt.examples.session_profiles import RECENT_PAGES
 
 __all__ = ("RECENT_PAGES", "expected_profiles", "latest_profiles", "verify_sessions")
 
