@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.chaos.faults import BROKER_KINDS, INSTANCE_KINDS
 from tests.chaos.harness import ChaosConfig, ChaosReport, run
 
 
@@ -66,6 +67,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--rate", type=float, default=200.0, help="orders per second")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(INSTANCE_KINDS + BROKER_KINDS),
+        help="fault kinds drawn from (comma list)",
+    )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every report here")
     args = parser.parse_args()
@@ -82,6 +88,7 @@ def main() -> int:
                 seed=seed,
                 faults=args.faults,
                 kafka=args.kafka,
+                kinds=tuple(args.kinds.split(",")),
                 instances=args.instances,
                 threads=args.threads,
                 partitions=args.partitions,
