@@ -23,6 +23,7 @@ from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
 from streamrt.membership.member import GroupMember, RebalanceListener
+from streamrt.membership.requests import COORDINATOR_MOVED
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
 from streamrt.runtime.engine.commit import CommitDeferredError, TaskMigratedError
@@ -173,6 +174,18 @@ class StreamrtMembership:
                 self._pending = merged
                 raise CommitDeferredError(str(exc)) from exc
             raise self._migrated(exc, "offset commit refused") from exc
+        except (AdminConnectionError, TimeoutError) as exc:
+            # the broker is gone for now (restarting, paused): Kafka Streams retries a commit
+            # that timed out; the offsets go with the next one, the checkpoints wait for it
+            logger.info("offset commit failed, retried later", extra=fields(error=str(exc)))
+            self._pending = merged
+            raise CommitDeferredError(str(exc)) from exc
+        except KafkaError as exc:
+            if exc.code not in COORDINATOR_MOVED:
+                raise
+            logger.info("offset commit failed, retried later", extra=fields(error=str(exc)))
+            self._pending = merged
+            raise CommitDeferredError(str(exc)) from exc
 
     async def check_generation(self) -> None:
         """Before a commit appends anything: raise :class:`TaskMigratedError` if the group

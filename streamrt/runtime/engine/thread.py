@@ -26,6 +26,7 @@ from streamrt.logs import fields
 from streamrt.runtime.config import STREAMRT
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
+from streamrt.runtime.engine.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
 from streamrt.runtime.engine.committers import Committer, committer_for
@@ -332,10 +333,7 @@ class StreamThread:
         # under EOS starts it only once released: the running process still uses that
         # transactional id, and our InitProducerId would fence it.
         eos = self.env.config.exactly_once
-        if not eos:
-            await clients.producer.start()
-        await clients.restore_consumer.start()
-        await clients.offsets_consumer.start()
+        await self._start_clients(clients, producer=not eos)
         listener: RebalanceListener | MemberListener = (
             MemberListener(self, tasks, committer, clients.consumer, own)
             if own
@@ -359,6 +357,14 @@ class StreamThread:
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
             await committer.close(producer_started=not eos or self._hold.is_set())
             self.mark("clients_closed")
+
+    async def _start_clients(self, clients: ThreadClients, *, producer: bool) -> None:
+        """Start the producer (unless it waits, see above), the restore and offsets consumers;
+        a broker that is not reachable yet (restarting with us) is waited for, not fatal."""
+        if producer:
+            await retry_bootstrap(clients.producer.start, "producer")
+        await retry_bootstrap(clients.restore_consumer.start, "restore consumer")
+        await retry_bootstrap(clients.offsets_consumer.start, "offsets consumer")
 
     def _own_membership(self, assignor: StreamsPartitionAssignor) -> StreamrtMembership | None:
         """streamrt's own group member, if ``stream.thread.membership`` asks for it."""
@@ -390,7 +396,7 @@ class StreamThread:
             return False
         self.mark("released")
         if self.env.config.exactly_once:
-            await clients.producer.start()
+            await retry_bootstrap(clients.producer.start, "producer")
         topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
         if isinstance(listener, MemberListener):
             listener.membership.start(listener)

@@ -1,0 +1,74 @@
+"""Clients started while the cluster may be briefly out of reach.
+
+An instance (or a stream thread the supervisor replaces) that starts while its broker
+restarts used to fail at once with ``KafkaConnectionError: Unable to bootstrap`` from an
+aiokafka client, and a few such failures in a row put the instance into ERROR. Kafka's clients
+keep retrying instead, bounded by ``default.api.timeout.ms`` (60 s): so do these, with one
+warning naming what waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError
+
+from streamrt.logs import fields
+
+__all__ = ("BOOTSTRAP_TIMEOUT_S", "retry_bootstrap", "started_admin")
+
+logger = logging.getLogger(__name__)
+
+#: Kafka's ``default.api.timeout.ms`` default
+BOOTSTRAP_TIMEOUT_S = 60.0
+
+
+async def retry_bootstrap(
+    start: Callable[[], Awaitable[None]], what: str, timeout_s: float = BOOTSTRAP_TIMEOUT_S
+) -> None:
+    """``start()``, again after a bootstrap that found no broker (backoff 0.1 s doubling to
+    1 s) until ``timeout_s``; then its error is raised. ``start`` must be safe to call again
+    after such a failure (aiokafka's consumer and producer ``start`` are: the bootstrap comes
+    first)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    warned = False
+    while True:
+        try:
+            await start()
+            return
+        except KafkaConnectionError as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            if not warned:
+                warned = True
+                logger.warning(
+                    "no broker reachable yet, retrying",
+                    extra=fields(client=what, error=str(exc), timeout_s=timeout_s),
+                )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
+async def started_admin(
+    make: Callable[[], AIOKafkaAdminClient], timeout_s: float = BOOTSTRAP_TIMEOUT_S
+) -> AIOKafkaAdminClient:
+    """``make()`` started, retried as :func:`retry_bootstrap` does, with a fresh client per
+    try (an admin client whose bootstrap failed is closed, not reused)."""
+    made: list[AIOKafkaAdminClient] = []
+
+    async def start() -> None:
+        admin = make()
+        try:
+            await admin.start()
+        except KafkaConnectionError:
+            await admin.close()
+            raise
+        made.append(admin)
+
+    await retry_bootstrap(start, "admin", timeout_s)
+    return made[-1]
