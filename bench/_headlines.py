@@ -32,6 +32,7 @@ class Spec:
     better: Better
     tolerance: float = 0.0
     tolerance_pct: float = 0.0
+    widen: bool = True  # False: a figure that must stay exact (static's 0 rebalances)
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,8 @@ def record(
     commit: str,
 ) -> dict[str, Recorded]:
     """Today's values: the median of each figure's runs, with its margin widened to the spread
-    seen between those runs (max - min) when that is larger than the spec's default. Figures
-    not measured today keep their old record."""
+    seen between those runs (max - min) when that is larger than the spec's default (not for
+    a figure that must stay exact). Figures not measured today keep their old record."""
     out = dict(old)
     for s in specs:
         values = runs.get(s.name)
@@ -176,7 +177,7 @@ def record(
             value=round(statistics.median(values), 4),
             unit=s.unit,
             better=s.better,
-            tolerance=round(max(s.tolerance, spread), 4),
+            tolerance=round(max(s.tolerance, spread if s.widen else 0.0), 4),
             tolerance_pct=s.tolerance_pct,
             date=date,
             commit=commit,

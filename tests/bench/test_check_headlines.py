@@ -93,6 +93,8 @@ def test_record_takes_the_median_and_widens_the_margin_to_the_spread(tmp_path: P
     assert got["demo.static.gap"].tolerance == pytest.approx(0.9)  # the spread beat 0.3 s
     assert got["demo.static.gap"].runs == [2.1, 3.0, 2.4]
     assert got["x"] == old["x"]  # not measured today: the old record stays
+    zero = Spec("demo.static.rebalances", "r", "", "lower", widen=False)
+    assert record([zero], {zero.name: [0.0, 1.0]}, {}, "d", "c")[zero.name].tolerance == 0
     path = tmp_path / "h.json"
     save(path, {"sizes": {"restore": {"users": 10}}}, got)
     head, back = load(path)
