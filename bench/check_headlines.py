@@ -30,6 +30,7 @@ or the arguments or the recorded file were unusable.
     make bench-check                                     # compare with bench/headlines.json
     .venv/bin/python bench/check_headlines.py --only restore
     .venv/bin/python bench/check_headlines.py --record --runs 2   # today's values, recorded
+    .venv/bin/python bench/check_headlines.py --record --only restore --runs 5   # one group
 
 The sizes come from the recorded file (``sizes``) so that now and then measure the same
 thing; with no file, the defaults below. ``BENCH_SLOW_RESTORE_MS`` (read by
@@ -78,7 +79,10 @@ DEFAULT_SIZES: dict[str, dict[str, Any]] = {
         "session_records": 60_000,  # 30,000 gave Quix a window under 1 s
         "timeout": 600,
     },
-    "restore": {"users": 5000, "clicks": 25000, "timeout": 600},
+    # runs: the restore ratio moved from 0.27 to 0.13 between two single runs minutes apart
+    # (disk and CPU load from others: the restore writes RocksDB, the bare fetch does not),
+    # and a run costs ~10-35 s, so every check takes the median of 3
+    "restore": {"users": 5000, "clicks": 25000, "timeout": 600, "runs": 3},
 }
 DEMO_CONTENDERS = {
     "streamrt static": "static",
@@ -247,8 +251,8 @@ def _commit() -> str:
 def measure(
     groups: list[str], sizes: dict[str, dict[str, Any]], runs: int, work: Path, quix: str
 ) -> tuple[dict[str, list[float]], dict[str, str], list[str]]:
-    """Every selected group ``runs`` times: (values per figure, skipped figures and why,
-    failures)."""
+    """Every selected group ``runs`` times (0: the group's own ``runs``, default 1): (values
+    per figure, skipped figures and why, failures)."""
     values: dict[str, list[float]] = {}
     skipped: dict[str, str] = {}
     failures: list[str] = []
@@ -266,9 +270,10 @@ def measure(
             print(f"peers: skipped: {missing}", flush=True)
             skipped.update({s.name: missing for s in SPECS[group]})
             continue
-        for i in range(1, runs + 1):
+        n = runs or int(sizes[group].get("runs", 1))
+        for i in range(1, n + 1):
             began = time.monotonic()
-            print(f"{group}: run {i} of {runs} {sizes[group]} ...", flush=True)
+            print(f"{group}: run {i} of {n} {sizes[group]} ...", flush=True)
             run_dir = work / f"{group}-{i}"
             run_dir.mkdir(parents=True, exist_ok=True)
             try:
@@ -291,13 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(GROUPS), help=f"groups: {', '.join(GROUPS)}")
     ap.add_argument("--file", type=Path, default=DEFAULT_FILE, help="the recorded figures")
     ap.add_argument("--record", action="store_true", help="write today's values to --file")
-    ap.add_argument("--runs", type=int, default=1, help="runs per group; the median counts")
+    ap.add_argument(
+        "--runs", type=int, default=0, help="runs per group (default: the group's own, 1 or 3)"
+    )
     ap.add_argument("--conditions", default="", help="with --record: the machine's state")
     ap.add_argument("--quix-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--work-dir", type=Path, help="keep the benchmarks' logs here")
     args = ap.parse_args(argv)
     groups = [g.strip() for g in args.only.split(",") if g.strip()]
-    if not groups or any(g not in GROUPS for g in groups) or args.runs < 1:
+    if not groups or any(g not in GROUPS for g in groups) or args.runs < 0:
         print(f"--only takes {', '.join(GROUPS)}; --runs at least 1", file=sys.stderr)
         return 2
     try:
@@ -314,21 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     now = {k: statistics.median(v) for k, v in values.items()}
     rows = compare(specs, recorded, now, skipped)
     print()
-    print(f"recorded: {args.file.name} ({head.get('date', 'nothing recorded yet')})")
+    print(f"recorded: {args.file} ({'see each figure' if recorded else 'nothing yet'})")
     print(table(rows))
     for f in failures:
         print(f"FAILED {f}")
     if args.record:
+        date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        said = args.conditions or (
+            f"{os.cpu_count()} cores; load average {load_before:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end"
+        )
+        old = head.get("conditions")
+        conditions = dict(old) if isinstance(old, dict) else {}
+        for g in groups:  # per group: a group recorded alone keeps the others' conditions
+            if any(s.name in values for s in SPECS[g]):
+                runs = args.runs or sizes[g].get("runs", 1)
+                conditions[g] = f"{date}, {_commit()}: {said}; {runs} run(s)"
         head = {
             "about": "headline figures for bench/check_headlines.py (make bench-check)",
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": _commit(),
-            "conditions": args.conditions
-            or f"{os.cpu_count()} cores; load average {load_before:.1f} at the start, "
-            f"{os.getloadavg()[0]:.1f} at the end; {args.runs} run(s) per group",
+            "conditions": conditions,
             "sizes": sizes,
         }
-        figures = record(specs, values, recorded, head["date"], head["commit"])
+        figures = record(specs, values, recorded, date, _commit())
         save(args.file, head, figures)
         print(f"recorded {len(values)} figures in {args.file}")
     return 2 if failures else (0 if args.record else exit_code(rows))

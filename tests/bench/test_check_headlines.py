@@ -161,10 +161,16 @@ def _check(path: Path, *args: str, slow_ms: int = 0) -> subprocess.CompletedProc
 @pytest.mark.slow
 def test_an_injected_restore_slowdown_fails_the_check(tmp_path: Path) -> None:
     path = tmp_path / "headlines.json"
-    path.write_text(json.dumps({"sizes": {"restore": {"users": 500, "clicks": 2000}}}))
+    path.write_text(json.dumps({"sizes": {"restore": {"users": 1000, "clicks": 5000}}}))
     first = _check(path, "--record")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert json.loads(path.read_text())["figures"]["restore.vs_librdkafka"]["value"] > 0
+    doc = json.loads(path.read_text())
+    assert doc["figures"]["restore.vs_librdkafka"]["value"] > 0
+    # at this tiny size an unslowed rerun moved the ratio by up to 40 % (measured): a 75 %
+    # margin tests the mechanism, not the noise; the slowdown takes ~90 % off the ratio
+    for fig in doc["figures"].values():
+        fig["tolerance_pct"] = 75
+    path.write_text(json.dumps(doc))
 
     slowed = _check(path, slow_ms=400)  # each restored batch waits 0.4 s first
     out = slowed.stdout
