@@ -161,7 +161,7 @@ def _check(path: Path, *args: str, slow_ms: int = 0) -> subprocess.CompletedProc
 @pytest.mark.slow
 def test_an_injected_restore_slowdown_fails_the_check(tmp_path: Path) -> None:
     path = tmp_path / "headlines.json"
-    path.write_text(json.dumps({"sizes": {"restore": {"users": 1000, "clicks": 5000}}}))
+    path.write_text(json.dumps({"sizes": {"restore": {"users": 1000, "clicks": 5000, "runs": 1}}}))
     first = _check(path, "--record")
     assert first.returncode == 0, first.stdout + first.stderr
     doc = json.loads(path.read_text())
