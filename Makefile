@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv bench-venv demo test test-fast lint bench bench-test bench-medians clean kafka
+.PHONY: venv bench-venv demo test test-fast lint bench bench-check bench-test bench-medians clean kafka
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -59,6 +59,15 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/standby_failover.py --keys 2000
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/eos_kill.py --kills 3 --events 5000
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/broker_cpu.py --mb 20 --brokers streamrt
+
+# The headline figures (the demo's deploy gaps, rebalances and restored bytes, the throughput
+# ratio to Quix Streams, the restore ratio to a bare fetch) rerun at a few-minute size and
+# compared with bench/headlines.json; exit 1 when one got worse beyond its tolerance, 2 when a
+# benchmark failed (docs/benchmarks.md, "Checking the headline figures").
+# make bench-check CHECK_ARGS=--record  writes today's values.
+CHECK_ARGS ?=
+bench-check: $(STAMP)
+	$(BIN)/python bench/check_headlines.py $(CHECK_ARGS)
 
 # Every benchmark at a tiny size, completing and verifying its output (tests/bench, marked
 # slow: a few minutes). Quix Streams runs when $(BENCH_VENV) exists, faust and Kafka Streams

@@ -16,7 +16,12 @@ stream thread against a broker subprocess:
     .venv/bin/python bench/runtime_sessions.py --users 20000 --clicks 100000
 
 ``--profile-restore FILE`` records a py-spy profile (raw collapsed stacks, ``--idle``) of this
-process while the restore runs (summarise with ``bench/_profile_top.py``).
+process while the restore runs (summarise with ``bench/_profile_top.py``). ``--json FILE`` also
+writes the figures as JSON (``bench/check_headlines.py`` reads it).
+
+``BENCH_SLOW_RESTORE_MS=N`` sleeps N ms before each restored batch is written (a monkeypatch
+in this harness, never in the runtime): the deliberate slowdown with which
+``tests/bench/test_check_headlines.py`` shows that the headline check flags a slower restore.
 """
 
 from __future__ import annotations
@@ -177,6 +182,19 @@ def fresh_app(bootstrap: str, state_dir: Path):  # type: ignore[no-untyped-def]
     return app
 
 
+def _slow_restore(ms: float) -> None:
+    """BENCH_SLOW_RESTORE_MS: a sleep before each restored batch (see the module docstring)."""
+    from streamrt.state.manager import StateManager
+
+    original = StateManager.restore_batch
+
+    def slow(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(ms / 1000)
+        return original(self, *args, **kwargs)
+
+    StateManager.restore_batch = slow  # type: ignore[method-assign]
+
+
 def wait(predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -208,6 +226,7 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=20000)
     ap.add_argument("--clicks", type=int, default=100000)
     ap.add_argument("--profile-restore", help="py-spy output file for the restore phase")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file as JSON")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
@@ -237,6 +256,8 @@ def main() -> None:
             app.stop()
 
             shutil.rmtree(state)  # lost disk: everything comes back from the changelog
+            if os.environ.get("BENCH_SLOW_RESTORE_MS"):
+                _slow_restore(float(os.environ["BENCH_SLOW_RESTORE_MS"]))
             app = fresh_app(bootstrap, state)
             spy = start_spy(args.profile_restore) if args.profile_restore else None
             if spy is not None:
@@ -295,6 +316,23 @@ def main() -> None:
         f"the bare librdkafka fetch {records / secs / rd_rate:.2f} (wall clock "
         f"{records / wall / rd_rate:.2f})"
     )
+    if args.json:
+        figures = {
+            "users": args.users,
+            "clicks": args.clicks,
+            "baseline_rate": base,
+            "app_rate": rate,
+            "steady_rate": steady,
+            "restored_records": records,
+            "restored_bytes": nbytes,
+            "restore_seconds": secs,
+            "restore_wall_seconds": wall,
+            "bare_aiokafka_rate": fetch_rate,
+            "bare_librdkafka_rate": rd_rate,
+            "restore_vs_bare_aiokafka": records / secs / fetch_rate,
+            "restore_vs_bare_librdkafka": records / secs / rd_rate,
+        }
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
 
 
 if __name__ == "__main__":
