@@ -18,6 +18,7 @@ from pathlib import Path
 import rocksdict
 
 from streamrt.logs import fields
+from streamrt.state.rocksdb_handles import close_handles, flush_in_background
 
 __all__ = ("RocksDBStore",)
 
@@ -74,18 +75,12 @@ class RocksDBStore:
 
     def persist(self) -> None:
         """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        for db in (self._db, self._meta):
-            if db is not None:
-                db.flush(wait=False)
+        flush_in_background(self._db, self._meta)
 
     def close(self) -> None:
         """Close without flushing: unflushed writes are covered by the changelog."""
-        if self._meta is not None:
-            self._meta.close()
-            self._meta = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        close_handles(self._db, self._meta)
+        self._db, self._meta = None, None
         self._pending.clear()
 
     @property

@@ -27,6 +27,7 @@ from typing import Literal
 import rocksdict
 
 from streamrt.logs import fields
+from streamrt.state.rocksdb_handles import close_handles, flush_in_background
 
 __all__ = (
     "SegmentSpec",
@@ -147,18 +148,12 @@ class SegmentedStore:
 
     def persist(self) -> None:
         """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        for db in (self._db, self._meta):
-            if db is not None:
-                db.flush(wait=False)
+        flush_in_background(self._db, self._meta)
 
     def close(self) -> None:
         """Close without flushing: unflushed writes are covered by the changelog."""
-        if self._meta is not None:
-            self._meta.close()
-            self._meta = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        close_handles(self._db, self._meta)
+        self._db, self._meta = None, None
         self._mem, self._mem_offset, self._mem_time = None, None, _NO_TIME
         self._pending.clear()
         self._drop_below, self._drop_staged = None, False
