@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from streamrt.cli_options import add_key_values, parse_key_values
+
 __all__ = ("register",)
 
 
@@ -34,13 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="first broker port (brokers port..port+n-1, controllers the next n; default: free)",
     )
     p.add_argument("--data-dir", type=Path, help="work directory (default: a temporary one)")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a broker config for every node (repeatable)",
-    )
+    add_key_values(p, "--override", "a broker config for every node (repeatable)")
     p.add_argument("--heap", default="320m", help="-Xmx of each JVM (default 320m)")
     p.set_defaults(func=run_kafka)
     r = dev_sub.add_parser(
@@ -61,14 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run_kafka(args: argparse.Namespace) -> int:
     from streamrt.dev.apache_kafka import ApacheKafka, KafkaStartError, KafkaUnavailable
-    from streamrt.errors import ConfigError
 
-    overrides: dict[str, str] = {}
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = value.strip()
+    overrides = parse_key_values(args.override, "--override")
     work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-apache-kafka-"))
     kafka = ApacheKafka(
         args.brokers, work_dir=work, overrides=overrides, port=args.port, heap=args.heap

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from streamrt.cli_options import add_env_default, add_output
 from streamrt.rest.settings import TOKEN_ENV
 
 __all__ = ("register",)
@@ -94,14 +95,10 @@ def _reload(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    default = os.environ.get(_URL_ENV)
-    parser.add_argument(
-        "--url",
-        required=default is None,
-        default=default,
-        help=f"any instance's REST endpoint, e.g. http://web-1:7070 (default: ${_URL_ENV})",
+    add_env_default(
+        parser, "--url", _URL_ENV, "any instance's REST endpoint, e.g. http://web-1:7070"
     )
-    parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_output(parser)
 
 
 def _list(args: argparse.Namespace) -> int:
