@@ -55,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dev.set_defaults(func=lambda _args: dev.print_help() or 2)
 
 
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set: the dev servers run until it is set, then stop."""
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
 def run_kafka(args: argparse.Namespace) -> int:
     from streamrt.dev.apache_kafka import ApacheKafka, KafkaStartError, KafkaUnavailable
 
@@ -63,13 +75,7 @@ def run_kafka(args: argparse.Namespace) -> int:
     kafka = ApacheKafka(
         args.brokers, work_dir=work, overrides=overrides, port=args.port, heap=args.heap
     )
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = _stop_on_signals()
     try:
         kafka.start()
     except (KafkaUnavailable, KafkaStartError) as exc:
@@ -95,13 +101,7 @@ def run_registry(args: argparse.Namespace) -> int:
 
     work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-registry-"))
     registry = ApicurioRegistry(work, port=args.port, heap=args.heap)
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = _stop_on_signals()
     try:
         registry.start()
     except RegistryUnavailable as exc:

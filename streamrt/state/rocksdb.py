@@ -18,7 +18,7 @@ from pathlib import Path
 import rocksdict
 
 from streamrt.logs import fields
-from streamrt.state.rocksdb_handles import close_handles, flush_in_background
+from streamrt.state.rocksdb_handles import RocksHandles
 
 __all__ = ("RocksDBStore",)
 
@@ -36,7 +36,7 @@ def _options() -> rocksdict.Options:
     return options
 
 
-class RocksDBStore:
+class RocksDBStore(RocksHandles):
     """A byte-keyed key-value store backed by RocksDB.
 
     Responsibilities: stage writes; write data + changelog offset in one batch; report the
@@ -73,14 +73,9 @@ class RocksDBStore:
             meta = db.get_column_family(_METADATA_CF)
         self._db, self._meta = db, meta
 
-    def persist(self) -> None:
-        """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        flush_in_background(self._db, self._meta)
-
     def close(self) -> None:
-        """Close without flushing: unflushed writes are covered by the changelog."""
-        close_handles(self._db, self._meta)
-        self._db, self._meta = None, None
+        """Close without flushing (see :class:`RocksHandles`); staged writes are dropped."""
+        self._close_handles()
         self._pending.clear()
 
     @property

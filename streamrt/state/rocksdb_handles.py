@@ -2,27 +2,33 @@
 
 Both open one database with a metadata column family beside it; they persist and close the
 pair alike, so that policy (background flush; close the column family before its database,
-without flushing) lives here once.
+without flushing: unflushed writes are covered by the changelog) lives here once.
 """
 
 from __future__ import annotations
 
 import rocksdict
 
-__all__ = ("close_handles", "flush_in_background")
+__all__ = ("RocksHandles",)
 
 
-def flush_in_background(db: rocksdict.Rdict | None, meta: rocksdict.Rdict | None) -> None:
-    """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-    for handle in (db, meta):
-        if handle is not None:
-            handle.flush(wait=False)
+class RocksHandles:
+    """Mixin for a store holding ``_db`` and its metadata column family ``_meta``."""
 
+    _db: rocksdict.Rdict | None
+    _meta: rocksdict.Rdict | None
 
-def close_handles(db: rocksdict.Rdict | None, meta: rocksdict.Rdict | None) -> None:
-    """Close the metadata column family, then the database: without flushing, since
-    unflushed writes are covered by the changelog. The caller drops its references."""
-    if meta is not None:
-        meta.close()
-    if db is not None:
-        db.close()
+    def persist(self) -> None:
+        """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
+        for handle in (self._db, self._meta):
+            if handle is not None:
+                handle.flush(wait=False)
+
+    def _close_handles(self) -> None:
+        """Close the column family, then the database, without flushing; drop both."""
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None

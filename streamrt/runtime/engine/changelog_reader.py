@@ -17,7 +17,8 @@ __all__ = ("ChangelogReader",)
 
 class ChangelogReader:
     """The restore consumer, the end-offset lister (default: ``consumer``), the thread's name
-    and ``emit(type, **fields)`` for lifecycle events (default: drop them)."""
+    and ``emit(type, **fields)`` for lifecycle events (default: drop them); a subclass sets
+    up its own state in :meth:`_init_state`."""
 
     def __init__(
         self,
@@ -30,3 +31,7 @@ class ChangelogReader:
         self.offsets: EndOffsets = offsets or consumer
         self.thread_name = thread_name
         self.emit = emit or (lambda type_, **kv: None)
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """A subclass's own fields, set at construction (none here)."""

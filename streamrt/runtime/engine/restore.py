@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiokafka.structs import TopicPartition as KafkaTP
 
@@ -20,8 +18,6 @@ from streamrt.logs import fields
 from streamrt.runtime.engine.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import (
     ChangelogBatch,
-    EndOffsets,
-    RestoreConsumer,
     gc_paused,
 )
 from streamrt.state import StateManager, TopicPartition
@@ -51,14 +47,7 @@ class _Pending:
 class ChangelogRestorer(ChangelogReader):
     """Responsibilities: seek the restore consumer, apply changelog batches, report progress."""
 
-    def __init__(
-        self,
-        consumer: RestoreConsumer,
-        thread_name: str,
-        emit: Callable[..., Any] | None = None,
-        offsets: EndOffsets | None = None,
-    ) -> None:
-        super().__init__(consumer, thread_name, emit, offsets)
+    def _init_state(self) -> None:
         self.stats = RestoreStats()
         self._pending: dict[str, _Pending] = {}
         self._state_of: dict[TopicPartition, StateManager] = {}
