@@ -7,11 +7,9 @@ and its dependencies (kafka-streams 4.3.1, the broker's version, with rocksdbjni
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
-from streamrt.dev.maven_libs import maven_lock
+from streamrt.dev import maven_jar
 
 PROJECT = Path(__file__).resolve().parent / "kafka-streams"
 JAR = PROJECT / "target" / "kafka-streams-peer.jar"
@@ -29,38 +27,11 @@ class KafkaStreamsUnavailable(RuntimeError):
     """java/mvn missing or the build failed (e.g. Maven Central unreachable)."""
 
 
-def _stale() -> bool:
-    if not JAR.exists():
-        return True
-    built = JAR.stat().st_mtime
-    sources = [PROJECT / "pom.xml", *PROJECT.rglob("src/**/*.java")]
-    return any(p.stat().st_mtime > built for p in sources)
-
-
 def ensure_jar(timeout: float = 900.0) -> Path:
     """The built jar; builds it (Maven downloads on first use) if missing or stale."""
-    if not _stale():
-        return JAR
-    missing = [t for t in ("java", "mvn") if shutil.which(t) is None]
-    if missing:
-        raise KafkaStreamsUnavailable(f"the Kafka Streams peer needs {' and '.join(missing)}")
-    with maven_lock():  # another test session may be building it right now
-        if not _stale():
-            return JAR
-        done = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    if done.returncode != 0 or not JAR.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
-        raise KafkaStreamsUnavailable(
-            f"building {PROJECT} failed (mvn exit {done.returncode}; Maven Central "
-            f"unreachable?):\n{tail}"
-        )
-    return JAR
+    return maven_jar.ensure_jar(
+        PROJECT, JAR, "the Kafka Streams peer", KafkaStreamsUnavailable, timeout
+    )
 
 
 def command(mode: str, *args: str) -> list[str]:

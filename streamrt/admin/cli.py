@@ -12,12 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from streamrt.admin.client import AdminClient
 from streamrt.admin.models import ConfigEntry, GroupDescription, NewTopic, TopicDescription
+from streamrt.cli_options import (
+    add_bootstrap_server,
+    add_command_config,
+    add_key_values,
+    add_output,
+    parse_key_values,
+)
 from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = ("register",)
@@ -34,23 +40,9 @@ def register(subparsers: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    default = os.environ.get(_BOOTSTRAP_ENV)
-    parser.add_argument(
-        "--bootstrap-server",
-        required=default is None,
-        default=default,
-        metavar="HOST:PORT[,HOST:PORT]",
-        help=f"brokers to bootstrap from (default: ${_BOOTSTRAP_ENV})",
-    )
-    parser.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="Kafka client properties for the admin connection: security.protocol, ssl.*, "
-        "sasl.mechanism, sasl.jaas.config (as kafka-*.sh --command-config)",
-    )
-    parser.add_argument(
-        "--output", choices=("text", "json"), default="text", help="text tables or one JSON doc"
-    )
+    add_bootstrap_server(parser, "brokers to bootstrap from", env=_BOOTSTRAP_ENV)
+    add_command_config(parser, "the admin connection")
+    add_output(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -134,13 +126,7 @@ def _register_topics(subparsers: Any) -> None:
     p.add_argument("--topic", required=True)
     p.add_argument("--partitions", type=int, default=-1, help="default: the broker's")
     p.add_argument("--replication-factor", type=int, default=-1, help="default: the broker's")
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="topic config override, e.g. cleanup.policy=compact (repeatable)",
-    )
+    add_key_values(p, "--config", "topic config override, e.g. cleanup.policy=compact (repeatable)")
     p.add_argument("--if-not-exists", action="store_true", help="succeed if it exists")
     p.set_defaults(func=_topics_create)
 
@@ -300,19 +286,12 @@ def _topics_list(args: argparse.Namespace) -> int:
     return _run(args, op)
 
 
-def _parse_configs(items: Sequence[str]) -> dict[str, str]:
-    configs: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--config {item!r} is not NAME=VALUE")
-        configs[name.strip()] = value.strip()
-    return configs
-
-
 def _topics_create(args: argparse.Namespace) -> int:
     topic = NewTopic(
-        args.topic, args.partitions, args.replication_factor, _parse_configs(args.config)
+        args.topic,
+        args.partitions,
+        args.replication_factor,
+        parse_key_values(args.config, "--config"),
     )
 
     async def op(admin: AdminClient) -> int:

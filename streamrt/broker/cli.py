@@ -9,7 +9,7 @@ from pathlib import Path
 
 from streamrt.broker.broker import Broker
 from streamrt.broker.config import BROKER_CONFIGS, BrokerConfig, load_properties
-from streamrt.errors import ConfigError
+from streamrt.cli_options import add_key_values, parse_key_values
 
 __all__ = ("register",)
 
@@ -32,12 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--data-dir", type=Path, default=Path("state/broker"), help="log directory")
     p.add_argument("--config-file", type=Path, help="a Kafka-style server.properties file")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a broker config, e.g. --override num.partitions=8 (repeatable)",
+    add_key_values(
+        p, "--override", "set a broker config, e.g. --override num.partitions=8 (repeatable)"
     )
     p.add_argument(
         "--fsync",
@@ -85,11 +81,7 @@ def parse_config(args: argparse.Namespace) -> BrokerConfig:
     values: dict[str, str] = {}
     if args.config_file:
         values.update(load_properties(args.config_file))
-    for item in args.override:
-        if "=" not in item:
-            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        values[key.strip()] = value.strip()
+    values.update(parse_key_values(args.override, "--override"))
     if args.fsync:
         values["streamrt.log.fsync"] = args.fsync
     if getattr(args, "listener", None):

@@ -19,6 +19,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from streamrt.cli_options import (
+    add_bootstrap_server,
+    add_command_config,
+    add_key_values,
+    parse_key_values,
+)
 from streamrt.client_config import ClientConfig
 from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.processes import (
@@ -46,13 +52,8 @@ def register(subparsers: Any) -> None:
         "target", help="MODULE:ATTR of an App object, e.g. streamrt.examples.sessions:app"
     )
     p.add_argument("--application-id", required=True, help="application.id of the app")
-    p.add_argument("--bootstrap-server", required=True, help="bootstrap.servers")
-    p.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="Kafka client properties for the driver and every instance: security.protocol, "
-        "ssl.*, sasl.mechanism, sasl.jaas.config (as kafka-*.sh --command-config)",
-    )
+    add_bootstrap_server(p)
+    add_command_config(p, "the driver and every instance")
     p.add_argument("--instances", type=int, default=3, help="instances to run (default 3)")
     p.add_argument("--threads", type=int, default=2, help="num.stream.threads (default 2)")
     p.add_argument("--state-dir", type=Path, default=Path("state"), help="base state dir")
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
         "the old one, which hands over its partitions and state once the new one has started "
         "up (needs static membership and the same state dir: same host)",
     )
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    add_key_values(p, "--config", "an app config for every instance (repeatable)")
     p.add_argument("--timeline-json", type=Path, help="write the timeline and counts here")
     p.add_argument("--keep-running", action="store_true", help="leave instances up until ^C")
     p.add_argument("--timeout", type=float, default=300.0, help="readiness timeout, seconds")
@@ -121,7 +122,7 @@ def _say(msg: str) -> None:
 
 def _specs(args: argparse.Namespace, client_file: Path | None) -> list[InstanceSpec]:
     """One spec per instance: ``instance-<n>``, its own state dir and log."""
-    settings = dict(item.split("=", 1) for item in args.config)
+    settings = parse_key_values(args.config, "--config")
     settings["application.id"] = args.application_id
     return [
         InstanceSpec(

@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from streamrt.cli_options import add_key_values, parse_key_values
+
 __all__ = ("register",)
 
 
@@ -34,13 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="first broker port (brokers port..port+n-1, controllers the next n; default: free)",
     )
     p.add_argument("--data-dir", type=Path, help="work directory (default: a temporary one)")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a broker config for every node (repeatable)",
-    )
+    add_key_values(p, "--override", "a broker config for every node (repeatable)")
     p.add_argument("--heap", default="320m", help="-Xmx of each JVM (default 320m)")
     p.set_defaults(func=run_kafka)
     r = dev_sub.add_parser(
@@ -59,20 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dev.set_defaults(func=lambda _args: dev.print_help() or 2)
 
 
-def run_kafka(args: argparse.Namespace) -> int:
-    from streamrt.dev.apache_kafka import ApacheKafka, KafkaStartError, KafkaUnavailable
-    from streamrt.errors import ConfigError
-
-    overrides: dict[str, str] = {}
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
-        overrides[key.strip()] = value.strip()
-    work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-apache-kafka-"))
-    kafka = ApacheKafka(
-        args.brokers, work_dir=work, overrides=overrides, port=args.port, heap=args.heap
-    )
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set: the dev servers run until it is set, then stop."""
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: Any) -> None:
@@ -80,6 +64,18 @@ def run_kafka(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+def run_kafka(args: argparse.Namespace) -> int:
+    from streamrt.dev.apache_kafka import ApacheKafka, KafkaStartError, KafkaUnavailable
+
+    overrides = parse_key_values(args.override, "--override")
+    work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-apache-kafka-"))
+    kafka = ApacheKafka(
+        args.brokers, work_dir=work, overrides=overrides, port=args.port, heap=args.heap
+    )
+    stop = _stop_on_signals()
     try:
         kafka.start()
     except (KafkaUnavailable, KafkaStartError) as exc:
@@ -105,13 +101,7 @@ def run_registry(args: argparse.Namespace) -> int:
 
     work = args.data_dir or Path(tempfile.mkdtemp(prefix="streamrt-registry-"))
     registry = ApicurioRegistry(work, port=args.port, heap=args.heap)
-    stop = threading.Event()
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = _stop_on_signals()
     try:
         registry.start()
     except RegistryUnavailable as exc:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from streamrt.cli_options import add_env_default, add_output
 from streamrt.rest.settings import TOKEN_ENV
 
 __all__ = ("register",)
@@ -75,17 +76,32 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_reload)
 
 
-def _reload(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get(TOKEN_ENV)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+def _call(
+    args: argparse.Namespace, method: str, path: str, ok: int, **kwargs: Any
+) -> dict[str, Any] | int:
+    """The JSON body of ``method`` on ``--url`` + ``path`` if it answers ``ok`` (with the
+    bearer token when the command takes one); else the error is printed and its exit code
+    returned."""
+    headers: dict[str, str] = {}
+    if "token" in args:  # the commands that change something take --token
+        token = args.token or os.environ.get(TOKEN_ENV)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
     try:
-        response = httpx.post(f"{args.url.rstrip('/')}/v1/reload", headers=headers, timeout=30)
+        response = httpx.request(method, f"{args.url.rstrip('/')}{path}", headers=headers, **kwargs)
     except httpx.HTTPError as exc:
         print(f"error: {args.url}: {exc!r}", file=sys.stderr)
         return EXIT_FAILED
-    if response.status_code != 202:
+    if response.status_code != ok:
         return _http_error(response)
-    body = response.json()
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _reload(args: argparse.Namespace) -> int:
+    body = _call(args, "POST", "/v1/reload", 202, timeout=30)
+    if isinstance(body, int):
+        return body
     if args.output == "json":
         print(json.dumps(body, indent=2))
     else:
@@ -94,25 +110,16 @@ def _reload(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    default = os.environ.get(_URL_ENV)
-    parser.add_argument(
-        "--url",
-        required=default is None,
-        default=default,
-        help=f"any instance's REST endpoint, e.g. http://web-1:7070 (default: ${_URL_ENV})",
+    add_env_default(
+        parser, "--url", _URL_ENV, "any instance's REST endpoint, e.g. http://web-1:7070"
     )
-    parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_output(parser)
 
 
 def _list(args: argparse.Namespace) -> int:
-    try:
-        response = httpx.get(f"{args.url.rstrip('/')}/v1/instances", timeout=30)
-    except httpx.HTTPError as exc:
-        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
-        return EXIT_FAILED
-    if response.status_code != 200:
-        return _http_error(response)
-    body = response.json()
+    body = _call(args, "GET", "/v1/instances", 200, timeout=30)
+    if isinstance(body, int):
+        return body
     if args.output == "json":
         print(json.dumps(body, indent=2))
         return EXIT_OK
@@ -129,21 +136,9 @@ def _remove(args: argparse.Namespace) -> int:
     if not ids:
         print("error: give --instance or --group-instance-id", file=sys.stderr)
         return 2
-    token = args.token or os.environ.get(TOKEN_ENV)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.post(
-            f"{args.url.rstrip('/')}/v1/members:remove",
-            json={"instance_ids": ids},
-            headers=headers,
-            timeout=60,
-        )
-    except httpx.HTTPError as exc:
-        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
-        return EXIT_FAILED
-    if response.status_code != 200:
-        return _http_error(response)
-    body = response.json()
+    body = _call(args, "POST", "/v1/members:remove", 200, json={"instance_ids": ids}, timeout=60)
+    if isinstance(body, int):
+        return body
     results = body["results"]
     if args.output == "json":
         print(json.dumps(body, indent=2))

@@ -169,7 +169,43 @@ class RegistrySerde:
             ) from exc
 
 
-class AvroSerde(RegistrySerde):
+ToDict = Callable[[Any, SerializationContext], dict[str, Any]]
+FromDict = Callable[[dict[str, Any], SerializationContext], Any]
+
+
+class _DictSchemaSerde(RegistrySerde):
+    """What Avro and JSON Schema share: a schema string (needed to serialize) and the
+    ``to_dict``/``from_dict`` object mappers; each subclass builds its codecs."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        schema: str | None = None,
+        *,
+        to_dict: ToDict | None = None,
+        from_dict: FromDict | None = None,
+        topic: str | None = None,
+        is_key: bool = False,
+    ) -> None:
+        name = type(self).__name__
+        make_ser, de = self._codec_factories(schema, to_dict, from_dict)
+
+        def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
+            if schema is None:
+                raise ConfigError(f"{name} needs a schema to serialize")
+            return make_ser(client, s, key)
+
+        super().__init__(config, ser, de, topic=topic, is_key=is_key)
+
+    @staticmethod
+    def _codec_factories(
+        schema: str | None, to_dict: ToDict | None, from_dict: FromDict | None
+    ) -> tuple[CodecFactory, CodecFactory]:
+        """The serializer factory (called only with a schema) and the deserializer factory."""
+        raise NotImplementedError
+
+
+class AvroSerde(_DictSchemaSerde):
     """Avro records (dicts) via fastavro.
 
     ``schema`` is the writer schema when serializing and the reader schema when deserializing
@@ -177,21 +213,13 @@ class AvroSerde(RegistrySerde):
     ``use.latest.version=true``). ``to_dict``/``from_dict`` map objects to and from dicts.
     """
 
-    def __init__(
-        self,
-        config: Mapping[str, Any],
-        schema: str | None = None,
-        *,
-        to_dict: Callable[[Any, SerializationContext], dict[str, Any]] | None = None,
-        from_dict: Callable[[dict[str, Any], SerializationContext], Any] | None = None,
-        topic: str | None = None,
-        is_key: bool = False,
-    ) -> None:
+    @staticmethod
+    def _codec_factories(
+        schema: str | None, to_dict: ToDict | None, from_dict: FromDict | None
+    ) -> tuple[CodecFactory, CodecFactory]:
         from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 
         def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
-            if schema is None:
-                raise ConfigError("AvroSerde needs a schema to serialize")
             codec: Codec = AvroSerializer(client, schema, to_dict, s.serializer_conf(key))
             return codec
 
@@ -201,27 +229,19 @@ class AvroSerde(RegistrySerde):
             )
             return codec
 
-        super().__init__(config, ser, de, topic=topic, is_key=is_key)
+        return ser, de
 
 
-class JsonSchemaSerde(RegistrySerde):
+class JsonSchemaSerde(_DictSchemaSerde):
     """JSON documents validated against a JSON Schema (``schema``, a JSON string)."""
 
-    def __init__(
-        self,
-        config: Mapping[str, Any],
-        schema: str | None = None,
-        *,
-        to_dict: Callable[[Any, SerializationContext], dict[str, Any]] | None = None,
-        from_dict: Callable[[dict[str, Any], SerializationContext], Any] | None = None,
-        topic: str | None = None,
-        is_key: bool = False,
-    ) -> None:
+    @staticmethod
+    def _codec_factories(
+        schema: str | None, to_dict: ToDict | None, from_dict: FromDict | None
+    ) -> tuple[CodecFactory, CodecFactory]:
         from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 
         def ser(client: SchemaRegistryClient, s: RegistrySettings, key: bool) -> Codec:
-            if schema is None:
-                raise ConfigError("JsonSchemaSerde needs a schema to serialize")
             codec: Codec = JSONSerializer(schema, client, to_dict, s.serializer_conf(key))
             return codec
 
@@ -229,7 +249,7 @@ class JsonSchemaSerde(RegistrySerde):
             codec: Codec = JSONDeserializer(schema, from_dict, client, s.deserializer_conf(key))
             return codec
 
-        super().__init__(config, ser, de, topic=topic, is_key=is_key)
+        return ser, de
 
 
 class ProtobufSerde(RegistrySerde):

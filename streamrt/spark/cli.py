@@ -9,6 +9,8 @@ import argparse
 import json
 from typing import Any
 
+from streamrt.cli_options import add_bootstrap_server
+
 __all__ = ("register",)
 
 _COLUMNS = (
@@ -31,7 +33,7 @@ def register(subparsers: Any) -> None:
     stats = reports.add_parser(
         "topic-stats", help="per-partition counts, offset and time ranges of a topic"
     )
-    stats.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    add_bootstrap_server(stats, "host:port of a broker")
     stats.add_argument("--topic", required=True)
     stats.add_argument("--master", default=None, help="Spark master (default local[2])")
     stats.add_argument("--json", action="store_true", help="print one JSON object per line")
@@ -40,7 +42,7 @@ def register(subparsers: Any) -> None:
     deploy = reports.add_parser(
         "deploy", help="rebalances, gaps, restores and downtime of a deploy, from its events"
     )
-    deploy.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    add_bootstrap_server(deploy, "host:port of a broker")
     deploy.add_argument("--application-id", required=True, help="reads <application.id>-events")
     deploy.add_argument("--out", required=True, help="directory for Parquet, Markdown, HTML, PNG")
     deploy.add_argument("--from", dest="from_ts", type=float, default=None, help="epoch seconds")
@@ -51,7 +53,7 @@ def register(subparsers: Any) -> None:
     verify = reports.add_parser(
         "verify", help="recompute the sessions app's profiles and compare them with its output"
     )
-    verify.add_argument("--bootstrap-server", required=True, help="host:port of a broker")
+    add_bootstrap_server(verify, "host:port of a broker")
     verify.add_argument("--application-id", default="sessions", help="for the report's title")
     verify.add_argument("--input-topic", default="clicks")
     verify.add_argument("--output-topic", default="session-profiles")

@@ -18,6 +18,7 @@ from pathlib import Path
 import rocksdict
 
 from streamrt.logs import fields
+from streamrt.state.rocksdb_handles import RocksHandles
 
 __all__ = ("RocksDBStore",)
 
@@ -35,7 +36,7 @@ def _options() -> rocksdict.Options:
     return options
 
 
-class RocksDBStore:
+class RocksDBStore(RocksHandles):
     """A byte-keyed key-value store backed by RocksDB.
 
     Responsibilities: stage writes; write data + changelog offset in one batch; report the
@@ -72,20 +73,9 @@ class RocksDBStore:
             meta = db.get_column_family(_METADATA_CF)
         self._db, self._meta = db, meta
 
-    def persist(self) -> None:
-        """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        for db in (self._db, self._meta):
-            if db is not None:
-                db.flush(wait=False)
-
     def close(self) -> None:
-        """Close without flushing: unflushed writes are covered by the changelog."""
-        if self._meta is not None:
-            self._meta.close()
-            self._meta = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Close without flushing (see :class:`RocksHandles`); staged writes are dropped."""
+        self._close_handles()
         self._pending.clear()
 
     @property

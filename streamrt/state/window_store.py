@@ -27,6 +27,7 @@ from typing import Literal
 import rocksdict
 
 from streamrt.logs import fields
+from streamrt.state.rocksdb_handles import RocksHandles
 
 __all__ = (
     "SegmentSpec",
@@ -87,7 +88,7 @@ def split_window_key(store_key: bytes) -> tuple[bytes, int, int]:
     return store_key[:-16], start, end
 
 
-class SegmentedStore:
+class SegmentedStore(RocksHandles):
     """A segmented bytes store (RocksDB or in memory) implementing the KeyValueStore protocol
     plus time-range fetches; see the module docstring for layout and expiry."""
 
@@ -145,20 +146,9 @@ class SegmentedStore:
             meta = db.create_column_family(_META_CF, _options())
         self._db, self._meta = db, meta
 
-    def persist(self) -> None:
-        """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        for db in (self._db, self._meta):
-            if db is not None:
-                db.flush(wait=False)
-
     def close(self) -> None:
-        """Close without flushing: unflushed writes are covered by the changelog."""
-        if self._meta is not None:
-            self._meta.close()
-            self._meta = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Close without flushing (see :class:`RocksHandles`); staged writes are dropped."""
+        self._close_handles()
         self._mem, self._mem_offset, self._mem_time = None, None, _NO_TIME
         self._pending.clear()
         self._drop_below, self._drop_staged = None, False

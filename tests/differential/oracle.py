@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
-from streamrt.dev.maven_libs import maven_lock
+from streamrt.dev import maven_jar
 from tests.differential.streamrt_side import Event
 
 PROJECT = Path(__file__).resolve().parent / "runner"
@@ -30,39 +30,13 @@ class OracleUnavailable(RuntimeError):
     """java/mvn missing, or the build failed (e.g. Maven Central unreachable)."""
 
 
-def _stale() -> bool:
-    if not JAR.exists():
-        return True
-    built = JAR.stat().st_mtime
-    sources = [PROJECT / "pom.xml", *PROJECT.rglob("src/**/*.java")]
-    return any(p.stat().st_mtime > built for p in sources)
-
-
 def ensure_jar(timeout: float = 900.0) -> Path:
     """The runner's jar, built with Maven if missing or older than its sources."""
     if shutil.which("java") is None:
         raise OracleUnavailable("the Kafka Streams oracle needs java (17 or newer)")
-    if not _stale():
-        return JAR
-    if shutil.which("mvn") is None:
-        raise OracleUnavailable("building the Kafka Streams oracle needs mvn")
-    with maven_lock():  # another test session may be building it right now
-        if not _stale():
-            return JAR
-        done = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    if done.returncode != 0 or not JAR.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-12:])
-        raise OracleUnavailable(
-            f"building {PROJECT} failed (mvn exit {done.returncode}; Maven Central "
-            f"unreachable?):\n{tail}"
-        )
-    return JAR
+    return maven_jar.ensure_jar(
+        PROJECT, JAR, "the Kafka Streams oracle", OracleUnavailable, timeout
+    )
 
 
 def _event(line: dict[str, Any]) -> Event:

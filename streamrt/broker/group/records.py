@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import struct
 
+from streamrt.broker.coordination.record_reader import RecordReader
+
 __all__ = (
     "CoordinatorRecord",
     "GroupMetadataKey",
@@ -130,64 +132,6 @@ class _Writer:
         return b"".join(self.parts)
 
 
-class _Reader:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 2
-        self.version: int = struct.unpack_from(">h", buf, 0)[0]
-        self.flexible = False
-
-    def _unpack(self, fmt: str, size: int) -> int:
-        (v,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += size
-        return int(v)
-
-    def int16(self) -> int:
-        return self._unpack(">h", 2)
-
-    def int32(self) -> int:
-        return self._unpack(">i", 4)
-
-    def int64(self) -> int:
-        return self._unpack(">q", 8)
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-
-    def _take(self, n: int) -> bytes:
-        raw = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return raw
-
-    def nullable_string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.int16()
-        return None if n < 0 else self._take(n).decode()
-
-    def string(self) -> str:
-        return self.nullable_string() or ""
-
-    def bytes_(self) -> bytes:
-        n = self.uvarint() - 1 if self.flexible else self.int32()
-        return b"" if n < 0 else self._take(n)
-
-    def array_length(self) -> int:
-        return self.uvarint() - 1 if self.flexible else self.int32()
-
-    def skip_tagged_fields(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.pos += self.uvarint()
-
-
 def _group_key(group_id: str) -> bytes:
     w = _Writer(2)
     w.string(group_id)
@@ -271,7 +215,7 @@ def offset_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRe
 
 def decode_key(key: bytes) -> GroupMetadataKey | OffsetCommitKey | None:
     """``None`` for key versions we do not know (e.g. KIP-848 consumer-group records)."""
-    r = _Reader(key)
+    r = RecordReader(key)
     if r.version in (0, 1):
         return OffsetCommitKey(r.string(), r.string(), r.int32())
     if r.version == 2:
@@ -282,14 +226,14 @@ def decode_key(key: bytes) -> GroupMetadataKey | OffsetCommitKey | None:
 def decode_value(
     key: GroupMetadataKey | OffsetCommitKey, value: bytes
 ) -> GroupMetadataValue | OffsetCommitValue:
-    r = _Reader(value)
+    r = RecordReader(value)
     r.flexible = r.version >= 4
     if isinstance(key, OffsetCommitKey):
         return _read_offset_value(r)
     return _read_group_value(r)
 
 
-def _read_offset_value(r: _Reader) -> OffsetCommitValue:
+def _read_offset_value(r: RecordReader) -> OffsetCommitValue:
     offset = r.int64()
     leader_epoch = r.int32() if r.version >= 3 else -1
     metadata = r.string()
@@ -299,7 +243,7 @@ def _read_offset_value(r: _Reader) -> OffsetCommitValue:
     return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
 
 
-def _read_group_value(r: _Reader) -> GroupMetadataValue:
+def _read_group_value(r: RecordReader) -> GroupMetadataValue:
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()

@@ -17,12 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.coordination.appender import append_records
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
-from streamrt.broker.coordination.loader import replay_partition
+from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
-from streamrt.broker.coordination.timer import TimerWorker
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
@@ -75,73 +73,49 @@ class GroupCoordinatorService:
         self._logs = logs
         self._clock = clock
         self._append_off_loop = config["streamrt.log.fsync"] == "always"
-        self._partitions: int = config["offsets.topic.num.partitions"]
-        self._lock = asyncio.Lock()
-        self._state = "loading"
-        self._timers = TimerWorker(
-            "group-coordinator", self._lock, self._on_timer, lambda: self._state != "stopped"
+        partitions: int = config["offsets.topic.num.partitions"]
+        self._core = CoordinatorCore(
+            "group-coordinator", logs, CONSUMER_OFFSETS, partitions, clock, self._on_timer
         )
         self.coordinator = GroupCoordinator(
             GroupConfig.from_broker(config),
             self._clock,
-            self._timers.timer,
-            partition_exists=self._partition_exists,
+            self._core.timer,
+            partition_exists=self._core.partition_exists,
         )
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        topics = self._logs.topics()
-        if CONSUMER_OFFSETS not in topics:
-            self._logs.create_topic(
-                CONSUMER_OFFSETS,
-                self._partitions,
-                {"cleanup.policy": "compact"},
-                internal=True,
-            )
-        else:
-            self._partitions = topics[CONSUMER_OFFSETS].num_partitions
-        loaded = skipped = 0
-        async with self._lock:
-            for partition in range(self._partitions):
-                stats = replay_partition(
-                    self._logs.log(CONSUMER_OFFSETS, partition),
-                    (CONSUMER_OFFSETS, partition),
-                    self.coordinator.replay_bytes,
-                    self._replay_marker,
-                )
-                loaded, skipped = loaded + stats.loaded, skipped + stats.skipped
-            self._timers.start()
-            await self._apply(self.coordinator.on_loaded())
-            self._state = "active"
+        self._core.ensure_topic()
+        stats, _ = await self._core.load(
+            self.coordinator.replay_bytes,
+            lambda: self._apply(self.coordinator.on_loaded()),
+            self._replay_marker,
+        )
         logger.info(
             "group coordinator loaded",
-            extra=fields(records=loaded, skipped=skipped, groups=len(self.coordinator.groups)),
+            extra=fields(
+                records=stats.loaded, skipped=stats.skipped, groups=len(self.coordinator.groups)
+            ),
         )
 
     async def stop(self) -> None:
-        async with self._lock:
-            self._state = "stopped"
-            await self._apply(self.coordinator.unload())
-        await self._timers.stop()
+        await self._core.stop(lambda: self._apply(self.coordinator.unload()))
 
     # -- requests ---------------------------------------------------------------------------
 
     async def handle(self, ctx: Any, request: Any) -> Any:
         """The kio response for ``ctx.api_version``; awaits while JoinGroup/SyncGroup is parked."""
-        if self._state != "active":
-            if self._state == "loading" and ctx.api_key == ApiKey.HEARTBEAT:
+        code = self._core.unavailable()
+        if code is not None:
+            if code == ErrorCode.coordinator_load_in_progress and ctx.api_key == ApiKey.HEARTBEAT:
                 # Kafka answers a heartbeat during load blindly (NONE): the member's session
                 # timer restarts at load anyway, and it must not rejoin because of the load.
                 return error_response(ctx, request, ErrorCode.none)
-            code = (
-                ErrorCode.coordinator_load_in_progress
-                if self._state == "loading"
-                else ErrorCode.not_coordinator
-            )
             return error_response(ctx, request, code)
         reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        async with self._lock:
+        async with self._core.lock:
             try:
                 result = self.coordinator.step(lambda: self._dispatch(ctx, request, reply))
             except KafkaError as exc:
@@ -171,7 +145,7 @@ class GroupCoordinatorService:
     ) -> None:
         """The transaction coordinator's marker for ``__consumer_offsets``: written under this
         coordinator's lock, then the producer's pending offsets are committed or dropped."""
-        async with self._lock:
+        async with self._core.lock:
             log = self._logs.log(CONSUMER_OFFSETS, partition)
             log.append_marker(producer_id, epoch, commit, coordinator_epoch, self._clock.now_ms())
             self.coordinator.complete_txn(producer_id, commit)
@@ -239,15 +213,7 @@ class GroupCoordinatorService:
         Runs on a worker thread when every append fsyncs; the service's lock is held meanwhile,
         so no other step touches the coordinator or these partitions.
         """
-        return append_records(
-            self._logs,
-            CONSUMER_OFFSETS,
-            self._partitions,
-            records,
-            lambda r: r.group_id,
-            self._clock.now_ms(),
-            producer=producer,
-        )
+        return self._core.append(records, lambda r: r.group_id, producer)
 
     # -- timers -----------------------------------------------------------------------------
 
@@ -257,10 +223,6 @@ class GroupCoordinatorService:
             await self._apply(result)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _partition_exists(self, topic: str, partition: int) -> bool:
-        info = self._logs.topics().get(topic)
-        return info is not None and 0 <= partition < info.num_partitions
 
     def group_metrics(self) -> list[GroupMetrics]:
         out = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 
+from streamrt.broker.coordination.record_reader import RecordReader
 from streamrt.broker.txn.state import TxnState
 
 __all__ = (
@@ -82,46 +83,6 @@ def encode_value(value: TransactionLogValue) -> bytes:
     return b"".join(parts)
 
 
-class _Reader:
-    """Kafka primitives; ``flexible`` (value v1) reads compact strings/arrays and tagged fields."""
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 2
-        self.version: int = struct.unpack_from(">h", buf, 0)[0]
-        self.flexible = False
-
-    def unpack(self, fmt: str) -> int:
-        (v,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(v)
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-
-    def string(self) -> str:
-        n = self.uvarint() - 1 if self.flexible else self.unpack(">h")
-        raw = self.buf[self.pos : self.pos + max(n, 0)]
-        self.pos += max(n, 0)
-        return raw.decode()
-
-    def array_length(self) -> int:
-        return self.uvarint() - 1 if self.flexible else self.unpack(">i")
-
-    def skip_tagged_fields(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.pos += self.uvarint()
-
-
 def txn_record(transactional_id: str, value: TransactionLogValue) -> TxnRecord:
     return TxnRecord(_key(transactional_id), encode_value(value), transactional_id)
 
@@ -133,32 +94,32 @@ def txn_tombstone(transactional_id: str) -> TxnRecord:
 
 def decode_key(key: bytes) -> str | None:
     """The transactional id; ``None`` for a key version this broker does not know."""
-    r = _Reader(key)
+    r = RecordReader(key)
     if r.version != KEY_VERSION:
         return None
     return r.string()
 
 
 def decode_value(value: bytes) -> TransactionLogValue:
-    r = _Reader(value)
+    r = RecordReader(value)
     if r.version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {r.version}")
     r.flexible = r.version >= 1
-    producer_id = r.unpack(">q")
-    producer_epoch = r.unpack(">h")
-    timeout_ms = r.unpack(">i")
-    state = TxnState(r.unpack(">b"))
+    producer_id = r.int64()
+    producer_epoch = r.int16()
+    timeout_ms = r.int32()
+    state = TxnState(r.int8())
     n = r.array_length()
     partitions: tuple[TopicPartition, ...] | None = None
     if n >= 0:
         out: list[TopicPartition] = []
         for _ in range(n):
             topic = r.string()
-            out.extend((topic, r.unpack(">i")) for _ in range(r.array_length()))
+            out.extend((topic, r.int32()) for _ in range(r.array_length()))
             r.skip_tagged_fields()
         partitions = tuple(out)
-    last_update_ms = r.unpack(">q")
-    start_ms = r.unpack(">q")
+    last_update_ms = r.int64()
+    start_ms = r.int64()
     r.skip_tagged_fields()
     return TransactionLogValue(
         producer_id, producer_epoch, timeout_ms, state, partitions, last_update_ms, start_ms

@@ -17,11 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.coordination.appender import append_records
 from streamrt.broker.coordination.appender import map_txn_append_error as map_append_error
-from streamrt.broker.coordination.loader import replay_partition
+from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.partitioning import partition_for
-from streamrt.broker.coordination.timer import TimerWorker
 from streamrt.broker.group.service import CONSUMER_OFFSETS
 from streamrt.broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from streamrt.broker.txn.records import TopicPartition, TxnRecord
@@ -64,19 +62,17 @@ class TransactionCoordinatorService:
         self._clock = clock
         self._groups = groups
         self._on_markers = on_markers
-        self._partitions: int = config["transaction.state.log.num.partitions"]
+        partitions: int = config["transaction.state.log.num.partitions"]
         self._offsets_partitions: int = config["offsets.topic.num.partitions"]
-        self._lock = asyncio.Lock()
-        self._state = "loading"
-        self._timers = TimerWorker(
-            "txn-coordinator", self._lock, self._on_timer, lambda: self._state != "stopped"
+        self._core = CoordinatorCore(
+            "txn-coordinator", logs, TRANSACTION_STATE, partitions, clock, self._on_timer
         )
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_broker(config),
             clock,
-            self._timers.timer,
+            self._core.timer,
             allocate_producer_id=logs.allocate_producer_id,
-            partition_exists=self._partition_exists,
+            partition_exists=self._core.partition_exists,
             offsets_partition=self._offsets_partition,
         )
         self._marker_tasks: set[asyncio.Task[None]] = set()
@@ -84,42 +80,29 @@ class TransactionCoordinatorService:
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        topics = self._logs.topics()
-        if TRANSACTION_STATE not in topics:
-            self._logs.create_topic(
-                TRANSACTION_STATE, self._partitions, {"cleanup.policy": "compact"}, internal=True
-            )
-        else:
-            self._partitions = topics[TRANSACTION_STATE].num_partitions
+        topics = self._core.ensure_topic()
         if CONSUMER_OFFSETS in topics:
             self._offsets_partitions = topics[CONSUMER_OFFSETS].num_partitions
-        loaded = skipped = 0
-        async with self._lock:
-            for partition in range(self._partitions):
-                stats = replay_partition(
-                    self._logs.log(TRANSACTION_STATE, partition),
-                    (TRANSACTION_STATE, partition),
-                    lambda key, value, _pid: self.coordinator.replay_bytes(key, value),
-                )
-                loaded, skipped = loaded + stats.loaded, skipped + stats.skipped
-            self._timers.start()
-            _, markers = self._apply(self.coordinator.on_loaded())
-            self._state = "active"
+
+        async def on_loaded() -> list[TxnMarkers]:
+            return self._apply(self.coordinator.on_loaded())[1]
+
+        stats, markers = await self._core.load(
+            lambda key, value, _pid: self.coordinator.replay_bytes(key, value), on_loaded
+        )
         self._spawn_markers(markers)
         logger.info(
             "transaction coordinator loaded",
             extra=fields(
-                records=loaded,
-                skipped=skipped,
+                records=stats.loaded,
+                skipped=stats.skipped,
                 transactions=len(self.coordinator.transactions),
                 resumed=len(markers),
             ),
         )
 
     async def stop(self) -> None:
-        async with self._lock:
-            self._state = "stopped"
-        await self._timers.stop()
+        await self._core.stop()
         tasks = list(self._marker_tasks)
         for task in tasks:
             task.cancel()
@@ -131,12 +114,8 @@ class TransactionCoordinatorService:
     async def handle(self, ctx: Any, request: Any) -> Any:
         """The kio response for ``ctx.api_version``; markers of a decided transaction are
         written after it is answered."""
-        if self._state != "active":
-            code = (
-                ErrorCode.coordinator_load_in_progress
-                if self._state == "loading"
-                else ErrorCode.not_coordinator
-            )
+        code = self._core.unavailable()
+        if code is not None:
             return error_response(ctx, request, code)
         c = self.coordinator
         handlers: dict[int, Callable[[], TxnResult]] = {
@@ -150,7 +129,7 @@ class TransactionCoordinatorService:
         handler = handlers.get(ctx.api_key)
         if handler is None:
             raise KafkaError(ErrorCode.unsupported_version, f"api {ctx.api_key} not served here")
-        async with self._lock:
+        async with self._core.lock:
             response, markers = self._apply(handler())
         self._spawn_markers(markers)
         return response
@@ -159,7 +138,7 @@ class TransactionCoordinatorService:
         self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition
     ) -> ErrorCode:
         """Produce-time check that ``tp`` is in the producer's ongoing transaction."""
-        if self._state != "active":
+        if self._core.state != "active":
             return ErrorCode.not_coordinator
         return self.coordinator.verify_partition(transactional_id, producer_id, epoch, tp)
 
@@ -184,14 +163,7 @@ class TransactionCoordinatorService:
 
     def _append(self, records: tuple[TxnRecord, ...]) -> ErrorCode | None:
         """One batch per ``__transaction_state`` partition (Kafka appends with acks=-1)."""
-        return append_records(
-            self._logs,
-            TRANSACTION_STATE,
-            self._partitions,
-            records,
-            lambda r: r.transactional_id,
-            self._clock.now_ms(),
-        )
+        return self._core.append(records, lambda r: r.transactional_id)
 
     # -- markers --------------------------------------------------------------------------------
 
@@ -243,8 +215,8 @@ class TransactionCoordinatorService:
         self._on_markers()
         delay = _RETRY_MIN_S
         while True:  # Kafka retries the Complete* write until it lands
-            async with self._lock:
-                if self._state != "active":
+            async with self._core.lock:
+                if self._core.state != "active":
                     return
                 c = self.coordinator
                 self._apply(c.markers_written(m.transactional_id, m.producer_id, m.producer_epoch))
@@ -264,10 +236,6 @@ class TransactionCoordinatorService:
         return lambda: self._spawn_markers(markers)
 
     # -- helpers --------------------------------------------------------------------------------
-
-    def _partition_exists(self, topic: str, partition: int) -> bool:
-        info = self._logs.topics().get(topic)
-        return info is not None and 0 <= partition < info.num_partitions
 
     def _offsets_partition(self, group_id: str) -> TopicPartition:
         return (CONSUMER_OFFSETS, partition_for(group_id, self._offsets_partitions))

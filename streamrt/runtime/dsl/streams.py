@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl import join_nodes
@@ -53,6 +53,17 @@ __all__ = (
 Retention = int | timedelta | None
 
 
+class JoinArgs(TypedDict, total=False):
+    """The keyword options ``KStream.join`` and ``left_join`` share (each optional)."""
+
+    windows: JoinWindows | None
+    key_mapper: KeyValueMapper | None
+    name: str | None
+    in_memory: bool | None
+    stream_joined: StreamJoined | None
+    grace: int | None
+
+
 def _join_options(
     name: str | None, in_memory: bool | None, stream_joined: StreamJoined | None
 ) -> tuple[str | None, bool | None]:
@@ -71,47 +82,34 @@ class KStream(StreamOperations["KStream"]):
         self,
         other: KStream | KTable | GlobalKTable,
         joiner: StreamJoiner,
-        *,
-        windows: JoinWindows | None = None,
-        key_mapper: KeyValueMapper | None = None,
-        name: str | None = None,
-        in_memory: bool | None = None,
-        stream_joined: StreamJoined | None = None,
-        grace: int | None = None,
+        **options: Unpack[JoinArgs],
     ) -> KStream:
         """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
         (``key_mapper(key, value)`` gives the table key); ``grace`` ms: a versioned table's
         join waits that long for late table updates (Kafka's ``Joined.withGracePeriod``)."""
-        return self._join(
-            other,
-            joiner,
-            "inner",
-            (windows, grace),
-            key_mapper,
-            *_join_options(name, in_memory, stream_joined),
-        )
+        return self._join_with(other, joiner, "inner", options)
 
     def left_join(
         self,
         other: KStream | KTable | GlobalKTable,
         joiner: StreamJoiner,
-        *,
-        windows: JoinWindows | None = None,
-        key_mapper: KeyValueMapper | None = None,
-        name: str | None = None,
-        in_memory: bool | None = None,
-        stream_joined: StreamJoined | None = None,
-        grace: int | None = None,
+        **options: Unpack[JoinArgs],
     ) -> KStream:
         """Like :meth:`join`, but a record without partner gives ``joiner(value, None)``."""
-        return self._join(
-            other,
-            joiner,
-            "left",
-            (windows, grace),
-            key_mapper,
-            *_join_options(name, in_memory, stream_joined),
+        return self._join_with(other, joiner, "left", options)
+
+    def _join_with(
+        self, other: object, joiner: StreamJoiner, kind: JoinKind, options: JoinArgs
+    ) -> KStream:
+        """One path for ``join``/``left_join``: their keyword options unpacked for ``_join``."""
+        unknown = set(options) - set(JoinArgs.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        timing = (options.get("windows"), options.get("grace"))
+        name, in_memory = _join_options(
+            options.get("name"), options.get("in_memory"), options.get("stream_joined")
         )
+        return self._join(other, joiner, kind, timing, options.get("key_mapper"), name, in_memory)
 
     def outer_join(
         self,

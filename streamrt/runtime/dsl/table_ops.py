@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.aggregate_nodes import suppress_table
@@ -28,6 +28,14 @@ __all__ = ("TableOperations",)
 
 T = TypeVar("T", bound="TableOperations[Any]")
 Predicate = Callable[[Any, Any], bool]
+
+
+class TableJoinArgs(TypedDict, total=False):
+    """The keyword options ``KTable.join`` and ``left_join`` share (each optional)."""
+
+    foreign_key: Callable[[Any], Any] | None
+    materialized: MaterializedLike
+    value_serde: SerdeLike
 
 
 class TableOperations(ABC, Generic[T]):
@@ -71,29 +79,23 @@ class TableOperations(ABC, Generic[T]):
     ) -> T:
         return self._wrap(map_values_table(self.node, fn, value_serde, materialized))
 
-    def join(
-        self,
-        other: T,
-        joiner: Joiner,
-        *,
-        foreign_key: Callable[[Any], Any] | None = None,
-        materialized: MaterializedLike = None,
-        value_serde: SerdeLike = None,
-    ) -> T:
+    def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
         join: ``other`` is keyed by what ``foreign_key`` returns)."""
-        return self._join(other, joiner, "inner", foreign_key, materialized, value_serde)
+        return self._join_with(other, joiner, "inner", options)
 
-    def left_join(
-        self,
-        other: T,
-        joiner: Joiner,
-        *,
-        foreign_key: Callable[[Any], Any] | None = None,
-        materialized: MaterializedLike = None,
-        value_serde: SerdeLike = None,
-    ) -> T:
-        return self._join(other, joiner, "left", foreign_key, materialized, value_serde)
+    def left_join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
+        return self._join_with(other, joiner, "left", options)
+
+    def _join_with(self, other: T, joiner: Joiner, kind: JoinKind, options: TableJoinArgs) -> T:
+        """One path for ``join``/``left_join``: their keyword options unpacked for ``_join``."""
+        unknown = set(options) - set(TableJoinArgs.__annotations__)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        foreign_key, materialized = options.get("foreign_key"), options.get("materialized")
+        return self._join(
+            other, joiner, kind, foreign_key, materialized, options.get("value_serde")
+        )
 
     def outer_join(
         self,

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
+from streamrt.runtime.engine.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import (
     ChangelogBatch,
-    EndOffsets,
-    RestoreConsumer,
     gc_paused,
 )
 from streamrt.state import StateManager, TopicPartition
@@ -47,22 +44,10 @@ class _Pending:
     total: int = 0  # changelog records between the stores' positions and the ends (at most)
 
 
-class ChangelogRestorer:
+class ChangelogRestorer(ChangelogReader):
     """Responsibilities: seek the restore consumer, apply changelog batches, report progress."""
 
-    def __init__(
-        self,
-        consumer: RestoreConsumer,
-        thread_name: str,
-        emit: Callable[..., Any] | None = None,
-        offsets: EndOffsets | None = None,
-    ) -> None:
-        self.consumer = consumer
-        # lists the ends: not the fetching consumer, whose ListOffsets would queue behind its
-        # standbys' long-poll Fetch on the same connection (clients.py)
-        self.offsets: EndOffsets = offsets or consumer
-        self.thread_name = thread_name
-        self.emit = emit or (lambda type_, **kv: None)  # emit(type, **fields): lifecycle events
+    def _init_state(self) -> None:
         self.stats = RestoreStats()
         self._pending: dict[str, _Pending] = {}
         self._state_of: dict[TopicPartition, StateManager] = {}

@@ -23,6 +23,7 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
+from streamrt.runtime.engine.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
@@ -99,7 +100,7 @@ class StandbyTask:
             self.state.close()
 
 
-class StandbyUpdater:
+class StandbyUpdater(ChangelogReader):
     """Responsibilities: own a thread's standby tasks, open them (retrying locks), poll their
     changelogs with the restore consumer while nothing restores, expose their lag.
 
@@ -116,13 +117,9 @@ class StandbyUpdater:
         emit: Callable[..., Any] | None = None,
         offsets: EndOffsets | None = None,
     ) -> None:
-        self.consumer = consumer
-        # lists the ends (see ChangelogRestorer.offsets)
-        self.offsets: EndOffsets = offsets or consumer
+        super().__init__(consumer, thread_name, emit, offsets)
         self._make_task = make_task
         self._busy = busy
-        self.thread_name = thread_name
-        self.emit = emit or (lambda type_, **kv: None)
         self.tasks: dict[str, StandbyTask] = {}
         self.records_applied_closed = 0
         self._by_changelog: dict[TopicPartition, StandbyTask] = {}
