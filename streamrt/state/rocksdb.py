@@ -5,6 +5,13 @@ puts the staged data **and** the changelog offset the store has reached into one
 ``WriteBatch``. After a crash the store therefore holds exactly the data up to the offset it
 records, and restoration resumes from that offset; when it equals the changelog end there is
 nothing to restore.
+
+Restoration and standby updates (:meth:`write_batch`) write **without the WAL**, as Kafka
+Streams does: the changelog is their durability. Flushes are atomic across the data and
+metadata column families (``atomic_flush``), so whatever a crash leaves on disk is a prefix
+of the batches with the offset that ends it, and a restore resumes from there. The WAL-less
+data is flushed to files every :data:`UNLOGGED_FLUSH_RECORDS` records and before any write
+with the WAL (:meth:`sync_unlogged`), so a WAL replay never lands on a gap.
 """
 
 from __future__ import annotations
@@ -27,11 +34,22 @@ _METADATA_CF = "__metadata__"
 _CHANGELOG_OFFSET_KEY = b"changelog_offset"
 _OFFSET = struct.Struct(">q")
 _DELETED = object()
+# records written without the WAL before their memtables are flushed to files in the
+# background: bounds what a crash makes a restore or a standby fetch again
+UNLOGGED_FLUSH_RECORDS = 200_000
 
 
 def _options() -> rocksdict.Options:
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
+    # data and offset column families reach the files together (WAL-less writes rely on it)
+    options.set_atomic_flush(True)
+    return options
+
+
+def _unlogged() -> rocksdict.WriteOptions:
+    options = rocksdict.WriteOptions()
+    options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property; the stub says method
     return options
 
 
@@ -48,6 +66,8 @@ class RocksDBStore:
         self._db: rocksdict.Rdict | None = None
         self._meta: rocksdict.Rdict | None = None
         self._pending: dict[bytes, bytes | object] = {}
+        self._unlogged = 0  # records written without the WAL since the last memtable flush
+        self._no_wal = _unlogged()
 
     def open(self) -> None:
         """Open the store; corrupt files are deleted so the changelog rebuilds the store."""
@@ -74,12 +94,28 @@ class RocksDBStore:
 
     def persist(self) -> None:
         """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
-        for db in (self._db, self._meta):
-            if db is not None:
-                db.flush(wait=False)
+        self._flush_memtables(wait=False)
+
+    def sync_unlogged(self) -> None:
+        """Write what was written without the WAL to files, and wait: before the WAL is used
+        again (a restored store starts processing), or a promoted standby's store changes
+        hands."""
+        if self._unlogged:
+            self._flush_memtables(wait=True)
+
+    def _flush_memtables(self, *, wait: bool) -> None:
+        """Data first, and waited for when written without the WAL, then the offsets: the
+        files never hold an offset ahead of their data (at worst a restore applies some
+        records again), whether or not RocksDB flushes the two families as one."""
+        if self._db is not None:
+            self._db.flush(wait=wait or self._unlogged > 0)
+        if self._meta is not None:
+            self._meta.flush(wait=wait)
+        self._unlogged = 0
 
     def close(self) -> None:
-        """Close without flushing: unflushed writes are covered by the changelog."""
+        """Close (RocksDB flushes the memtables); staged writes are covered by the changelog."""
+        self._unlogged = 0
         if self._meta is not None:
             self._meta.close()
             self._meta = None
@@ -148,6 +184,7 @@ class RocksDBStore:
     def flush(self, changelog_offset: int | None) -> None:
         """Write staged data and ``changelog_offset`` (if given) in one atomic batch."""
         db = self._require_db()
+        self.sync_unlogged()
         batch = rocksdict.WriteBatch(raw_mode=True)
         for key, value in self._pending.items():
             if value is _DELETED:
@@ -166,10 +203,12 @@ class RocksDBStore:
         self._pending.clear()
 
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
-        """Apply changelog records and advance the offset, in one batch (restoration).
+        """Apply changelog records and advance the offset, in one batch without the WAL
+        (restoration, standby updates).
 
         The records go straight into one WriteBatch (no staging): restoration is bytes in,
-        bytes out, one Python step per record."""
+        bytes out, one Python step per record. Every :data:`UNLOGGED_FLUSH_RECORDS` records
+        the memtables go to files in the background (atomically: data with its offset)."""
         if self._pending:
             raise RuntimeError(f"state store {self.name}: restore interleaved with processing")
         db = self._require_db()
@@ -182,7 +221,10 @@ class RocksDBStore:
                 put(key, value)
         handle = db.get_column_family_handle(_METADATA_CF)
         batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(next_offset), handle)
-        db.write(batch)
+        self._unlogged += batch.len()
+        db.write(batch, self._no_wal)
+        if self._unlogged >= UNLOGGED_FLUSH_RECORDS:
+            self._flush_memtables(wait=False)
 
     def _require_db(self) -> rocksdict.Rdict:
         if self._db is None:
