@@ -7,11 +7,12 @@ records, and restoration resumes from that offset; when it equals the changelog 
 nothing to restore.
 
 Restoration and standby updates (:meth:`write_batch`) write **without the WAL**, as Kafka
-Streams does: the changelog is their durability. Flushes are atomic across the data and
-metadata column families (``atomic_flush``), so whatever a crash leaves on disk is a prefix
-of the batches with the offset that ends it, and a restore resumes from there. The WAL-less
-data is flushed to files every :data:`UNLOGGED_FLUSH_RECORDS` records and before any write
-with the WAL (:meth:`sync_unlogged`), so a WAL replay never lands on a gap.
+Streams does: the changelog is their durability. Their data is flushed to files before their
+offset (RocksDB's own flushes take both column families together: ``atomic_flush``), so a
+crash leaves at worst data ahead of the recorded offset, never behind it, and a restore
+resumes from that offset. The WAL-less data is flushed every :data:`UNLOGGED_FLUSH_RECORDS`
+records and before any write with the WAL (:meth:`sync_unlogged`), so a WAL replay never
+lands on a gap.
 """
 
 from __future__ import annotations
@@ -34,15 +35,16 @@ _METADATA_CF = "__metadata__"
 _CHANGELOG_OFFSET_KEY = b"changelog_offset"
 _OFFSET = struct.Struct(">q")
 _DELETED = object()
-# records written without the WAL before their memtables are flushed to files in the
-# background: bounds what a crash makes a restore or a standby fetch again
+# records written without the WAL before their memtables are flushed to files: bounds what a
+# crash makes a restore or a standby fetch again
 UNLOGGED_FLUSH_RECORDS = 200_000
 
 
 def _options() -> rocksdict.Options:
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
-    # data and offset column families reach the files together (WAL-less writes rely on it)
+    # RocksDB's own (memtable-full) flushes take data and offsets together: WAL-less writes
+    # must never reach the files as an offset ahead of its data
     options.set_atomic_flush(True)
     return options
 
@@ -98,8 +100,7 @@ class RocksDBStore:
 
     def sync_unlogged(self) -> None:
         """Write what was written without the WAL to files, and wait: before the WAL is used
-        again (a restored store starts processing), or a promoted standby's store changes
-        hands."""
+        again (the end of a restore, a promoted standby's first commit)."""
         if self._unlogged:
             self._flush_memtables(wait=True)
 
@@ -208,7 +209,7 @@ class RocksDBStore:
 
         The records go straight into one WriteBatch (no staging): restoration is bytes in,
         bytes out, one Python step per record. Every :data:`UNLOGGED_FLUSH_RECORDS` records
-        the memtables go to files in the background (atomically: data with its offset)."""
+        the memtables go to files (data waited for, then the offsets)."""
         if self._pending:
             raise RuntimeError(f"state store {self.name}: restore interleaved with processing")
         db = self._require_db()
