@@ -107,8 +107,11 @@ class StateManager:
 
         Returns each changelog partition with the offset its store reached (``None``: never
         checkpointed, restore from the beginning). Raises StateLockedError if another owner
-        holds the directory.
+        holds the directory. Already open (a standby's state recycled for its active task):
+        the stores stay as they are.
         """
+        if self.is_open and len(self._stores) == len(self._registered):
+            return self.positions()
         self._lock.acquire()
         try:
             for reg in self._registered.values():
@@ -140,6 +143,11 @@ class StateManager:
     @property
     def is_open(self) -> bool:
         return self._lock.held
+
+    @property
+    def registrations(self) -> tuple[StoreRegistration, ...]:
+        """What was registered: a state can serve another task only if theirs are equal."""
+        return tuple(self._registered.values())
 
     # -- what the task and the commit need -------------------------------------------------
 

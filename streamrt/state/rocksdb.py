@@ -5,6 +5,14 @@ puts the staged data **and** the changelog offset the store has reached into one
 ``WriteBatch``. After a crash the store therefore holds exactly the data up to the offset it
 records, and restoration resumes from that offset; when it equals the changelog end there is
 nothing to restore.
+
+Restoration and standby updates (:meth:`write_batch`) write **without the WAL**, as Kafka
+Streams does: the changelog is their durability. Their data is flushed to files before their
+offset (RocksDB's own flushes take both column families together: ``atomic_flush``), so a
+crash leaves at worst data ahead of the recorded offset, never behind it, and a restore
+resumes from that offset. The WAL-less data is flushed every :data:`UNLOGGED_FLUSH_RECORDS`
+records and before any write with the WAL (:meth:`sync_unlogged`), so a WAL replay never
+lands on a gap.
 """
 
 from __future__ import annotations
@@ -28,11 +36,23 @@ _METADATA_CF = "__metadata__"
 _CHANGELOG_OFFSET_KEY = b"changelog_offset"
 _OFFSET = struct.Struct(">q")
 _DELETED = object()
+# records written without the WAL before their memtables are flushed to files: bounds what a
+# crash makes a restore or a standby fetch again
+UNLOGGED_FLUSH_RECORDS = 200_000
 
 
 def _options() -> rocksdict.Options:
     options = rocksdict.Options(raw_mode=True)
     options.create_if_missing(True)
+    # RocksDB's own (memtable-full) flushes take data and offsets together: WAL-less writes
+    # must never reach the files as an offset ahead of its data
+    options.set_atomic_flush(True)
+    return options
+
+
+def _unlogged() -> rocksdict.WriteOptions:
+    options = rocksdict.WriteOptions()
+    options.disable_wal = True  # type: ignore[method-assign,assignment]  # a property; the stub says method
     return options
 
 
@@ -49,6 +69,8 @@ class RocksDBStore(RocksHandles):
         self._db: rocksdict.Rdict | None = None
         self._meta: rocksdict.Rdict | None = None
         self._pending: dict[bytes, bytes | object] = {}
+        self._unlogged = 0  # records written without the WAL since the last memtable flush
+        self._no_wal = _unlogged()
 
     def open(self) -> None:
         """Open the store; corrupt files are deleted so the changelog rebuilds the store."""
@@ -73,8 +95,29 @@ class RocksDBStore(RocksHandles):
             meta = db.get_column_family(_METADATA_CF)
         self._db, self._meta = db, meta
 
+    def persist(self) -> None:
+        """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
+        self._flush_memtables(wait=False)
+
+    def sync_unlogged(self) -> None:
+        """Write what was written without the WAL to files, and wait: before the WAL is used
+        again (the end of a restore, a promoted standby's first commit)."""
+        if self._unlogged:
+            self._flush_memtables(wait=True)
+
+    def _flush_memtables(self, *, wait: bool) -> None:
+        """Data first, and waited for when written without the WAL, then the offsets: the
+        files never hold an offset ahead of their data (at worst a restore applies some
+        records again), whether or not RocksDB flushes the two families as one."""
+        if self._db is not None:
+            self._db.flush(wait=wait or self._unlogged > 0)
+        if self._meta is not None:
+            self._meta.flush(wait=wait)
+        self._unlogged = 0
+
     def close(self) -> None:
         """Close without flushing (see :class:`RocksHandles`); staged writes are dropped."""
+        self._unlogged = 0
         self._close_handles()
         self._pending.clear()
 
@@ -138,6 +181,7 @@ class RocksDBStore(RocksHandles):
     def flush(self, changelog_offset: int | None) -> None:
         """Write staged data and ``changelog_offset`` (if given) in one atomic batch."""
         db = self._require_db()
+        self.sync_unlogged()
         batch = rocksdict.WriteBatch(raw_mode=True)
         for key, value in self._pending.items():
             if value is _DELETED:
@@ -156,10 +200,12 @@ class RocksDBStore(RocksHandles):
         self._pending.clear()
 
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
-        """Apply changelog records and advance the offset, in one batch (restoration).
+        """Apply changelog records and advance the offset, in one batch without the WAL
+        (restoration, standby updates).
 
         The records go straight into one WriteBatch (no staging): restoration is bytes in,
-        bytes out, one Python step per record."""
+        bytes out, one Python step per record. Every :data:`UNLOGGED_FLUSH_RECORDS` records
+        the memtables go to files (data waited for, then the offsets)."""
         if self._pending:
             raise RuntimeError(f"state store {self.name}: restore interleaved with processing")
         db = self._require_db()
@@ -172,7 +218,10 @@ class RocksDBStore(RocksHandles):
                 put(key, value)
         handle = db.get_column_family_handle(_METADATA_CF)
         batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(next_offset), handle)
-        db.write(batch)
+        self._unlogged += batch.len()
+        db.write(batch, self._no_wal)
+        if self._unlogged >= UNLOGGED_FLUSH_RECORDS:
+            self._flush_memtables(wait=False)
 
     def _require_db(self) -> rocksdict.Rdict:
         if self._db is None:

@@ -206,6 +206,21 @@ class StandbyUpdater(ChangelogReader):
         )
         self._assigned = wanted
 
+    def release(self, task_id: str) -> StateManager | None:
+        """Give up the standby ``task_id`` without closing its stores: its open state, for
+        the active task it becomes (None: no such standby, or its stores are not open)."""
+        task = self.tasks.get(task_id)
+        if task is None or not task.is_open:
+            return None
+        del self.tasks[task_id]
+        for tp in task.changelogs:
+            self._by_changelog.pop(tp, None)
+        self._assigned = frozenset(tp for tp in self._assigned if tp in self._by_changelog)
+        self.records_applied_closed += task.records_applied
+        task.checkpoint()
+        self.emit("standby_released", task=task_id, lag=task.lag())
+        return task.state
+
     def checkpoint(self) -> None:
         """On commit: refresh every standby's checkpoint hint."""
         for task in self.tasks.values():

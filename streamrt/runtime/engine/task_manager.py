@@ -167,6 +167,8 @@ class TaskManager:
         self._ahead_wanted.clear()  # the assignment is in: opening ahead is over
         for task_id in [t for t in self._ahead if t not in wanted]:
             self._ahead.pop(task_id).close()
+        for task_id in sorted(wanted - set(self.tasks) - set(self._ahead)):
+            self._promote(task_id)
         await self.standbys.update(t for t in standby if t not in self.tasks)
         for task_id in sorted(wanted - set(self.tasks)):
             self.create(TaskId.parse(task_id))
@@ -213,9 +215,25 @@ class TaskManager:
                 await asyncio.sleep(0.01)
         self._ahead_wanted.clear()
 
+    def _promote(self, task_id: str) -> None:
+        """A standby of ``task_id`` here becomes its active task: the active task takes the
+        standby's open stores (Kafka recycles the task) instead of closing and reopening
+        them, and :meth:`create` finds it open."""
+        state = self.standbys.release(task_id)
+        if state is None:
+            return
+        task = self.factory.active(TaskId.parse(task_id))
+        if state.registrations != task.state.registrations:
+            state.close()  # stores the standby keeps otherwise (window segments): reopen
+            return
+        task.state = state
+        task.open()  # the stores are open: this inits the processors
+        self._ahead[task_id] = task
+        self.events.emit("standby_promoted", task=task_id)
+
     def create(self, task_id: TaskId) -> None:
         """A new task, its input paused; it opens once its directory lock is free (or is
-        open already: opened ahead during a hand-off's join)."""
+        open already: opened ahead during a hand-off's join, or recycled from a standby)."""
         task = self._ahead.pop(str(task_id), None) or self.factory.active(task_id)
         self.tasks_created += 1
         self.tasks[str(task_id)] = task

@@ -101,16 +101,19 @@ def test_a_standby_follows_its_changelog_and_the_active_it_becomes_restores_noth
         for _ in range(3):
             await r.tasks.step()
         assert r.tasks.standbys.lags() == {"0_0": 0}
-        r.assign(["0_0"], [])  # promoted: the standby closes, the active opens its directory
+        standby_state = r.tasks.standbys.tasks["0_0"].state
+        r.assign(["0_0"], [])  # promoted: the active task takes the standby's open stores
         await r.listener.on_partitions_assigned([INPUT])
         assert r.tasks.standbys.task_ids == () and r.tasks.all_running
+        assert r.tasks.tasks["0_0"].state is standby_state  # recycled, not reopened
         await r.tasks.close_all()
 
     asyncio.run(scenario())
     assert [t for t in r.types() if t.startswith("standby_")] == [
         "standby_created",
         "standby_opened",
-        "standby_closed",
+        "standby_released",
+        "standby_promoted",
     ]
     meta = r.tasks.metadata()
     assert meta["standby_records_applied"] == 2 and meta["records_restored"] == 0
