@@ -88,23 +88,14 @@ class FaultResult:
 
 
 @dataclass
-class ChaosReport:
-    config: dict[str, Any]
-    inputs: int
-    faults: list[FaultResult]
-    lost: dict[str, int]
-    duplicated: dict[str, int]
-    wrong_keys: dict[str, list[str]]
-    gap_before_faults_s: float
+class ChaosReport(Verdict):
+    """A run's verdict (lost, duplicated, wrong keys per output) with what led to it."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    inputs: int = 0
+    faults: list[FaultResult] = field(default_factory=list)
+    gap_before_faults_s: float = 0.0
     instance_logs: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def total_lost(self) -> int:
-        return sum(self.lost.values())
-
-    @property
-    def total_duplicated(self) -> int:
-        return sum(self.duplicated.values())
 
     def table(self) -> str:
         rows = [f"{'fault':<15}{'target':<12}{'at':>7}{'down':>7}{'gap':>7}{'excess':>8}"]

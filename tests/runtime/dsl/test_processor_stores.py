@@ -261,34 +261,16 @@ def test_the_documented_dedup_example() -> None:
         assert [(r.key, r.value) for r in out.read_records_to_list()] == [("a", 1), ("b", 2)]
 
 
-class _Collected:
-    """The record collector: changelog records kept in a list (what this test isolates is the
-    cache's reads, not the producer)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes | None, bytes | None]] = []
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None,
-        timestamp_ms: int,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        self.sent.append((topic, key, value))
-
-
 def test_cached_range_merges_cached_puts_and_deletes_over_the_store() -> None:
     from streamrt.runtime.stores import CachingStore, ChangeLoggingStore, RecordCache, RecordContext
     from streamrt.state import TopicPartition
     from streamrt.state.memory import InMemoryStore
+    from tests.runtime.test_task import ListCollector
 
     bytes_store = InMemoryStore("kv")
     bytes_store.open()
     spec = StoreSpec("kv", serde_for("str"), serde_for("json"), timestamped=True)
-    context, collector = RecordContext(timestamp=5), _Collected()
+    context, collector = RecordContext(timestamp=5), ListCollector()
     logged = ChangeLoggingStore(
         spec, bytes_store, TopicPartition("kv-changelog", 0), collector, context
     )
