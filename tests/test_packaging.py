@@ -70,6 +70,11 @@ app = App({"application.id": "hello"})
 """
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without PYTHONPATH and VIRTUAL_ENV."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
 @dataclass(frozen=True)
 class Installed:
     venv: Path
@@ -79,7 +84,7 @@ class Installed:
 
     def env(self) -> dict[str, str]:
         """No PYTHONPATH: nothing of the checkout may leak in."""
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env = _clean_env()
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         return env
 
@@ -100,11 +105,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     source = root / "source"
     shutil.copytree(REPO, source, ignore=_not_sources)
     dist = root / "dist"
+    # No PYTHONPATH (Spark sessions in this worker set one to the checkout): with it, pip below
+    # found ``streamrt`` "already satisfied" and installed nothing (CI, -n 3, 1 run in 1)
+    clean = _clean_env()
     subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(source)],
         check=True,
         capture_output=True,
         timeout=300,
+        env=clean,
     )
     wheel = next(dist.glob("streamrt-*.whl"))
     sdist = next(dist.glob("streamrt-*.tar.gz"))
@@ -113,8 +122,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     py = venv / "bin" / "python"
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-         "--no-index", str(wheel)],
-        check=True, capture_output=True, timeout=300,
+         "--no-index", "--ignore-installed", str(wheel)],
+        check=True, capture_output=True, timeout=300, env=clean,
     )  # fmt: skip
     site = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
