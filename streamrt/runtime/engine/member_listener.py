@@ -61,6 +61,7 @@ class MemberListener(MemberRebalanceListener):
         if not self._eager:
             self.thread.emit("rebalance_started", generation=self.thread.generation)
         await self.thread.before_join()
+        self.thread.mark("join_prepared")  # the first time: a hand-off's timeline
 
     async def on_partitions_revoked(self, partitions: set[MemberTP]) -> None:
         thread, revoked = self.thread, _sorted(partitions)
@@ -93,6 +94,7 @@ class MemberListener(MemberRebalanceListener):
             await self._reassign({})
 
     async def on_partitions_assigned(self, partitions: set[MemberTP]) -> None:
+        self.thread.mark("synced")  # the first time: a hand-off's timeline
         self.membership.rebalancing = False  # the new generation is ours: commits may go
         if self.thread.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
             return
