@@ -155,12 +155,7 @@ def install_static_heartbeat(consumer: AIOKafkaConsumer) -> None:
     original = coordinator._do_heartbeat
 
     async def do_heartbeat() -> bool:
-        request = StaticHeartbeatRequest(
-            coordinator.group_id,
-            coordinator.generation,
-            coordinator.member_id,
-            coordinator._group_instance_id,
-        )
+        request = _heartbeat_request(coordinator)
         try:
             resp = await coordinator._send_req(request)
         except Errors.KafkaError as err:
@@ -223,12 +218,7 @@ async def check_static_membership(consumer: AIOKafkaConsumer) -> None:
     coordinator = group_coordinator(consumer)
     if coordinator is None or coordinator._group_instance_id is None:
         return
-    request = StaticHeartbeatRequest(
-        coordinator.group_id,
-        coordinator.generation,
-        coordinator.member_id,
-        coordinator._group_instance_id,
-    )
+    request = _heartbeat_request(coordinator)
     try:
         resp = await coordinator._send_req(request)
     except Errors.KafkaError as err:
@@ -240,6 +230,16 @@ async def check_static_membership(consumer: AIOKafkaConsumer) -> None:
         )
 
 
+def _heartbeat_request(coordinator: Any) -> StaticHeartbeatRequest:
+    """Heartbeat v3 with this member's generation, member id and instance id."""
+    return StaticHeartbeatRequest(
+        coordinator.group_id,
+        coordinator.generation,
+        coordinator.member_id,
+        coordinator._group_instance_id,
+    )
+
+
 async def in_generation(consumer: AIOKafkaConsumer) -> bool:
     """False if a Heartbeat now is answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: the group
     dropped this member (e.g. its process paused past the session timeout). True otherwise,
@@ -247,12 +247,7 @@ async def in_generation(consumer: AIOKafkaConsumer) -> bool:
     coordinator = group_coordinator(consumer)
     if coordinator is None:
         return True
-    request = StaticHeartbeatRequest(
-        coordinator.group_id,
-        coordinator.generation,
-        coordinator.member_id,
-        coordinator._group_instance_id,
-    )
+    request = _heartbeat_request(coordinator)
     try:
         resp = await coordinator._send_req(request)
     except Errors.KafkaError as err:
