@@ -17,14 +17,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
+from streamrt.broker.consumer_group import offsets as consumer_offsets
+from streamrt.broker.consumer_group.config import ConsumerGroupConfig
+from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
 from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
 from streamrt.broker.group.coordinator import GroupCoordinator
+from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
+from streamrt.broker.group.state import GroupState
 from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit
 from streamrt.clock import Clock, SystemClock
@@ -82,6 +88,13 @@ class GroupCoordinatorService:
             self._clock,
             self._core.timer,
             partition_exists=self._core.partition_exists,
+        )
+        # KIP-848 groups: same lock, timer and offsets table; in memory only (not persisted)
+        self.consumer = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_broker(config),
+            self._clock,
+            self._core.timer,
+            topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
         )
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -153,9 +166,9 @@ class GroupCoordinatorService:
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
         handlers: dict[ApiKey, Callable[[], Result]] = {
-            ApiKey.OFFSET_COMMIT: lambda: c.offset_commit(ctx, request),
-            ApiKey.OFFSET_FETCH: lambda: c.offset_fetch(ctx, request),
-            ApiKey.JOIN_GROUP: lambda: c.join_group(ctx, request, reply),
+            ApiKey.OFFSET_COMMIT: lambda: self._offset_commit(ctx, request),
+            ApiKey.OFFSET_FETCH: lambda: self._offset_fetch(ctx, request),
+            ApiKey.JOIN_GROUP: lambda: self._join_group(ctx, request, reply),
             ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
             ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
@@ -169,6 +182,46 @@ class GroupCoordinatorService:
         if handler is None:
             raise KafkaError(ErrorCode.unsupported_version, f"api {ctx.api_key} not served here")
         return handler()
+
+    # -- consumer groups (KIP-848) beside the classic ones --------------------------------------
+
+    async def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatAnswer:
+        """A ConsumerGroupHeartbeat, under the lock every coordinator step takes."""
+        code = self._core.unavailable()
+        if code is not None:
+            return HeartbeatAnswer(code)
+        async with self._core.lock:
+            classic = self.coordinator.groups.get(request.group_id)
+            active = classic is not None and not classic.is_in(GroupState.EMPTY)
+            answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, active))
+            if classic is not None and request.group_id in self.consumer.groups:
+                # an empty classic group (offsets only) becomes a consumer group, as in Kafka
+                del self.coordinator.groups[request.group_id]
+        return answer
+
+    def _join_group(self, ctx: Any, request: Any, reply: object) -> Result:
+        """A classic member may not join a consumer group that has members (online
+        migration is not implemented): INCONSISTENT_GROUP_PROTOCOL, as Kafka's coordinator
+        answers when the migration policy forbids it. An empty consumer group is replaced."""
+        if self.consumer.has_members(request.group_id):
+            join = JoinRequest.parse(ctx, request, reply)
+            return Result(response=join.error(ErrorCode.inconsistent_group_protocol))
+        self.consumer.drop_if_empty(request.group_id)
+        return self.coordinator.join_group(ctx, request, reply)
+
+    def _offset_commit(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.offset_commit(ctx, request)
+        response, records = consumer_offsets.commit(
+            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+        )
+        return Result(response=response, records=records, replay=True)
+
+    def _offset_fetch(self, ctx: Any, request: Any) -> Result:
+        errors = consumer_offsets.fetch_errors(self.consumer, ctx.api_version, request)
+        result = self.coordinator.offset_fetch(ctx, request)
+        response = consumer_offsets.with_fetch_errors(result.response, errors)
+        return dataclasses.replace(result, response=response)
 
     async def _apply(
         self,

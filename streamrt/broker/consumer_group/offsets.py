@@ -1,0 +1,68 @@
+"""OffsetCommit/OffsetFetch of consumer groups: the member epoch is the generation.
+
+Kafka's ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``: a commit from a member
+must carry its current member epoch (else STALE_MEMBER_EPOCH), from a known member (else
+UNKNOWN_MEMBER_ID), over OffsetCommit v9+ (older versions cannot carry a member epoch:
+UNSUPPORTED_VERSION). Commits with epoch -1 are accepted only while the group has no members.
+The offsets themselves live in the classic coordinator's offset table, like Kafka's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.group.offsets import OffsetMetadataManager
+from streamrt.broker.group.records import CoordinatorRecord
+from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
+from streamrt.wire.codec import build
+from streamrt.wire.group_responses import response_cls
+
+__all__ = ("commit", "fetch_errors", "with_fetch_errors")
+
+
+def commit(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    now_ms: int,
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """(response, records to append then replay) of an OffsetCommit to a consumer group."""
+    epoch: int = request.generation_id_or_member_epoch
+    error = consumer.validate_offset_request(request.group_id, request.member_id, epoch)
+    if error is None and epoch >= 0 and version < 9:
+        error = ErrorCode.unsupported_version
+    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    response = build(response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics)
+    return response, records
+
+
+def fetch_errors(consumer: ConsumerGroupCoordinator, version: int, request: Any) -> dict[str, Any]:
+    """Group id -> error for the consumer groups of an OffsetFetch v9+ whose member checks fail."""
+    if version < 9:
+        return {}
+    out: dict[str, Any] = {}
+    for g in request.groups:
+        if g.group_id in consumer.groups:
+            error = consumer.validate_offset_request(
+                g.group_id, g.member_id, g.member_epoch, fetch=True
+            )
+            if error is not None:
+                out[g.group_id] = error
+    return out
+
+
+def with_fetch_errors(response: Any, errors: dict[str, Any]) -> Any:
+    """The OffsetFetch response with the refused groups answering their error, no offsets."""
+    if not errors:
+        return response
+    groups = tuple(
+        dataclasses.replace(g, error_code=errors[g.group_id], topics=())
+        if g.group_id in errors
+        else g
+        for g in response.groups
+    )
+    return dataclasses.replace(response, groups=groups)
