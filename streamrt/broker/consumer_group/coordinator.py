@@ -114,10 +114,11 @@ class ConsumerGroupCoordinator:
         topics = self.topics()
         bump = joining and replaced is None and member_id not in group.members
         bump = bump or not _same_subscription(member, updated)
-        if replaced is not None:
+        if replaced is not None:  # the heir takes the target over; no new group epoch
+            target = group.target.get(replaced.member_id, {})
             group.remove(replaced.member_id)
             self._cancel_timers(group.group_id, replaced.member_id)
-            group.target[member_id] = group.target.pop(replaced.member_id, {})
+            group.target[member_id] = target
         group.put(updated)
         subscription = group.subscription(topics)
         if bump or subscription != group.subscription_metadata:

@@ -1,0 +1,249 @@
+"""KIP-848 end to end: confluent-kafka (librdkafka 2.16) consumers with
+``group.protocol=consumer`` against the embedded broker's consumer-group coordinator.
+
+Dynamic members share a topic, one leaves and the other takes every partition over, and
+commits survive; static members (``group.instance.id``) bounce within the session timeout and
+get their partitions back without the other member reconciling. ConsumerGroupDescribe is read
+through AdminClient.describe_consumer_groups (librdkafka calls API 69 for it) and raw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupType, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from streamrt.admin.connection import BrokerConnection
+from streamrt.broker.embedded import BrokerThread
+from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
+from tests.broker.groups_support import start_broker
+from tests.kafka_helpers import create_topic, produce_tagged, wait_until
+
+PARTITIONS = 4
+OVERRIDES = {"group.consumer.heartbeat.interval.ms": "300"}
+
+
+@pytest.fixture
+def kip848_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    b = start_broker(tmp_path / "broker", OVERRIDES)
+    yield b
+    b.stop()
+
+
+class Member:
+    """A consumer-protocol consumer recording its incremental assignments and revocations."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, instance: str | None = None):
+        self.assigned: list[list[int]] = []
+        self.revoked: list[list[int]] = []
+        self.records: list[tuple[int, int]] = []
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+        if instance is not None:
+            config["group.instance.id"] = instance
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+
+    def _on_assign(self, _: Consumer, tps: list[TopicPartition]) -> None:
+        self.assigned.append(sorted(tp.partition for tp in tps))
+
+    def _on_revoke(self, _: Consumer, tps: list[TopicPartition]) -> None:
+        self.revoked.append(sorted(tp.partition for tp in tps))
+
+    def owned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def poll(self) -> None:
+        msg = self.consumer.poll(0.05)
+        if msg is not None and msg.error() is None:
+            self.records.append((msg.partition(), msg.offset()))
+
+
+def _poll_until(members: list[Member], condition: Any, what: str, timeout: float = 60) -> None:
+    def step() -> bool:
+        for m in members:
+            m.poll()
+        return bool(condition())
+
+    wait_until(step, timeout=timeout, what=what, interval=0.01)
+
+
+def _describe_raw(port: int, group: str) -> Any:
+    async def go() -> Any:
+        conn = await BrokerConnection.open("127.0.0.1", port)
+        try:
+            resp = await conn.call(
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                group_ids=[group],
+                include_authorized_operations=False,
+            )
+            return resp.groups[0]
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def test_two_members_share_one_leaves_the_other_takes_over_and_commits_survive(
+    kip848_broker: BrokerThread,
+) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce_tagged(bootstrap, topic, PARTITIONS, 5, "a")
+    a = Member(bootstrap, topic, group)
+    b = Member(bootstrap, topic, group)
+    try:
+        _poll_until(
+            [a, b],
+            lambda: a.owned() and b.owned() and len(a.owned() | b.owned()) == PARTITIONS,
+            "both members assigned",
+        )
+        assert not a.owned() & b.owned()
+        _poll_until([a, b], lambda: len(a.records) + len(b.records) >= PARTITIONS * 5, "reads")
+        a.consumer.commit(asynchronous=False)
+        b.consumer.commit(asynchronous=False)
+        kept = b.owned()
+        a.consumer.close()
+        _poll_until([b], lambda: b.owned() == set(range(PARTITIONS)), "b takes over")
+        assert kept <= b.owned()
+        b.records.clear()
+        # a's partitions resume after its commits: nothing is read again
+        produce_tagged(bootstrap, topic, PARTITIONS, 1, "b")
+        _poll_until([b], lambda: len(b.records) >= PARTITIONS, "new records only")
+        assert sorted(off for _, off in b.records) == [5] * PARTITIONS
+        committed = b.consumer.committed(
+            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10
+        )
+        assert [tp.offset for tp in committed] == [5] * PARTITIONS
+    finally:
+        b.consumer.close()
+
+
+def test_static_members_bounce_and_keep_their_partitions(kip848_broker: BrokerThread) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    a = Member(bootstrap, topic, group, instance="A")
+    b = Member(bootstrap, topic, group, instance="B")
+    try:
+        _poll_until(
+            [a, b],
+            lambda: len(a.owned()) == 2 and len(b.owned()) == 2,
+            "two static members with two partitions each",
+        )
+        before = _describe_raw(kip848_broker.port, group)
+        a_parts, b_parts = a.owned(), b.owned()
+        b_events = (list(b.assigned), list(b.revoked))
+        a.consumer.close()  # a static member leaves with epoch -2: it keeps its assignment
+        during = _describe_raw(kip848_broker.port, group)
+        assert {m.instance_id: m.member_epoch for m in during.members}["A"] == -2
+        a2 = Member(bootstrap, topic, group, instance="A")  # a new process, a new member id
+        try:
+            _poll_until([a2, b], lambda: a2.owned() == a_parts, "A back with its partitions")
+            for _ in range(20):  # a few heartbeat intervals: nothing else moves
+                b.poll()
+                a2.poll()
+            after = _describe_raw(kip848_broker.port, group)
+            assert after.group_epoch == before.group_epoch
+            assert b.owned() == b_parts and (b.assigned, b.revoked) == b_events
+            assert len(after.members) == 2
+        finally:
+            a2.consumer.close()
+    finally:
+        b.consumer.close()
+
+
+def test_admin_client_describes_a_consumer_group(kip848_broker: BrokerThread) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    a = Member(bootstrap, topic, group)
+    try:
+        _poll_until([a], lambda: len(a.owned()) == PARTITIONS, "assigned")
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert len(described.members) == 1
+        member = described.members[0]
+        assert {tp.partition for tp in member.assignment.topic_partitions} == set(
+            range(PARTITIONS)
+        )
+        raw = _describe_raw(kip848_broker.port, group)
+        assert (raw.group_state, raw.assignor_name) == ("Stable", "uniform")
+        unknown = _describe_raw(kip848_broker.port, "no-such-group")
+        assert unknown.error_code == ErrorCode.group_id_not_found
+    finally:
+        a.consumer.close()
+
+
+def test_a_classic_member_cannot_join_an_active_consumer_group(
+    kip848_broker: BrokerThread,
+) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    a = Member(bootstrap, topic, group)
+    try:
+        _poll_until([a], lambda: len(a.owned()) == PARTITIONS, "assigned")
+
+        async def join() -> Any:
+            conn = await BrokerConnection.open("127.0.0.1", kip848_broker.port)
+            try:
+                return await conn.call(
+                    ApiKey.JOIN_GROUP,
+                    group_id=group,
+                    session_timeout=10000,
+                    rebalance_timeout=10000,
+                    member_id="",
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocols=[{"name": "range", "metadata": b""}],
+                    reason=None,
+                )
+            finally:
+                await conn.close()
+
+        assert asyncio.run(join()).error_code == ErrorCode.inconsistent_group_protocol
+    finally:
+        a.consumer.close()
+
+
+def test_rebalance_protocols_without_consumer_turn_kip848_off(tmp_path: Path) -> None:
+    b = start_broker(tmp_path / "off", {"group.coordinator.rebalance.protocols": "classic"})
+    try:
+
+        async def heartbeat() -> Any:
+            conn = await BrokerConnection.open("127.0.0.1", b.port)
+            try:
+                return await conn.call(
+                    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                    group_id="g",
+                    member_id="m",
+                    member_epoch=0,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout=1000,
+                    subscribed_topic_names=["t"],
+                    subscribed_topic_regex=None,
+                    server_assignor=None,
+                    topic_partitions=[],
+                )
+            finally:
+                await conn.close()
+
+        assert asyncio.run(heartbeat()).error_code == ErrorCode.unsupported_version
+    finally:
+        b.stop()
