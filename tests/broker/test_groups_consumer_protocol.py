@@ -166,7 +166,7 @@ def test_static_members_bounce_and_keep_their_partitions(kip848_broker: BrokerTh
         b.consumer.close()
 
 
-def test_admin_client_describes_a_consumer_group(kip848_broker: BrokerThread) -> None:
+def test_admin_client_describes_and_lists_a_consumer_group(kip848_broker: BrokerThread) -> None:
     bootstrap = kip848_broker.bootstrap
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, PARTITIONS)
@@ -178,13 +178,14 @@ def test_admin_client_describes_a_consumer_group(kip848_broker: BrokerThread) ->
         assert described.type == ConsumerGroupType.CONSUMER
         assert len(described.members) == 1
         member = described.members[0]
-        assert {tp.partition for tp in member.assignment.topic_partitions} == set(
-            range(PARTITIONS)
-        )
+        assert {tp.partition for tp in member.assignment.topic_partitions} == set(range(PARTITIONS))
         raw = _describe_raw(kip848_broker.port, group)
         assert (raw.group_state, raw.assignor_name) == ("Stable", "uniform")
         unknown = _describe_raw(kip848_broker.port, "no-such-group")
         assert unknown.error_code == ErrorCode.group_id_not_found
+        listed = admin.list_consumer_groups().result(timeout=30).valid
+        mine = [g for g in listed if g.group_id == group]
+        assert len(mine) == 1 and mine[0].type == ConsumerGroupType.CONSUMER
     finally:
         a.consumer.close()
 

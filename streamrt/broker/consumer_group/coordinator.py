@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
 from streamrt.broker.consumer_group.config import ConsumerGroupConfig
@@ -28,8 +29,6 @@ from streamrt.broker.consumer_group.member import (
 )
 from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
-from streamrt.broker.group.result import EMPTY_RESULT, Result
-from streamrt.broker.group.timer import Timer
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -37,6 +36,14 @@ __all__ = ("ConsumerGroupCoordinator",)
 
 logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
+
+
+class Timer(Protocol):
+    """The coordinator core's timer (``coordination.timer``); an op's return value is unused."""
+
+    def schedule(self, key: str, delay_ms: int, op: Callable[[], None]) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
 
 
 def _session_key(group_id: str, member_id: str) -> str:
@@ -306,12 +313,11 @@ class ConsumerGroupCoordinator:
         self.timer.cancel(_rebalance_key(group_id, member_id))
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        def expire() -> Result:
+        def expire() -> None:
             group = self.groups.get(group_id)
             if group is not None and member_id in group.members:
                 logger.info("consumer group %s: member %s session expired", group_id, member_id)
                 self._fence(group, member_id)
-            return EMPTY_RESULT
 
         self.timer.schedule(
             _session_key(group_id, member_id), self.config.session_timeout_ms, expire
@@ -321,7 +327,7 @@ class ConsumerGroupCoordinator:
         """A member that does not revoke within its rebalance timeout is fenced."""
         member_id, epoch = member.member_id, member.member_epoch
 
-        def expire() -> Result:
+        def expire() -> None:
             group = self.groups.get(group_id)
             current = None if group is None else group.members.get(member_id)
             if group is not None and current is not None and current.member_epoch == epoch:
@@ -329,7 +335,6 @@ class ConsumerGroupCoordinator:
                     "consumer group %s: member %s did not revoke in time", group_id, member_id
                 )
                 self._fence(group, member_id)
-            return EMPTY_RESULT
 
         self.timer.schedule(
             _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire

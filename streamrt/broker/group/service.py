@@ -17,14 +17,15 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.consumer_group import offsets as consumer_offsets
 from streamrt.broker.consumer_group.config import ConsumerGroupConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.consumer_group.listing import with_consumer_groups
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
 from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
+from streamrt.broker.group import consumer_offsets
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.rebalance import GroupConfig
@@ -173,7 +174,7 @@ class GroupCoordinatorService:
             ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
             ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
-            ApiKey.LIST_GROUPS: lambda: c.list_groups(ctx, request),
+            ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
             ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
             ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
@@ -216,6 +217,11 @@ class GroupCoordinatorService:
             self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
         )
         return Result(response=response, records=records, replay=True)
+
+    def _list_groups(self, ctx: Any, request: Any) -> Result:
+        result = self.coordinator.list_groups(ctx, request)
+        response = with_consumer_groups(result.response, self.consumer, request)
+        return dataclasses.replace(result, response=response)
 
     def _offset_fetch(self, ctx: Any, request: Any) -> Result:
         errors = consumer_offsets.fetch_errors(self.consumer, ctx.api_version, request)

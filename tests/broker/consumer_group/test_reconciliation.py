@@ -142,7 +142,9 @@ def test_server_assignor_range_and_unknown_assignor() -> None:
 def test_invalid_requests_get_kafkas_messages() -> None:
     h = Harness()
     answer = h.join("")
-    assert answer.error == ErrorCode.invalid_request and answer.message == "MemberId can't be empty."
+    assert (
+        answer.error == ErrorCode.invalid_request and answer.message == "MemberId can't be empty."
+    )
     assert h.beat("m1", -2).error == ErrorCode.invalid_request  # -2 needs an instance id
     assert h.beat("m1", -3).error == ErrorCode.invalid_request
     assert h.beat("m1", 1).error == ErrorCode.group_id_not_found  # no such group yet
