@@ -23,7 +23,7 @@ from streamrt.admin.connection import BrokerConnection
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
-from tests.broker.groups_support import start_broker
+from tests.broker.groups_support import GROUP_OVERRIDES, start_broker
 from tests.kafka_helpers import create_topic, produce_tagged, wait_until
 
 PARTITIONS = 4
@@ -44,12 +44,14 @@ class Member:
         self.assigned: list[list[int]] = []
         self.revoked: list[list[int]] = []
         self.records: list[tuple[int, int]] = []
+        self.errors: list[Any] = []
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "group.protocol": "consumer",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "error_cb": self.errors.append,
         }
         if instance is not None:
             config["group.instance.id"] = instance
@@ -247,4 +249,31 @@ def test_rebalance_protocols_without_consumer_turn_kip848_off(tmp_path: Path) ->
 
         assert asyncio.run(heartbeat()).error_code == ErrorCode.unsupported_version
     finally:
+        b.stop()
+
+
+def test_members_rejoin_after_a_broker_restart_and_resume_from_their_commits(
+    tmp_path: Path,
+) -> None:
+    """Consumer groups are not persisted: after a restart the member's heartbeat gets
+    UNKNOWN_MEMBER_ID (not librdkafka-fatal GROUP_ID_NOT_FOUND), it rejoins at epoch 0 and
+    resumes from its committed offsets."""
+    b = start_broker(tmp_path / "restart", OVERRIDES)
+    port = b.port
+    topic, group = "t-restart", "g-restart"
+    create_topic(b.bootstrap, topic, 2)
+    produce_tagged(b.bootstrap, topic, 2, 3, "a")
+    a = Member(b.bootstrap, topic, group)
+    try:
+        _poll_until([a], lambda: len(a.records) >= 6, "first records")
+        a.consumer.commit(asynchronous=False)
+        b.stop()
+        b = BrokerThread(tmp_path / "restart", {**GROUP_OVERRIDES, **OVERRIDES}, port=port).start()
+        produce_tagged(b.bootstrap, topic, 2, 1, "b")
+        a.records.clear()
+        _poll_until([a], lambda: len(a.records) >= 2, "records after the restart")
+        assert sorted(off for _, off in a.records) == [3, 3]
+        assert not [e for e in a.errors if e.fatal()]
+    finally:
+        a.consumer.close()
         b.stop()

@@ -5,7 +5,7 @@ rebalance timeouts, and the member checks of OffsetCommit/OffsetFetch.
 No sockets, no asyncio, no wall clock: time comes from the injected ``Clock``, timeouts from
 the injected ``Timer`` (whose ops return a ``Result`` like the classic coordinator's), and the
 topics from an injected ``topics()`` (name -> partition count). Groups live in memory only:
-after a restart members get UNKNOWN_MEMBER_ID / GROUP_ID_NOT_FOUND and rejoin at epoch 0.
+after a restart members get UNKNOWN_MEMBER_ID and rejoin at epoch 0.
 """
 
 from __future__ import annotations
@@ -103,7 +103,14 @@ class ConsumerGroupCoordinator:
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
             )
         if not create:
-            raise KafkaError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+            # Kafka answers GROUP_ID_NOT_FOUND, which librdkafka treats as fatal; Kafka never
+            # loses a group, but this coordinator forgets them on restart (not persisted), so
+            # the member is told to rejoin at epoch 0 instead
+            raise KafkaError(
+                ErrorCode.unknown_member_id,
+                f"Consumer group {group_id} not found (not kept across a broker restart); "
+                "rejoin with epoch 0.",
+            )
         group = ConsumerGroup(group_id)
         self.groups[group_id] = group
         return group
