@@ -188,6 +188,16 @@ def test_admin_client_describes_and_lists_a_consumer_group(kip848_broker: Broker
         listed = admin.list_consumer_groups().result(timeout=30).valid
         mine = [g for g in listed if g.group_id == group]
         assert len(mine) == 1 and mine[0].type == ConsumerGroupType.CONSUMER
+        # a classic group: ConsumerGroupDescribe says GROUP_ID_NOT_FOUND ("not a consumer
+        # group") and librdkafka falls back to DescribeGroups, as against Kafka
+        classic = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-classic"})
+        classic.subscribe([topic])
+        try:
+            wait_until(lambda: classic.poll(0.05) is None and classic.assignment(), timeout=60)
+            old = admin.describe_consumer_groups([f"{group}-classic"])[f"{group}-classic"]
+            assert old.result(timeout=30).type == ConsumerGroupType.CLASSIC
+        finally:
+            classic.close()
     finally:
         a.consumer.close()
 
