@@ -8,11 +8,11 @@ assignment epoch); each member reconciles towards it at its own member epoch.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import ConsumerMember
+from streamrt.broker.consumer_group.regex import compile_regex
 
 __all__ = ("ConsumerGroup", "GroupState", "subscribed_topics")
 
@@ -31,7 +31,7 @@ def subscribed_topics(member: ConsumerMember, topics: Mapping[str, int]) -> froz
     Kafka's RE2/J ``matches``; internal ``__`` topics never match a regex)."""
     names = {t for t in member.subscribed_topic_names if t in topics}
     if member.subscribed_topic_regex:
-        pattern = re.compile(member.subscribed_topic_regex)
+        pattern = compile_regex(member.subscribed_topic_regex)
         names.update(t for t in topics if not t.startswith("__") and pattern.fullmatch(t))
     return frozenset(names)
 

@@ -6,11 +6,11 @@ The handler translates topic ids to names and back; these types carry no wire de
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from streamrt.broker.consumer_group.regex import InvalidRegex, compile_regex
 from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = ("HeartbeatAnswer", "HeartbeatRequest", "validate")
@@ -58,12 +58,12 @@ def validate(req: HeartbeatRequest, assignors: tuple[str, ...]) -> None:
         )
     if req.subscribed_topic_regex:
         try:
-            re.compile(req.subscribed_topic_regex)
-        except re.error as exc:
+            compile_regex(req.subscribed_topic_regex)
+        except InvalidRegex as exc:
             raise KafkaError(
                 ErrorCode.invalid_regular_expression,
                 f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular "
-                f"expression: {exc}.",
+                f"expression: {_reason(exc)}.",
             ) from None
 
 
@@ -98,3 +98,8 @@ def _validate_epoch(req: HeartbeatRequest) -> None:
             raise _bad("InstanceId can't be null.")
     else:
         raise _bad(f"MemberEpoch {req.member_epoch} is invalid.")
+
+
+def _reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)

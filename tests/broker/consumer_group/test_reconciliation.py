@@ -128,6 +128,17 @@ def test_regex_subscription_follows_topic_creation() -> None:
     assert parts(answer, "orders-us") == {0, 1}
     bad = h.join("m2", regex="orders-(")
     assert bad.error == ErrorCode.invalid_regular_expression
+    assert bad.message == (
+        "SubscribedTopicRegex `orders-(` is not a valid regular expression: missing ): orders-(."
+    )
+
+
+def test_a_backtracking_regex_cannot_stall_the_coordinator() -> None:
+    """RE2, as Kafka's RE2/J, matches in linear time; Python's ``re`` would backtrack 2^248
+    times on this pattern and topic name and never answer (the broker's event loop with it)."""
+    h = Harness({"a" * 248 + "!": 1, "aaa": 1})
+    answer = h.join("m1", regex="(a+)+$")
+    assert set(answer.assignment or {}) == {"aaa"}
 
 
 def test_server_assignor_range_and_unknown_assignor() -> None:
