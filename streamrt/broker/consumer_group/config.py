@@ -60,6 +60,12 @@ CONSUMER_GROUP_CONFIGS: tuple[ConfigDef, ...] = (
         "A consumer-protocol member without a heartbeat for this long is fenced.",
     ),
     ConfigDef(
+        "group.consumer.max.size",
+        int_range(1, MAX_INT),
+        str(MAX_INT),
+        "Members per consumer group; one more joining gets GROUP_MAX_SIZE_REACHED.",
+    ),
+    ConfigDef(
         "group.consumer.assignors",
         _assignors,
         "uniform,range",
@@ -74,6 +80,7 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
     assignors: tuple[str, ...] = ("uniform", "range")
+    max_size: int = MAX_INT
 
     @classmethod
     def from_broker(cls, config: Any) -> ConsumerGroupConfig:
@@ -83,4 +90,5 @@ class ConsumerGroupConfig:
             heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
             session_timeout_ms=config["group.consumer.session.timeout.ms"],
             assignors=names,
+            max_size=config["group.consumer.max.size"],
         )

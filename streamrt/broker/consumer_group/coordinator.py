@@ -179,6 +179,7 @@ class ConsumerGroupCoordinator:
                     ErrorCode.unknown_member_id,
                     f"Member {member_id} is not a member of group {group.group_id}.",
                 )
+            self._check_size(group)
             return ConsumerMember(member_id=member_id)
         if req.member_epoch == 0:
             # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
@@ -197,6 +198,8 @@ class ConsumerGroupCoordinator:
         existing = group.static_member(req.instance_id)
         if req.member_epoch == 0:
             if existing is None:
+                if member_id not in group.members:
+                    self._check_size(group)
                 return group.members.get(member_id) or ConsumerMember(member_id=member_id), None
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
                 raise KafkaError(
@@ -222,6 +225,15 @@ class ConsumerGroupCoordinator:
             )
         self._check_epoch(existing, req)
         return existing, None
+
+    def _check_size(self, group: ConsumerGroup) -> None:
+        """Kafka's ``throwIfConsumerGroupIsFull`` (``group.consumer.max.size``)."""
+        if len(group.members) >= self.config.max_size:
+            raise KafkaError(
+                ErrorCode.group_max_size_reached,
+                "The consumer group has reached its maximum capacity of "
+                f"{self.config.max_size} members.",
+            )
 
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:

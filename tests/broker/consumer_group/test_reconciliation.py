@@ -180,3 +180,14 @@ def test_offset_commit_checks_member_and_epoch() -> None:
     assert check("g", None, -1, fetch=True) is None
     h.beat("m1", -1)
     assert check("g", "", -1) is None  # an empty group takes admin commits
+
+
+def test_group_max_size_refuses_one_more_member() -> None:
+    h = Harness(max_size=2)
+    h.join("m1")
+    h.join("m2")
+    full = h.join("m3")
+    assert full.error == ErrorCode.group_max_size_reached
+    assert full.message == "The consumer group has reached its maximum capacity of 2 members."
+    assert set(h.group.members) == {"m1", "m2"}
+    assert h.join("m2").error == ErrorCode.none  # a member already in may rejoin
