@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from streamrt.admin.connection import BrokerConnection
@@ -287,3 +287,32 @@ def test_members_rejoin_after_a_broker_restart_and_resume_from_their_commits(
     finally:
         a.consumer.close()
         b.stop()
+
+
+def test_delete_groups_refuses_an_active_consumer_group_and_deletes_an_empty_one(
+    kip848_broker: BrokerThread,
+) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce_tagged(bootstrap, topic, PARTITIONS, 1, "a")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    a = Member(bootstrap, topic, group)
+    try:
+        _poll_until([a], lambda: len(a.records) >= PARTITIONS, "records")
+        a.consumer.commit(asynchronous=False)
+        busy = admin.delete_consumer_groups([group])[group]
+        with pytest.raises(KafkaException) as refused:
+            busy.result(timeout=30)
+        assert refused.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+    finally:
+        a.consumer.close()
+    admin.delete_consumer_groups([group])[group].result(timeout=30)
+    gone = _describe_raw(kip848_broker.port, group)
+    assert gone.error_code == ErrorCode.group_id_not_found
+    fresh = Member(bootstrap, topic, group)  # the offsets went with the group: from the start
+    try:
+        _poll_until([fresh], lambda: len(fresh.records) >= PARTITIONS, "records again")
+        assert sorted(off for _, off in fresh.records) == [0] * PARTITIONS
+    finally:
+        fresh.consumer.close()

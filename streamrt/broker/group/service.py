@@ -27,6 +27,7 @@ from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
 from streamrt.broker.group import consumer_offsets
 from streamrt.broker.group.coordinator import GroupCoordinator
+from streamrt.broker.group.group import ClassicGroup
 from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
@@ -175,7 +176,7 @@ class GroupCoordinatorService:
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
             ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
-            ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
+            ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
             ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
             ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
         }
@@ -222,6 +223,28 @@ class GroupCoordinatorService:
         result = self.coordinator.list_groups(ctx, request)
         response = with_consumer_groups(result.response, self.consumer, request)
         return dataclasses.replace(result, response=response)
+
+    def _delete_groups(self, ctx: Any, request: Any) -> Result:
+        """An empty consumer group goes as an empty classic group does (its offsets and the
+        group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
+        busy = {gid for gid in request.groups_names if self.consumer.has_members(gid)}
+        for gid in request.groups_names:
+            if gid in self.consumer.groups and gid not in busy:
+                self.consumer.drop_if_empty(gid)
+                if gid not in self.coordinator.groups:
+                    self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
+        result = self.coordinator.delete_groups(ctx, request)
+        if not busy:
+            return result
+        results = tuple(
+            dataclasses.replace(r, error_code=ErrorCode.non_empty_group)
+            if r.group_id in busy
+            else r
+            for r in result.response.results
+        )
+        return dataclasses.replace(
+            result, response=dataclasses.replace(result.response, results=results)
+        )
 
     def _offset_fetch(self, ctx: Any, request: Any) -> Result:
         errors = consumer_offsets.fetch_errors(self.consumer, ctx.api_version, request)
