@@ -14,6 +14,7 @@ import base64
 import dataclasses
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -139,7 +140,7 @@ class ConsumerGroupCoordinator:
             group.subscription_metadata = subscription
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, updated, topics)
+            self._compute_target(group, topics)
         final = reconcile(
             updated,
             group.assignment_epoch,
@@ -273,14 +274,11 @@ class ConsumerGroupCoordinator:
             changes["server_assignor"] = req.server_assignor
         return dataclasses.replace(member, **changes)  # type: ignore[arg-type]
 
-    def _compute_target(
-        self, group: ConsumerGroup, member: ConsumerMember, topics: Mapping[str, int]
-    ) -> None:
+    def _compute_target(self, group: ConsumerGroup, topics: Mapping[str, int]) -> None:
         """A new target assignment at the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
-        name = member.server_assignor or next(
-            (m.server_assignor for m in group.members.values() if m.server_assignor),
-            self.config.assignors[0],
-        )
+        # Kafka's computePreferredServerAssignor: the one most members ask for, else the default
+        asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = max(sorted(asked), key=lambda a: asked[a]) if asked else self.config.assignors[0]
         specs = {
             mid: MemberSpec(subscribed_topics(m, topics), group.target.get(mid, {}))
             for mid, m in group.members.items()

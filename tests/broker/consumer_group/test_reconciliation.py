@@ -148,6 +148,9 @@ def test_server_assignor_range_and_unknown_assignor() -> None:
     assert h.group.assignor_name == "range"
     assert h.group.target["m1"] == {"a": frozenset({0, 1}), "b": frozenset({0, 1})}
     assert h.join("m3", assignor="sticky").error == ErrorCode.unsupported_assignor
+    # the assignor most members ask for wins (Kafka's computePreferredServerAssignor)
+    h.join("m4", ("a", "b"), assignor="uniform")
+    assert h.group.assignor_name == "range"
 
 
 def test_invalid_requests_get_kafkas_messages() -> None:
