@@ -2,7 +2,7 @@
 
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
-batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
+batches, encodes and sends in C on its own threads (docs/bench/history.md, "The data path").
 The default under at-least-once (``stream.thread.producer``, ``StreamsConfig.
 effective_thread_producer``). Under exactly_once_v2 (own membership only, when asked for) it
 is transactional: :mod:`.rdkafka_txn`. The main consumer is librdkafka's too by default

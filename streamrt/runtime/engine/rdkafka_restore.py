@@ -1,7 +1,7 @@
 """librdkafka (confluent-kafka) as a stream thread's restore consumer.
 
 Why: a full restore on aiokafka spent a third of the thread decoding fetched batches in Python
-and a fifth in asyncio (docs/benchmarks.md, "Runtime: heavy-state app per thread"). librdkafka
+and a fifth in asyncio (docs/bench/history.md, "Runtime: heavy-state app per thread"). librdkafka
 fetches, decompresses and decodes on its own threads and keeps prefetching (up to
 ``queued.max.messages.kbytes``) while the stream thread writes what it took into RocksDB, so
 fetch and write overlap. Used whenever the main consumer is librdkafka's
