@@ -23,7 +23,7 @@ from streamrt.admin.connection import BrokerConnection
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
-from tests.broker.groups_support import GROUP_OVERRIDES, start_broker
+from tests.broker.groups_support import GROUP_OVERRIDES, group_gauges, start_broker
 from tests.kafka_helpers import create_topic, produce_tagged, wait_until
 
 PARTITIONS = 4
@@ -147,6 +147,8 @@ def test_static_members_bounce_and_keep_their_partitions(kip848_broker: BrokerTh
             "two static members with two partitions each",
         )
         before = _describe_raw(kip848_broker.port, group)
+        gauges = group_gauges(kip848_broker, group)
+        assert gauges is not None and (gauges.state, gauges.members_static) == ("Stable", 2)
         a_parts, b_parts = a.owned(), b.owned()
         b_events = (list(b.assigned), list(b.revoked))
         a.consumer.close()  # a static member leaves with epoch -2: it keeps its assignment
@@ -160,6 +162,8 @@ def test_static_members_bounce_and_keep_their_partitions(kip848_broker: BrokerTh
                 a2.poll()
             after = _describe_raw(kip848_broker.port, group)
             assert after.group_epoch == before.group_epoch
+            # /metrics as an operator sees it: same generation (epoch), no new assignment
+            assert group_gauges(kip848_broker, group) == gauges
             assert b.owned() == b_parts and (b.assigned, b.revoked) == b_events
             assert len(after.members) == 2
         finally:

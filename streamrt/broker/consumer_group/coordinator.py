@@ -286,6 +286,7 @@ class ConsumerGroupCoordinator:
         group.target = ASSIGNORS[name](specs, group.subscription(topics))
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
+        group.assignments_computed += 1
 
     # -- leaving and fencing -------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Assignment] = {}  # member id -> its target assignment
         self.assignor_name = ""
+        self.assignments_computed = 0  # target assignments computed (the /metrics rebalances)
         #: the partition counts of the subscribed topics when the epoch last bumped
         self.subscription_metadata: dict[str, int] = {}
         self._owner_epochs: dict[tuple[str, int], int] = {}

@@ -320,4 +320,20 @@ class GroupCoordinatorService:
                     rebalances_total=self.coordinator.rebalances_total(group_id),
                 )
             )
+        for group_id, cgroup in sorted(self.consumer.groups.items()):
+            # KIP-848 groups: the group epoch as the generation, target assignments computed
+            # as the rebalances (an id also held by a classic group is shown once, as classic)
+            if group_id in self.coordinator.groups:
+                continue
+            static = sum(1 for m in cgroup.members.values() if m.instance_id is not None)
+            out.append(
+                GroupMetrics(
+                    group_id=group_id,
+                    state=cgroup.state.value,
+                    generation_id=cgroup.group_epoch,
+                    members_static=static,
+                    members_dynamic=len(cgroup.members) - static,
+                    rebalances_total=cgroup.assignments_computed,
+                )
+            )
         return out
