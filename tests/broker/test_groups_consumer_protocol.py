@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from streamrt.admin.connection import BrokerConnection
@@ -320,3 +327,32 @@ def test_delete_groups_refuses_an_active_consumer_group_and_deletes_an_empty_one
         assert sorted(off for _, off in fresh.records) == [0] * PARTITIONS
     finally:
         fresh.consumer.close()
+
+
+def test_exactly_once_with_the_consumer_protocol_commits_offsets_in_the_transaction(
+    kip848_broker: BrokerThread,
+) -> None:
+    """send_offsets_to_transaction with a consumer-protocol member: the TxnOffsetCommit carries
+    the member epoch as its generation; the offsets are committed with the transaction."""
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    create_topic(bootstrap, f"{topic}-out", 1)
+    produce_tagged(bootstrap, topic, PARTITIONS, 3, "a")
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{group}"})
+    producer.init_transactions(30)
+    a = Member(bootstrap, topic, group)
+    try:
+        _poll_until([a], lambda: len(a.records) >= PARTITIONS * 3, "records")
+        producer.begin_transaction()
+        producer.produce(f"{topic}-out", b"out")
+        positions = a.consumer.position(list(a.consumer.assignment()))
+        producer.send_offsets_to_transaction(positions, a.consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        committed = a.consumer.committed(
+            [TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10
+        )
+        assert [tp.offset for tp in committed] == [3] * PARTITIONS
+        assert not [e for e in a.errors if e.fatal()]
+    finally:
+        a.consumer.close()

@@ -20,7 +20,7 @@ from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build
 from streamrt.wire.group_responses import response_cls
 
-__all__ = ("commit", "fetch_errors", "with_fetch_errors")
+__all__ = ("commit", "fetch_errors", "txn_commit", "with_fetch_errors")
 
 
 def commit(
@@ -37,6 +37,28 @@ def commit(
         error = ErrorCode.unsupported_version
     topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
     response = build(response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics)
+    return response, records
+
+
+def txn_commit(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    now_ms: int,
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """A TxnOffsetCommit to a consumer group (exactly-once with ``group.protocol=consumer``):
+    the generation field carries the member epoch, checked as an OffsetCommit's (Kafka's
+    ``validateOffsetCommit`` with ``isTransactional``); v0-2 carry no member: not checked."""
+    epoch: int = getattr(request, "generation_id", -1)
+    member_id: str = getattr(request, "member_id", "")
+    error = None
+    if version >= 3:
+        error = consumer.validate_offset_request(request.group_id, member_id, epoch)
+    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    response = build(
+        response_cls(ApiKey.TXN_OFFSET_COMMIT, version), throttle_time=0, topics=topics
+    )
     return response, records
 
 

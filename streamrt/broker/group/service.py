@@ -164,6 +164,10 @@ class GroupCoordinatorService:
             log = self._logs.log(CONSUMER_OFFSETS, partition)
             log.append_marker(producer_id, epoch, commit, coordinator_epoch, self._clock.now_ms())
             self.coordinator.complete_txn(producer_id, commit)
+            for group_id in self.consumer.groups:  # offsets of a consumer group: no classic twin
+                twin = self.coordinator.groups.get(group_id)
+                if twin is not None and twin.is_in(GroupState.EMPTY):
+                    del self.coordinator.groups[group_id]
 
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
@@ -178,7 +182,7 @@ class GroupCoordinatorService:
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
             ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
-            ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
+            ApiKey.TXN_OFFSET_COMMIT: lambda: self._txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))
         if handler is None:
@@ -218,6 +222,15 @@ class GroupCoordinatorService:
             self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
         )
         return Result(response=response, records=records, replay=True)
+
+    def _txn_offset_commit(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.txn_offset_commit(ctx, request)
+        response, records = consumer_offsets.txn_commit(
+            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+        )
+        producer = (request.producer_id, request.producer_epoch)
+        return Result(response=response, records=records, replay=True, producer=producer)
 
     def _list_groups(self, ctx: Any, request: Any) -> Result:
         result = self.coordinator.list_groups(ctx, request)
