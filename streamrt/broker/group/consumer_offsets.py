@@ -10,17 +10,19 @@ The offsets themselves live in the classic coordinator's offset table, like Kafk
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.group.offsets import OffsetMetadataManager
-from streamrt.broker.group.records import CoordinatorRecord
+from streamrt.broker.group.pending import PendingTxnOffsets
+from streamrt.broker.group.records import CoordinatorRecord, offset_tombstone
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build
 from streamrt.wire.group_responses import response_cls
 
-__all__ = ("commit", "fetch_errors", "txn_commit", "with_fetch_errors")
+__all__ = ("commit", "expired", "fetch_errors", "txn_commit", "with_fetch_errors")
 
 
 def commit(
@@ -88,3 +90,38 @@ def with_fetch_errors(response: Any, errors: dict[str, Any]) -> Any:
         for g in response.groups
     )
     return dataclasses.replace(response, groups=groups)
+
+
+def expired(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    pending: PendingTxnOffsets,
+    topics: Mapping[str, int],
+    now_ms: int,
+    retention_ms: int,
+) -> tuple[tuple[CoordinatorRecord, ...], list[str]]:
+    """Offsets retention of consumer groups, as Kafka's ``cleanupExpiredOffsets`` with
+    ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
+    expires ``retention_ms`` after its commit (or at its explicit expire timestamp). Returns
+    the tombstones and the empty groups left without offsets (Kafka deletes them)."""
+    records: list[CoordinatorRecord] = []
+    gone: list[str] = []
+    for group_id, group in sorted(consumer.groups.items()):
+        if pending.has_group(group_id):
+            continue  # an open transaction will still commit offsets here
+        subscribed = set(group.subscription(topics))
+        committed = offsets.of_group(group_id)
+        expired_count = 0
+        for (topic, partition), value in sorted(committed.items()):
+            if topic in subscribed:
+                continue
+            if value.expire_timestamp >= 0:
+                is_expired = now_ms >= value.expire_timestamp
+            else:
+                is_expired = now_ms - value.commit_timestamp >= retention_ms
+            if is_expired:
+                expired_count += 1
+                records.append(offset_tombstone(group_id, topic, partition))
+        if expired_count == len(committed) and not group.members:
+            gone.append(group_id)
+    return tuple(records), gone

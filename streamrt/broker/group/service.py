@@ -108,6 +108,7 @@ class GroupCoordinatorService:
             lambda: self._apply(self.coordinator.on_loaded()),
             self._replay_marker,
         )
+        self._schedule_consumer_offsets_cleanup()
         logger.info(
             "group coordinator loaded",
             extra=fields(
@@ -222,6 +223,28 @@ class GroupCoordinatorService:
             self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
         )
         return Result(response=response, records=records, replay=True)
+
+    def _consumer_offsets_cleanup(self) -> Result:
+        """Offsets retention of consumer groups (the classic ones' is the coordinator's)."""
+        config = self.coordinator.config
+        records, gone = consumer_offsets.expired(
+            self.consumer,
+            self.coordinator.offsets,
+            self.coordinator.pending_txn_offsets,
+            self.consumer.topics(),
+            self._clock.now_ms(),
+            config.offsets_retention_ms,
+        )
+        for group_id in gone:
+            self.consumer.drop_if_empty(group_id)
+        self._schedule_consumer_offsets_cleanup()
+        return Result(records=records, replay=True)
+
+    def _schedule_consumer_offsets_cleanup(self) -> None:
+        interval = self.coordinator.config.offsets_retention_check_interval_ms
+        self._core.timer.schedule(
+            "consumer-offsets-retention", interval, self._consumer_offsets_cleanup
+        )
 
     def _txn_offset_commit(self, ctx: Any, request: Any) -> Result:
         if request.group_id not in self.consumer.groups:
