@@ -89,6 +89,17 @@ def _poll_until(members: list[Member], condition: Any, what: str, timeout: float
     wait_until(step, timeout=timeout, what=what, interval=0.01)
 
 
+def _call(port: int, api_key: ApiKey, **fields: Any) -> Any:
+    async def go() -> Any:
+        conn = await BrokerConnection.open("127.0.0.1", port)
+        try:
+            return await conn.call(api_key, **fields)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
 def _describe_raw(port: int, group: str) -> Any:
     async def go() -> Any:
         conn = await BrokerConnection.open("127.0.0.1", port)
@@ -196,6 +207,17 @@ def test_admin_client_describes_and_lists_a_consumer_group(kip848_broker: Broker
         assert (raw.group_state, raw.assignor_name) == ("Stable", "uniform")
         unknown = _describe_raw(kip848_broker.port, "no-such-group")
         assert unknown.error_code == ErrorCode.group_id_not_found
+        classic_view = _call(
+            kip848_broker.port,
+            ApiKey.DESCRIBE_GROUPS,
+            groups=[group],
+            include_authorized_operations=False,
+        ).groups[0]
+        # DescribeGroups (the classic API) does not describe a consumer group, as Kafka's
+        assert (classic_view.error_code, classic_view.group_state) == (
+            ErrorCode.group_id_not_found,
+            "Dead",
+        )
         listed = admin.list_consumer_groups().result(timeout=30).valid
         mine = [g for g in listed if g.group_id == group]
         assert len(mine) == 1 and mine[0].type == ConsumerGroupType.CONSUMER

@@ -179,7 +179,7 @@ class GroupCoordinatorService:
             ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
             ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
-            ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
+            ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
             ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
@@ -254,6 +254,23 @@ class GroupCoordinatorService:
         )
         producer = (request.producer_id, request.producer_epoch)
         return Result(response=response, records=records, replay=True, producer=producer)
+
+    def _describe_groups(self, ctx: Any, request: Any) -> Result:
+        """A consumer group described by the classic API: Dead with GROUP_ID_NOT_FOUND, as
+        Kafka answers ("is not a classic group"); ConsumerGroupDescribe describes it."""
+        result = self.coordinator.describe_groups(ctx, request)
+        consumer = {g for g in request.groups if g in self.consumer.groups}
+        if not consumer:
+            return result
+        groups = tuple(
+            dataclasses.replace(g, error_code=ErrorCode.group_id_not_found)
+            if g.group_id in consumer and g.group_id not in self.coordinator.groups
+            else g
+            for g in result.response.groups
+        )
+        return dataclasses.replace(
+            result, response=dataclasses.replace(result.response, groups=groups)
+        )
 
     def _list_groups(self, ctx: Any, request: Any) -> Result:
         result = self.coordinator.list_groups(ctx, request)
