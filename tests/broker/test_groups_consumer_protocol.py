@@ -378,3 +378,39 @@ def test_exactly_once_with_the_consumer_protocol_commits_offsets_in_the_transact
         assert not [e for e in a.errors if e.fatal()]
     finally:
         a.consumer.close()
+
+
+def test_offset_delete_keeps_subscribed_topics_and_deletes_once_the_group_is_empty(
+    kip848_broker: BrokerThread,
+) -> None:
+    bootstrap = kip848_broker.bootstrap
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    produce_tagged(bootstrap, topic, 1, 2, "a")
+    a = Member(bootstrap, topic, group)
+
+    def delete() -> Any:
+        return _call(
+            kip848_broker.port,
+            ApiKey.OFFSET_DELETE,
+            group_id=group,
+            topics=[{"name": topic, "partitions": [{"partition_index": 0}]}],
+        )
+
+    try:
+        _poll_until([a], lambda: len(a.records) >= 2, "records")
+        a.consumer.commit(asynchronous=False)
+        refused = delete()
+        assert refused.error_code == ErrorCode.none
+        assert refused.topics[0].partitions[0].error_code == ErrorCode.group_subscribed_to_topic
+    finally:
+        a.consumer.close()
+    deleted = delete()
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.none
+    fetched = _call(
+        kip848_broker.port,
+        ApiKey.OFFSET_FETCH,
+        require_stable=False,
+        groups=[{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
+    )
+    assert fetched.groups[0].topics[0].partitions[0].committed_offset == -1

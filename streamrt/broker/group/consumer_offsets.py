@@ -22,7 +22,14 @@ from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build
 from streamrt.wire.group_responses import response_cls
 
-__all__ = ("commit", "expired", "fetch_errors", "txn_commit", "with_fetch_errors")
+__all__ = (
+    "commit",
+    "delete",
+    "expired",
+    "fetch_errors",
+    "txn_commit",
+    "with_fetch_errors",
+)
 
 
 def commit(
@@ -125,3 +132,31 @@ def expired(
         if expired_count == len(committed) and not group.members:
             gone.append(group_id)
     return tuple(records), gone
+
+
+def delete(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    topics: Mapping[str, int],
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """OffsetDelete on a consumer group (Kafka's ``deleteOffsets``): the offsets of a topic
+    some member subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC); others get tombstones."""
+    group = consumer.groups[request.group_id]
+    subscribed = set(group.subscription(topics))
+    committed = offsets.of_group(request.group_id)
+    records: list[CoordinatorRecord] = []
+    out = []
+    for t in request.topics:
+        rows = []
+        for p in t.partitions:
+            code = ErrorCode.none
+            if t.name in subscribed:
+                code = ErrorCode.group_subscribed_to_topic
+            elif (t.name, p.partition_index) in committed:
+                records.append(offset_tombstone(request.group_id, t.name, p.partition_index))
+            rows.append({"partition_index": p.partition_index, "error_code": code})
+        out.append({"name": t.name, "partitions": rows})
+    cls = response_cls(ApiKey.OFFSET_DELETE, version)
+    return build(cls, error_code=ErrorCode.none, throttle_time=0, topics=out), tuple(records)

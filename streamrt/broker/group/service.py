@@ -182,7 +182,7 @@ class GroupCoordinatorService:
             ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
-            ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
+            ApiKey.OFFSET_DELETE: lambda: self._offset_delete(ctx, request),
             ApiKey.TXN_OFFSET_COMMIT: lambda: self._txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))
@@ -254,6 +254,18 @@ class GroupCoordinatorService:
         )
         producer = (request.producer_id, request.producer_epoch)
         return Result(response=response, records=records, replay=True, producer=producer)
+
+    def _offset_delete(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.offset_delete(ctx, request)
+        response, records = consumer_offsets.delete(
+            self.consumer,
+            self.coordinator.offsets,
+            self.consumer.topics(),
+            ctx.api_version,
+            request,
+        )
+        return Result(response=response, records=records, replay=True)
 
     def _describe_groups(self, ctx: Any, request: Any) -> Result:
         """A consumer group described by the classic API: Dead with GROUP_ID_NOT_FOUND, as
