@@ -11,15 +11,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamrt.runtime.graph.materialized import MaterializedLike, materialize
+from streamrt.runtime.dsl.aggregate_nodes import (
+    WindowStoreOptions,
+    add_window_store,
+    window_processor,
+)
+from streamrt.runtime.graph.materialized import Materialized, MaterializedLike, materialize
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
+from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processor import Processor
-from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregator, Initializer
+from streamrt.runtime.processors.aggregate import (
+    AggregateProcessor,
+    Aggregation,
+    Aggregator,
+    Initializer,
+    Merger,
+)
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.processors.tables import TableSourceProcessor
+from streamrt.runtime.windows import Windows
 from streamrt.serde import Serde
 
-__all__ = ("cogroup_aggregate", "stream_to_table")
+__all__ = ("cogroup_aggregate", "stream_to_table", "windowed_cogroup_aggregate")
 
 
 def cogroup_aggregate(
@@ -52,6 +65,56 @@ def cogroup_aggregate(
     )
     topology.add_copartition_group(*(stream.name for stream, _ in streams))
     return TableNode.stored(topology, merged, store, kser, vser)
+
+
+def windowed_cogroup_aggregate(
+    streams: Sequence[tuple[StreamNode, Aggregator]],
+    windows: Windows,
+    initializer: Initializer,
+    merger: Merger | None,
+    materialized: Materialized | None,
+    value_serde: Serde[Any],
+) -> TableNode:
+    """One aggregate per key and window (time, sliding or session) over every
+    ``(stream, aggregator)``, in one window/session store: one windowed aggregate processor
+    per input, merged, as Kafka's ``CogroupedStreamAggregateBuilder.build`` with windows."""
+    first = streams[0][0]
+    topology = first.topology
+    m = materialized or Materialized(topology.new_name("COGROUPKSTREAM-AGGREGATE-STATE-STORE"))
+    store, options = m.name, WindowStoreOptions(in_memory=m.in_memory)
+    stores = add_window_store(topology, windows, store, first.key_serde, value_serde, options)
+    merged: list[str] = []  # the merge node's name: asked for old values by a downstream
+    parts = []
+    for stream, aggregator in streams:
+        aggregation = Aggregation(initializer, aggregator, merger=merger)
+        prefix, supplier = window_processor(
+            windows,
+            store,
+            aggregation,
+            False,
+            lambda: topology.sends_old_values(merged[0]),
+            sharing=True,
+        )
+        parts.append(
+            topology.add_processor(topology.new_name(prefix), supplier, stream.name, stores=stores)
+        )
+    merged.append(
+        topology.add_processor(
+            topology.new_name("COGROUPKSTREAM-MERGE"),
+            PassThroughProcessor,
+            *parts,
+            accepts_changes=True,
+        )
+    )
+    topology.add_copartition_group(*(stream.name for stream, _ in streams))
+    return TableNode.stored(
+        topology,
+        merged[0],
+        store,
+        WindowedSerde(first.key_serde),
+        value_serde,
+        window_close_delay_ms=windows.close_delay_ms,
+    )
 
 
 def _aggregate_supplier(

@@ -159,8 +159,10 @@ def aggregate_table(
     aggregation: Aggregation,
     materialized: MaterializedLike,
     value_serde: SerdeLike,
+    name: str | None = None,
 ) -> TableNode:
-    """The grouped table's aggregate (adder and subtractor) in the ``materialized`` store."""
+    """The grouped table's aggregate (adder and subtractor) in the ``materialized`` store;
+    ``name`` names the processor."""
     if materialized is None:
         raise ConfigError("KGroupedTable.aggregate needs a materialized store name")
     topology = grouped.topology
@@ -169,7 +171,7 @@ def aggregate_table(
     assert store is not None and aggregation.subtractor is not None
     subtractor = aggregation.subtractor
     node = topology.add_processor(
-        topology.new_name("KTABLE-AGGREGATE"),
+        name or topology.new_name("KTABLE-AGGREGATE"),
         lambda: TableAggregateProcessor(
             store, aggregation.initializer, aggregation.adder, subtractor
         ),

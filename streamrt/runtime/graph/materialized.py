@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streamrt.errors import ConfigError
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
-__all__ = ("Materialized", "MaterializedLike", "materialize", "store_kind")
+__all__ = ("Materialized", "MaterializedLike", "materialize", "store_argument", "store_kind")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,18 @@ class Materialized:
 
 
 MaterializedLike = str | Materialized | None
+
+
+def store_argument(topology: Topology, store: MaterializedLike, prefix: str) -> Materialized:
+    """What a ``store=`` argument means: a store name, a ``Materialized``, or None (an
+    internal store named as Kafka names them, ``<prefix>-STATE-STORE-<n>``)."""
+    if store is None:
+        return Materialized(topology.new_name(f"{prefix}-STATE-STORE"))
+    if isinstance(store, str):
+        return Materialized(store)
+    if isinstance(store, Materialized):
+        return store
+    raise ConfigError(f"store= takes a store name or a Materialized, got {store!r}")
 
 
 def store_kind(in_memory: bool | None) -> StoreKind | None:
