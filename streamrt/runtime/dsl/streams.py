@@ -295,7 +295,7 @@ class KGroupedStream:
         return CogroupedKStream([(self.stream, aggregator)])
 
     def windowed_by(
-        self, windows: Windows, *removed: Any, **removed_kw: Any
+        self, windows: Windows | None = None, *removed: Any, **removed_kw: Any
     ) -> TimeWindowedKStream | SessionWindowedKStream:
         """Window the grouped stream: ``TimeWindows`` (tumbling/hopping), ``SlidingWindows``
         or ``SessionWindows``."""

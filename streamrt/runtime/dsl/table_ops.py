@@ -16,6 +16,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.aggregate_nodes import suppress_table
 from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
 from streamrt.runtime.dsl.join_nodes import table_join
+from streamrt.runtime.dsl.options import removed_keywords
 from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
@@ -34,7 +35,7 @@ class TableJoinArgs(TypedDict, total=False):
     """The keyword options ``KTable.join`` and ``left_join`` share (each optional)."""
 
     foreign_key: Callable[[Any], Any] | None
-    materialized: MaterializedLike
+    store: MaterializedLike
     value_serde: SerdeLike
 
 
@@ -63,21 +64,29 @@ class TableOperations(ABC, Generic[T]):
         tables only) or ``Suppressed.until_time_limit(ms, ...)``; see processors.suppress."""
         return self._wrap(suppress_table(self.node, suppressed))
 
-    def filter(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
-        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone."""
-        return self._wrap(filter_table(self.node, predicate, False, materialized))
+    def filter(self, predicate: Predicate, *, store: MaterializedLike = None, **removed: Any) -> T:
+        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone.
+        ``store`` (a name or a ``Materialized``) materializes the result, here and in the
+        other table operators (None: read through the parent's store)."""
+        removed_keywords("KTable.filter", removed)
+        return self._wrap(filter_table(self.node, predicate, False, store))
 
-    def filter_not(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
-        return self._wrap(filter_table(self.node, predicate, True, materialized))
+    def filter_not(
+        self, predicate: Predicate, *, store: MaterializedLike = None, **removed: Any
+    ) -> T:
+        removed_keywords("KTable.filter_not", removed)
+        return self._wrap(filter_table(self.node, predicate, True, store))
 
     def map_values(
         self,
         fn: Callable[[Any], Any],
         *,
         value_serde: SerdeLike = None,
-        materialized: MaterializedLike = None,
+        store: MaterializedLike = None,
+        **removed: Any,
     ) -> T:
-        return self._wrap(map_values_table(self.node, fn, value_serde, materialized))
+        removed_keywords("KTable.map_values", removed)
+        return self._wrap(map_values_table(self.node, fn, value_serde, store))
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
@@ -90,9 +99,8 @@ class TableOperations(ABC, Generic[T]):
     def _join_with(self, other: T, joiner: Joiner, kind: JoinKind, options: TableJoinArgs) -> T:
         """One path for ``join``/``left_join``: their keyword options unpacked for ``_join``."""
         unknown = set(options) - set(TableJoinArgs.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        foreign_key, materialized = options.get("foreign_key"), options.get("materialized")
+        removed_keywords("KTable.join", {k: None for k in sorted(unknown)})
+        foreign_key, materialized = options.get("foreign_key"), options.get("store")
         return self._join(
             other, joiner, kind, foreign_key, materialized, options.get("value_serde")
         )
@@ -102,10 +110,12 @@ class TableOperations(ABC, Generic[T]):
         other: T,
         joiner: Joiner,
         *,
-        materialized: MaterializedLike = None,
+        store: MaterializedLike = None,
         value_serde: SerdeLike = None,
+        **removed: Any,
     ) -> T:
-        return self._join(other, joiner, "outer", None, materialized, value_serde)
+        removed_keywords("KTable.outer_join", removed)
+        return self._join(other, joiner, "outer", None, store, value_serde)
 
     def _join(
         self,
