@@ -27,6 +27,7 @@ from streamrt.runtime.dsl import (
     TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
     ValueJoinerWithKey,
+    ValueMapperWithKey,
 )
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
 from streamrt.runtime.instance.app import App, AppError, Health
@@ -82,5 +83,6 @@ __all__ = (
     "TimeWindows",
     "ValueAndTimestamp",
     "ValueJoinerWithKey",
+    "ValueMapperWithKey",
     "Windowed",
 )

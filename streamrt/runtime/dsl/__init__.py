@@ -23,6 +23,7 @@ from streamrt.runtime.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
+from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
 from streamrt.runtime.dsl.streams import (
     KGroupedStream,
     KGroupedTable,
@@ -62,5 +63,6 @@ __all__ = (
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "ValueJoinerWithKey",
+    "ValueMapperWithKey",
     "WindowedSerde",
 )

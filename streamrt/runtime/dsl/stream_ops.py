@@ -9,9 +9,12 @@ and joins are in :mod:`.streams`).
 
 from __future__ import annotations
 
+import builtins
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TextIO, TypeVar
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.branched import BranchedKStream
@@ -28,12 +31,21 @@ from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors import stateless as ops
 from streamrt.serde import Serde, SerdeLike, serde_for
 
-__all__ = ("KeyValueMapper", "Predicate", "StreamOperations", "opt_serde")
+__all__ = ("KeyValueMapper", "Predicate", "StreamOperations", "ValueMapperWithKey", "opt_serde")
 
 S = TypeVar("S", bound="StreamOperations[Any]")
 
 Predicate = Callable[[Any, Any], bool]
 KeyValueMapper = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ValueMapperWithKey:
+    """A value mapper that also reads the key: ``fn(key, value)``, as Kafka's
+    ``ValueMapperWithKey``; ``map_values`` and ``flat_map_values`` take it in place of
+    ``fn(value)`` (the key stays, so no repartition follows)."""
+
+    fn: Callable[[Any, Any], Any]
 
 
 def opt_serde(spec: SerdeLike) -> Serde[Any] | None:
@@ -100,19 +112,21 @@ class StreamOperations(ABC, Generic[S]):
 
     def map_values(
         self,
-        fn: Callable[[Any], Any],
+        fn: Callable[[Any], Any] | ValueMapperWithKey,
         *,
         value_serde: SerdeLike = None,
         name: str | None = None,
         **removed: Any,
     ) -> S:
         removed_keywords("map_values", removed)
-        return self._then(
-            "KSTREAM-MAPVALUES",
-            lambda: ops.MapValuesProcessor(fn),
-            value_serde=value_serde,
-            name=name,
-        )
+        if isinstance(fn, ValueMapperWithKey):
+            keyed = fn.fn
+            supplier: Callable[[], Processor] = lambda: ops.MapProcessor(  # noqa: E731
+                lambda k, v: (k, keyed(k, v))
+            )
+        else:
+            supplier = lambda: ops.MapValuesProcessor(fn)  # noqa: E731
+        return self._then("KSTREAM-MAPVALUES", supplier, value_serde=value_serde, name=name)
 
     def filter(self, predicate: Predicate, *, name: str | None = None, **removed: Any) -> S:
         removed_keywords("filter", removed)
@@ -146,18 +160,20 @@ class StreamOperations(ABC, Generic[S]):
 
     def flat_map_values(
         self,
-        fn: Callable[[Any], Iterable[Any]],
+        fn: Callable[[Any], Iterable[Any]] | ValueMapperWithKey,
         *,
         value_serde: SerdeLike = None,
         name: str | None = None,
     ) -> S:
         """Zero or more values per record, each with the record's key (no repartition)."""
-        return self._then(
-            "KSTREAM-FLATMAPVALUES",
-            lambda: ops.FlatMapValuesProcessor(fn),
-            value_serde=value_serde,
-            name=name,
-        )
+        if isinstance(fn, ValueMapperWithKey):
+            keyed = fn.fn
+            supplier: Callable[[], Processor] = lambda: ops.FlatMapProcessor(  # noqa: E731
+                lambda k, v: [(k, x) for x in keyed(k, v)]
+            )
+        else:
+            supplier = lambda: ops.FlatMapValuesProcessor(fn)  # noqa: E731
+        return self._then("KSTREAM-FLATMAPVALUES", supplier, value_serde=value_serde, name=name)
 
     def select_key(
         self,
@@ -186,6 +202,25 @@ class StreamOperations(ABC, Generic[S]):
     def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
         """Call ``action(key, value)`` for each record; a terminal operation."""
         self._then("KSTREAM-FOREACH", lambda: ops.ForeachProcessor(action), name=name)
+
+    def print(
+        self,
+        *,
+        label: str | None = None,
+        mapper: Callable[[Any, Any], str] | None = None,
+        file: TextIO | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Print each record as ``[label]: key, value`` (or ``mapper(key, value)``) to
+        ``file`` (default: stdout), Kafka's ``print(Printed.toSysOut().withLabel(...))``; a
+        terminal operation, for debugging."""
+        tag = label if label is not None else name or "KSTREAM-PRINTER"
+        show = mapper or (lambda k, v: f"{k}, {v}")
+
+        def out(key: Any, value: Any) -> None:
+            builtins.print(f"[{tag}]: {show(key, value)}", file=file or sys.stdout, flush=True)
+
+        self._then("KSTREAM-PRINTER", lambda: ops.ForeachProcessor(out), name=name)
 
     def process(
         self,

@@ -5,11 +5,13 @@ differential scenario against Kafka Streams in tests/differential/scenarios/oper
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime import (
     App,
     Branched,
@@ -18,6 +20,7 @@ from streamrt.runtime import (
     SessionWindows,
     SlidingWindows,
     TimeWindows,
+    ValueMapperWithKey,
     Windowed,
 )
 from streamrt.testing import TopologyTestDriver
@@ -52,9 +55,9 @@ def test_to_with_a_topic_extractor_routes_each_record_and_sees_the_record_contex
 def test_a_topic_extractor_returning_no_topic_is_a_clear_error() -> None:
     a = app()
     a.stream("in", key_serde="str", value_serde="str").to(lambda _k, _v, _c: None)
-    with TopologyTestDriver(a) as d:
-        with pytest.raises(Exception, match="topic extractor of sink .* returned None"):
-            d.create_input_topic("in", "str", "str").pipe_input("k", "v")
+    failed = r"production handler fail.*topic extractor of sink \S+ returned None"
+    with TopologyTestDriver(a) as d, pytest.raises(RecordFailedError, match=failed):
+        d.create_input_topic("in", "str", "str").pipe_input("k", "v")
     with pytest.raises(ConfigError, match="topic name or a topic extractor"):
         app().stream("in").to(42)  # type: ignore[arg-type]
 
@@ -187,3 +190,28 @@ def test_a_closed_split_and_duplicate_branch_names_are_refused() -> None:
     split.no_default_branch()
     with pytest.raises(ConfigError, match="already closed"):
         split.default_branch()
+
+
+def test_map_values_and_flat_map_values_with_key_keep_the_key() -> None:
+    a = app()
+    s = a.stream("in", key_serde="str", value_serde="str")
+    s.map_values(ValueMapperWithKey(lambda k, v: f"{k}:{v}")).to("mapped")
+    s.flat_map_values(ValueMapperWithKey(lambda k, v: [k, v])).group_by_key().count(
+        store="n"
+    ).to_stream().to("counts", value_serde="int")
+    assert a.topology.repartition_topics("ops") == []  # the key did not change
+    with TopologyTestDriver(a) as d:
+        d.create_input_topic("in", "str", "str").pipe_input("k", "v")
+        assert d.create_output_topic("mapped", "str", "str").read_values_to_list() == ["k:v"]
+        assert d.create_output_topic("counts", "str", "int").read_values_to_list() == [1, 2]
+
+
+def test_print_writes_label_key_and_value() -> None:
+    a = app()
+    lines = io.StringIO()
+    s = a.stream("in", key_serde="str", value_serde="str")
+    s.print(label="seen", file=lines)
+    s.print(mapper=lambda k, v: f"{k}={v}", file=lines, name="p2")
+    with TopologyTestDriver(a) as d:
+        d.create_input_topic("in", "str", "str").pipe_input("k", "v")
+    assert lines.getvalue().splitlines() == ["[seen]: k, v", "[p2]: k=v"]

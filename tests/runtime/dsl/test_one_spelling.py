@@ -110,7 +110,10 @@ def test_durations_take_ms_or_a_timedelta_everywhere() -> None:
         JoinWindows.of_time_difference_with_no_grace(10).grace(timedelta(seconds=1)).grace_ms
         == 1_000
     )
-    assert SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=1), 0).inactivity_gap_ms == 1_000
+    assert (
+        SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=1), 0).inactivity_gap_ms
+        == 1_000
+    )
     a = App({"application.id": "one"})
     table = a.table(
         "t", key_serde="str", value_serde="str", versioned_history_ms=timedelta(seconds=1)
