@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from streamrt.errors import ConfigError
-from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime import (
     App,
     Branched,
@@ -23,6 +22,7 @@ from streamrt.runtime import (
     ValueMapperWithKey,
     Windowed,
 )
+from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.testing import TopologyTestDriver
 
 
