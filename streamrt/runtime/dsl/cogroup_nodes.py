@@ -123,7 +123,9 @@ def _aggregate_supplier(
     return lambda: AggregateProcessor(store, initializer, aggregator)
 
 
-def stream_to_table(stream: StreamNode, materialized: MaterializedLike) -> TableNode:
+def stream_to_table(
+    stream: StreamNode, materialized: MaterializedLike, name: str | None = None
+) -> TableNode:
     """The stream as a table (repartitioned first if its key changed), stored in
     ``materialized`` or an internal store, as Kafka's ``KStream.toTable``."""
     topology = stream.topology
@@ -133,7 +135,7 @@ def stream_to_table(stream: StreamNode, materialized: MaterializedLike) -> Table
     store, kser, vser = materialize(topology, materialized, stream.key_serde, stream.value_serde)
     assert store is not None
     node = topology.add_processor(
-        topology.new_name("KSTREAM-TOTABLE"),
+        name or topology.new_name("KSTREAM-TOTABLE"),
         lambda: TableSourceProcessor(store),
         stream.name,
         stores=(store,),

@@ -183,11 +183,13 @@ class KStream(StreamOperations["KStream"]):
             return KStream(join_nodes.stream_global_join(stream, spec, key_mapper, joiner, left))
         raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
-    def to_table(self, *removed: Any, store: MaterializedLike = None) -> KTable:
+    def to_table(
+        self, *removed: Any, store: MaterializedLike = None, name: str | None = None
+    ) -> KTable:
         """This stream as a table: each record an update of its key (null keys dropped, a
         null value a delete); repartitioned first if the key changed (Kafka's ``toTable``)."""
         removed_positional("to_table", removed, "store=")
-        return KTable(stream_to_table(self.node, store))
+        return KTable(stream_to_table(self.node, store, name))
 
     def group_by_key(
         self,

@@ -94,11 +94,12 @@ def filter_table(
     predicate: Callable[[Any, Any], bool],
     negate: bool,
     materialized: MaterializedLike,
+    name: str | None = None,
 ) -> TableNode:
     topology = table.topology
     stored = materialize(topology, materialized, table.key_serde, table.value_serde)
     store = stored[0]
-    name = topology.new_name("KTABLE-FILTER")
+    name = name or topology.new_name("KTABLE-FILTER")
     return _table(
         table,
         name,
@@ -113,13 +114,14 @@ def map_values_table(
     fn: Callable[[Any], Any],
     value_serde: SerdeLike,
     materialized: MaterializedLike,
+    name: str | None = None,
 ) -> TableNode:
     vser = serde_for(value_serde) if value_serde is not None else table.value_serde
     stored = materialize(table.topology, materialized, table.key_serde, vser)
     store = stored[0]
     return _table(
         table,
-        table.topology.new_name("KTABLE-MAPVALUES"),
+        name or table.topology.new_name("KTABLE-MAPVALUES"),
         lambda: TableMapValuesProcessor(fn, store),
         stored,
         map_values_getter(table.getter, fn),

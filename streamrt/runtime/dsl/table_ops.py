@@ -64,18 +64,31 @@ class TableOperations(ABC, Generic[T]):
         tables only) or ``Suppressed.until_time_limit(ms, ...)``; see processors.suppress."""
         return self._wrap(suppress_table(self.node, suppressed))
 
-    def filter(self, predicate: Predicate, *, store: MaterializedLike = None, **removed: Any) -> T:
+    def filter(
+        self,
+        predicate: Predicate,
+        *,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
+    ) -> T:
         """Keep rows matching ``predicate``; an update that fails it forwards a tombstone.
         ``store`` (a name or a ``Materialized``) materializes the result, here and in the
-        other table operators (None: read through the parent's store)."""
+        other table operators (None: read through the parent's store); ``name`` names the
+        processor."""
         removed_keywords("KTable.filter", removed)
-        return self._wrap(filter_table(self.node, predicate, False, store))
+        return self._wrap(filter_table(self.node, predicate, False, store, name))
 
     def filter_not(
-        self, predicate: Predicate, *, store: MaterializedLike = None, **removed: Any
+        self,
+        predicate: Predicate,
+        *,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
     ) -> T:
         removed_keywords("KTable.filter_not", removed)
-        return self._wrap(filter_table(self.node, predicate, True, store))
+        return self._wrap(filter_table(self.node, predicate, True, store, name))
 
     def map_values(
         self,
@@ -83,10 +96,11 @@ class TableOperations(ABC, Generic[T]):
         *,
         value_serde: SerdeLike = None,
         store: MaterializedLike = None,
+        name: str | None = None,
         **removed: Any,
     ) -> T:
         removed_keywords("KTable.map_values", removed)
-        return self._wrap(map_values_table(self.node, fn, value_serde, store))
+        return self._wrap(map_values_table(self.node, fn, value_serde, store, name))
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key

@@ -83,8 +83,11 @@ def test_store_takes_a_name_or_a_materialized_and_name_names_the_processor() -> 
     s.group_by_key().aggregate(int, lambda _k, v, agg: agg + v, store=Materialized.as_("sum"))
     s.flat_map(lambda k, v: [(k, v)], name="fm").foreach(lambda _k, _v: None, name="each")
     s.merge(s, name="both").process_values(_Keep, name="keep")
+    t = a.table("t", key_serde="str", value_serde="str")
+    t.filter(lambda _k, v: bool(v), name="tf").map_values(str.upper, name="tm")
+    s.to_table(name="tt")
     nodes = a.topology.nodes
-    assert {"counter", "fm", "each", "both", "keep"} <= set(nodes)
+    assert {"counter", "fm", "each", "both", "keep", "tf", "tm", "tt"} <= set(nodes)
     assert {"by-name", "sum"} <= set(a.topology.stores)
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in", "str", "int").pipe_input("k", 3)
