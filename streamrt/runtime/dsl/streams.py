@@ -1,13 +1,13 @@
-"""The DSL's API classes: :class:`KStream`, :class:`KGroupedStream` and the windowed streams,
-:class:`KTable` and :class:`KGroupedTable`.
+"""The DSL's API classes: :class:`KStream`, :class:`KGroupedStream`, :class:`KTable` and
+:class:`KGroupedTable`.
 
 They refer to one another (a stream groups into a table that turns back into a stream), so
 they live in this one module; each wraps a graph handle and keeps to what leads from one API
 class to another. The operators that stay a stream or a table are inherited
-(:mod:`.stream_ops`, :mod:`.table_ops`); every ``count``/``reduce``/``aggregate`` becomes one
-:class:`Aggregation` handed to one builder per grouping (:mod:`.aggregate_nodes`, where
-windowed aggregations materialize a segmented window/session store and return a table whose
-keys are :class:`~streamrt.runtime.processor.Windowed`).
+(:mod:`.stream_ops`, :mod:`.table_ops`); the windowed and cogrouped streams are in
+:mod:`.windowed` and :mod:`.cogrouped`. Every ``count``/``reduce``/``aggregate`` becomes one
+:class:`Aggregation` handed to one builder per grouping (:mod:`.aggregate_nodes`). Stateful
+operators take ``store=`` (a name or a ``Materialized``), every operator ``name=``.
 """
 
 from __future__ import annotations
@@ -55,8 +55,6 @@ __all__ = (
     "SessionWindowedKStream",
     "TimeWindowedKStream",
 )
-
-Retention = int | timedelta | None
 
 
 class JoinArgs(TypedDict, total=False):
