@@ -241,7 +241,7 @@ class StreamTask:
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
-        self._sinks: dict[str, tuple[TopicNameExtractor, Serde[Any], Serde[Any]]] = {}
+        self._sinks: dict[str, tuple[str | TopicNameExtractor, Serde[Any], Serde[Any]]] = {}
         self._contexts: dict[str, _NodeContext] = {}
         self._sources = {
             topology.topic_of(n, application_id): n
@@ -428,7 +428,7 @@ class StreamTask:
         target, key_serde, value_serde = self._sinks[node_name]
         record = self.record
         try:  # a topic extractor's or a serde's error: the production handler decides
-            topic = target(key, value, record)
+            topic = target if isinstance(target, str) else target(key, value, record)
             key_bytes = key_serde.serialize(key)
             value_bytes = value_serde.serialize(value)
         except Exception as exc:

@@ -293,12 +293,11 @@ class Topology:
     def topic_of(self, node: SourceNode | SinkNode, application_id: str) -> str:
         return internal_topic(application_id, node.topic) if node.internal else node.topic
 
-    def sink_target(self, node: SinkNode, application_id: str) -> TopicNameExtractor:
-        """Where ``node`` writes a record: its topic extractor, checked, or its one topic."""
+    def sink_target(self, node: SinkNode, application_id: str) -> str | TopicNameExtractor:
+        """Where ``node`` writes a record: its one topic, or its topic extractor, checked."""
         extractor = node.topic_extractor
         if extractor is None:
-            topic = self.topic_of(node, application_id)
-            return lambda _key, _value, _context: topic
+            return self.topic_of(node, application_id)
 
         def checked(key: Any, value: Any, context: Any) -> str:
             topic = extractor(key, value, context)
