@@ -8,19 +8,17 @@ window) in one store; the graph nodes are in :mod:`.cogroup_nodes`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.cogroup_nodes import cogroup_aggregate, windowed_cogroup_aggregate
 from streamrt.runtime.dsl.options import removed_positional
 from streamrt.runtime.graph.materialized import Materialized, MaterializedLike
-from streamrt.runtime.graph.nodes import StreamNode
+from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.processors.aggregate import Aggregator, Initializer, Merger
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows
 from streamrt.serde import Serde, SerdeLike, serde_for
-
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl.streams import KGroupedStream, KTable
 
 __all__ = (
     "CogroupedKStream",
@@ -42,21 +40,26 @@ def _materialized(
     return (None if m is None else Materialized(m.name, m.key_serde, vser, m.in_memory)), vser
 
 
-def _table(node: Any) -> KTable:
-    from streamrt.runtime.dsl.streams import KTable  # the API classes refer to one another
-
-    return KTable(node)
+T = TypeVar("T")  # the API table type the aggregations return (``KTable``)
+Wrap = Callable[[TableNode], T]
 
 
-class CogroupedKStream:
+class GroupedLike(Protocol):
+    """What ``cogroup`` reads of a ``KGroupedStream``: its grouped stream."""
+
+    @property
+    def stream(self) -> StreamNode: ...
+
+
+class CogroupedKStream(Generic[T]):
     """Grouped streams aggregated together into one table, each with its own aggregator
     (Kafka's ``CogroupedKStream``); all must be keyed alike (co-partitioned)."""
 
-    def __init__(self, streams: Inputs) -> None:
-        self.streams = streams
+    def __init__(self, streams: Inputs, table: Wrap[T]) -> None:
+        self.streams, self._table = streams, table  # ``table`` wraps a result (KTable)
 
-    def cogroup(self, grouped: KGroupedStream, aggregator: Aggregator) -> CogroupedKStream:
-        return CogroupedKStream([*self.streams, (grouped.stream, aggregator)])
+    def cogroup(self, grouped: GroupedLike, aggregator: Aggregator) -> CogroupedKStream[T]:
+        return CogroupedKStream([*self.streams, (grouped.stream, aggregator)], self._table)
 
     def aggregate(
         self,
@@ -64,33 +67,35 @@ class CogroupedKStream:
         *removed: Any,
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
-    ) -> KTable:
+    ) -> T:
         """The aggregate per key in ``store`` (a name or a ``Materialized``; None: an
         internal store); the value serde is ``value_serde``, else the first stream's."""
         removed_positional("CogroupedKStream.aggregate", removed, "store=")
         m, vser = _materialized(self.streams, store, value_serde)
-        return _table(cogroup_aggregate(self.streams, initializer, m, vser))
+        return self._table(cogroup_aggregate(self.streams, initializer, m, vser))
 
     def windowed_by(
         self, windows: Windows
-    ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
+    ) -> TimeWindowedCogroupedKStream[T] | SessionWindowedCogroupedKStream[T]:
         """Window the cogrouped streams: ``TimeWindows``, ``SlidingWindows`` or
         ``SessionWindows`` (Kafka's ``CogroupedKStream.windowedBy``)."""
         if isinstance(windows, SessionWindows):
-            return SessionWindowedCogroupedKStream(self.streams, windows)
+            return SessionWindowedCogroupedKStream(self.streams, windows, self._table)
         if isinstance(windows, TimeWindows | SlidingWindows):
-            return TimeWindowedCogroupedKStream(self.streams, windows)
+            return TimeWindowedCogroupedKStream(self.streams, windows, self._table)
         raise ConfigError(
             f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
         )
 
 
-class TimeWindowedCogroupedKStream:
+class TimeWindowedCogroupedKStream(Generic[T]):
     """Cogrouped streams over time (tumbling/hopping) or sliding windows; the table's keys
     are ``Windowed``."""
 
-    def __init__(self, streams: Inputs, windows: TimeWindows | SlidingWindows) -> None:
-        self.streams, self.windows = streams, windows
+    def __init__(
+        self, streams: Inputs, windows: TimeWindows | SlidingWindows, table: Wrap[T]
+    ) -> None:
+        self.streams, self.windows, self._table = streams, windows, table
 
     def aggregate(
         self,
@@ -98,20 +103,20 @@ class TimeWindowedCogroupedKStream:
         *,
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
-    ) -> KTable:
+    ) -> T:
         """The aggregate per key and window in the window store ``store`` (a name or a
         ``Materialized``; None: an internal store)."""
         m, vser = _materialized(self.streams, store, value_serde)
         node = windowed_cogroup_aggregate(self.streams, self.windows, initializer, None, m, vser)
-        return _table(node)
+        return self._table(node)
 
 
-class SessionWindowedCogroupedKStream:
+class SessionWindowedCogroupedKStream(Generic[T]):
     """Cogrouped streams over session windows: ``merger(key, agg1, agg2)`` combines two
     sessions a record bridges."""
 
-    def __init__(self, streams: Inputs, windows: SessionWindows) -> None:
-        self.streams, self.windows = streams, windows
+    def __init__(self, streams: Inputs, windows: SessionWindows, table: Wrap[T]) -> None:
+        self.streams, self.windows, self._table = streams, windows, table
 
     def aggregate(
         self,
@@ -120,8 +125,8 @@ class SessionWindowedCogroupedKStream:
         *,
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
-    ) -> KTable:
+    ) -> T:
         """The aggregate per key and session in the session store ``store``."""
         m, vser = _materialized(self.streams, store, value_serde)
         node = windowed_cogroup_aggregate(self.streams, self.windows, initializer, merger, m, vser)
-        return _table(node)
+        return self._table(node)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl import join_nodes
@@ -22,6 +22,7 @@ from streamrt.runtime.dsl.aggregate_nodes import (
     aggregate_stream,
 )
 from streamrt.runtime.dsl.cogroup_nodes import stream_to_table
+from streamrt.runtime.dsl.cogrouped import CogroupedKStream
 from streamrt.runtime.dsl.global_table import GlobalKTable
 from streamrt.runtime.dsl.join_nodes import StreamJoiner
 from streamrt.runtime.dsl.options import (
@@ -43,9 +44,6 @@ from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows
 from streamrt.runtime.processors.stateless import PassThroughProcessor
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows, to_ms
 from streamrt.serde import IntSerde, SerdeLike
-
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl.cogrouped import CogroupedKStream
 
 __all__ = (
     "KGroupedStream",
@@ -288,23 +286,21 @@ class KGroupedStream:
         node = aggregate_stream(self.stream, aggregation, m.name, vser, in_memory, caching, name)
         return KTable(node)
 
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream[KTable]:
         """Start a cogrouped aggregation with this stream's ``aggregator`` (KIP-150)."""
-        from streamrt.runtime.dsl.cogrouped import CogroupedKStream
-
-        return CogroupedKStream([(self.stream, aggregator)])
+        return CogroupedKStream([(self.stream, aggregator)], KTable)
 
     def windowed_by(
         self, windows: Windows | None = None, *removed: Any, **removed_kw: Any
-    ) -> TimeWindowedKStream | SessionWindowedKStream:
+    ) -> TimeWindowedKStream[KTable] | SessionWindowedKStream[KTable]:
         """Window the grouped stream: ``TimeWindows`` (tumbling/hopping), ``SlidingWindows``
         or ``SessionWindows``."""
         removed_positional("windowed_by", removed, "TimeWindows...advance_by(...)")
         removed_keywords("windowed_by", removed_kw)
         if isinstance(windows, SessionWindows):
-            return SessionWindowedKStream(self.stream, windows)
+            return SessionWindowedKStream(self.stream, windows, KTable)
         if isinstance(windows, TimeWindows | SlidingWindows):
-            return TimeWindowedKStream(self.stream, windows)
+            return TimeWindowedKStream(self.stream, windows, KTable)
         raise TypeError(
             f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r} "
             "(a size in ms: TimeWindows.of_size_and_grace(size, grace))"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from streamrt.runtime.dsl.aggregate_nodes import (
     EmitStrategy,
@@ -21,9 +21,6 @@ from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.processors.aggregate import Aggregation, counting, reducing
 from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows
 from streamrt.serde import IntSerde, SerdeLike
-
-if TYPE_CHECKING:
-    from streamrt.runtime.dsl.streams import KTable
 
 __all__ = ("SessionWindowedKStream", "TimeWindowedKStream", "WindowArgs")
 
@@ -40,25 +37,22 @@ class WindowArgs(TypedDict, total=False):
     emit_strategy: EmitStrategy
 
 
-def _table(node: TableNode) -> KTable:
-    from streamrt.runtime.dsl.streams import KTable  # the API classes refer to one another
-
-    return KTable(node)
+T = TypeVar("T")  # the API table type the aggregations return (``KTable``)
 
 
-class _WindowedKStream:
+class _WindowedKStream(Generic[T]):
     """What time and session windowed streams share: count, reduce and the one windowed
     aggregate path (``aggregate`` differs: sessions also take a merger). ``store`` is a
     name or a ``Materialized`` (None: an internal store); ``retention`` ms or a timedelta."""
 
     windows: Windows
 
-    def __init__(self, stream: StreamNode) -> None:
-        self.stream = stream
+    def __init__(self, stream: StreamNode, table: Callable[[TableNode], T]) -> None:
+        self.stream, self._table = stream, table  # ``table`` wraps a result (KTable)
 
     def count(
         self, *removed: Any, store: MaterializedLike = None, **options: Unpack[WindowArgs]
-    ) -> KTable:
+    ) -> T:
         removed_positional("count", removed, "store=")
         return self._aggregate(counting(), store, IntSerde(), options)
 
@@ -68,7 +62,7 @@ class _WindowedKStream:
         *removed: Any,
         store: MaterializedLike = None,
         **options: Unpack[WindowArgs],
-    ) -> KTable:
+    ) -> T:
         removed_positional("reduce", removed, "store=")
         return self._aggregate(reducing(reducer), store, None, options)
 
@@ -78,7 +72,7 @@ class _WindowedKStream:
         store: MaterializedLike,
         value_serde: SerdeLike,
         options: WindowArgs,
-    ) -> KTable:
+    ) -> T:
         unknown = set(options) - set(WindowArgs.__annotations__)
         removed_keywords("windowed aggregation", {k: options[k] for k in unknown})  # type: ignore[literal-required]
         m = store_argument(self.stream.topology, store, "KSTREAM-AGGREGATE")
@@ -91,14 +85,19 @@ class _WindowedKStream:
         node = windowed_aggregate(
             self.stream, self.windows, aggregation, m.name, vser, store_options, options.get("name")
         )
-        return _table(node)
+        return self._table(node)
 
 
-class TimeWindowedKStream(_WindowedKStream):
+class TimeWindowedKStream(_WindowedKStream[T]):
     """A grouped stream over time (tumbling/hopping) or sliding windows."""
 
-    def __init__(self, stream: StreamNode, windows: TimeWindows | SlidingWindows) -> None:
-        super().__init__(stream)
+    def __init__(
+        self,
+        stream: StreamNode,
+        windows: TimeWindows | SlidingWindows,
+        table: Callable[[TableNode], T],
+    ) -> None:
+        super().__init__(stream, table)
         self.windows: TimeWindows | SlidingWindows = windows
 
     def aggregate(
@@ -109,7 +108,7 @@ class TimeWindowedKStream(_WindowedKStream):
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
         **options: Unpack[WindowArgs],
-    ) -> KTable:
+    ) -> T:
         """Aggregate per key and window into the window store ``store`` (queryable).
 
         ``retention`` (default: size + grace; sliding: 2·difference + grace) must not be
@@ -119,11 +118,13 @@ class TimeWindowedKStream(_WindowedKStream):
         return self._aggregate(aggregation, store, value_serde, options)
 
 
-class SessionWindowedKStream(_WindowedKStream):
+class SessionWindowedKStream(_WindowedKStream[T]):
     """A grouped stream over session windows; aggregations also need a ``merger``."""
 
-    def __init__(self, stream: StreamNode, windows: SessionWindows) -> None:
-        super().__init__(stream)
+    def __init__(
+        self, stream: StreamNode, windows: SessionWindows, table: Callable[[TableNode], T]
+    ) -> None:
+        super().__init__(stream, table)
         self.windows: SessionWindows = windows
 
     def aggregate(
@@ -135,7 +136,7 @@ class SessionWindowedKStream(_WindowedKStream):
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
         **options: Unpack[WindowArgs],
-    ) -> KTable:
+    ) -> T:
         """Aggregate per key and session into the session store ``store`` (queryable);
         ``merger(key, agg1, agg2)`` combines two sessions a record bridges."""
         removed_positional("aggregate", removed, "store=")
