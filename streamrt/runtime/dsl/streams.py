@@ -176,7 +176,8 @@ class KStream(StreamOperations["KStream"]):
             if key_mapper is None:
                 raise ConfigError("a KStream-GlobalKTable join needs key_mapper=fn(key, value)")
             spec = other.spec
-            return KStream(join_nodes.stream_global_join(stream, spec, key_mapper, joiner, left))
+            node = join_nodes.stream_global_join(stream, spec, key_mapper, joiner, left, name)
+            return KStream(node)
         raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
     def to_table(

@@ -37,6 +37,7 @@ class TableJoinArgs(TypedDict, total=False):
     foreign_key: Callable[[Any], Any] | None
     store: MaterializedLike
     value_serde: SerdeLike
+    name: str | None
 
 
 class TableOperations(ABC, Generic[T]):
@@ -116,7 +117,13 @@ class TableOperations(ABC, Generic[T]):
         removed_keywords("KTable.join", {k: None for k in sorted(unknown)})
         foreign_key, materialized = options.get("foreign_key"), options.get("store")
         return self._join(
-            other, joiner, kind, foreign_key, materialized, options.get("value_serde")
+            other,
+            joiner,
+            kind,
+            foreign_key,
+            materialized,
+            options.get("value_serde"),
+            options.get("name"),
         )
 
     def outer_join(
@@ -126,10 +133,11 @@ class TableOperations(ABC, Generic[T]):
         *,
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
+        name: str | None = None,
         **removed: Any,
     ) -> T:
         removed_keywords("KTable.outer_join", removed)
-        return self._join(other, joiner, "outer", None, store, value_serde)
+        return self._join(other, joiner, "outer", None, store, value_serde, name)
 
     def _join(
         self,
@@ -139,6 +147,7 @@ class TableOperations(ABC, Generic[T]):
         foreign_key: Callable[[Any], Any] | None,
         materialized: MaterializedLike,
         value_serde: SerdeLike,
+        name: str | None = None,
     ) -> T:
         if not isinstance(other, TableOperations):
             raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
@@ -149,7 +158,7 @@ class TableOperations(ABC, Generic[T]):
             left = kind == "left"
             return self._wrap(
                 foreign_key_join(
-                    self.node, other.node, foreign_key, joiner, left, materialized, vser
+                    self.node, other.node, foreign_key, joiner, left, materialized, vser, name
                 )
             )
-        return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser))
+        return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser, name))

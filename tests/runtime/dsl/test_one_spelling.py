@@ -86,8 +86,14 @@ def test_store_takes_a_name_or_a_materialized_and_name_names_the_processor() -> 
     t = a.table("t", key_serde="str", value_serde="str")
     t.filter(lambda _k, v: bool(v), name="tf").map_values(str.upper, name="tm")
     s.to_table(name="tt")
+    t.join(a.table("u", key_serde="str"), lambda x, y: x, name="tj")
+    t.left_join(a.table("w", key_serde="str"), lambda x, y: x, foreign_key=str, name="fk")
+    g = a.global_table("g", key_serde="str")
+    s.join(g, lambda x, y: x, key_mapper=lambda k, _v: k, name="gj")
     nodes = a.topology.nodes
-    assert {"counter", "fm", "each", "both", "keep", "tf", "tm", "tt"} <= set(nodes)
+    named = {"counter", "fm", "each", "both", "keep", "tf", "tm", "tt", "gj"}
+    assert named <= set(nodes)
+    assert any(n.startswith("tj") for n in nodes) and any(n.startswith("fk") for n in nodes)
     assert {"by-name", "sum"} <= set(a.topology.stores)
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in", "str", "int").pipe_input("k", 3)
