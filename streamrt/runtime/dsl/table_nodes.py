@@ -111,7 +111,7 @@ def filter_table(
 
 def map_values_table(
     table: TableNode,
-    fn: Callable[[Any], Any],
+    fn: Callable[[Any, Any], Any],
     value_serde: SerdeLike,
     materialized: MaterializedLike,
     name: str | None = None,

@@ -17,6 +17,7 @@ from streamrt.runtime.dsl.aggregate_nodes import suppress_table
 from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
 from streamrt.runtime.dsl.join_nodes import table_join
 from streamrt.runtime.dsl.options import removed_keywords
+from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
 from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
@@ -93,15 +94,18 @@ class TableOperations(ABC, Generic[T]):
 
     def map_values(
         self,
-        fn: Callable[[Any], Any],
+        fn: Callable[[Any], Any] | ValueMapperWithKey,
         *,
         value_serde: SerdeLike = None,
         store: MaterializedLike = None,
         name: str | None = None,
         **removed: Any,
     ) -> T:
+        """``fn(value)``, or ``ValueMapperWithKey(fn)``: ``fn(key, value)`` (Kafka's
+        ``ValueMapperWithKey``), of each new and old value; reads map the parent's value."""
         removed_keywords("KTable.map_values", removed)
-        return self._wrap(map_values_table(self.node, fn, value_serde, store, name))
+        keyed = fn.fn if isinstance(fn, ValueMapperWithKey) else (lambda _k, v: fn(v))
+        return self._wrap(map_values_table(self.node, keyed, value_serde, store, name))
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key

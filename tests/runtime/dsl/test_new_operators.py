@@ -215,3 +215,18 @@ def test_print_writes_label_key_and_value() -> None:
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in", "str", "str").pipe_input("k", "v")
     assert lines.getvalue().splitlines() == ["[seen]: k, v", "[p2]: k=v"]
+
+
+def test_table_map_values_with_key_maps_updates_and_reads() -> None:
+    a = app()
+    t = a.table("t", key_serde="str", value_serde="str")
+    mapped = t.map_values(ValueMapperWithKey(lambda k, v: f"{k}:{v}"))
+    mapped.to_stream().to("changes")
+    a.stream("s", key_serde="str", value_serde="str").join(mapped, lambda s, m: f"{s}+{m}").to(
+        "joined"
+    )
+    with TopologyTestDriver(a) as d:
+        d.create_input_topic("t", "str", "str").pipe_input("k", "v")
+        d.create_input_topic("s", "str", "str").pipe_input("k", "x")  # read through the getter
+        assert d.create_output_topic("changes", "str", "str").read_values_to_list() == ["k:v"]
+        assert d.create_output_topic("joined", "str", "str").read_values_to_list() == ["x+k:v"]
