@@ -40,8 +40,11 @@ def cogroup_aggregate(
     initializer: Initializer,
     materialized: MaterializedLike,
     value_serde: Serde[Any],
+    name: str | None = None,
 ) -> TableNode:
-    """One aggregate per key over every ``(stream, aggregator)``, in one store."""
+    """One aggregate per key over every ``(stream, aggregator)``, in one store; ``name``
+    names the processors as Kafka's ``Named`` does (``<name>-cogroup-agg-<i>``,
+    ``<name>-cogroup-merge``)."""
     first = streams[0][0]
     topology = first.topology
     if materialized is None:
@@ -50,15 +53,15 @@ def cogroup_aggregate(
     assert store is not None
     parts = [
         topology.add_processor(
-            topology.new_name("COGROUPKSTREAM-AGGREGATE"),
+            f"{name}-cogroup-agg-{i}" if name else topology.new_name("COGROUPKSTREAM-AGGREGATE"),
             _aggregate_supplier(store, initializer, aggregator),
             stream.name,
             stores=(store,),
         )
-        for stream, aggregator in streams
+        for i, (stream, aggregator) in enumerate(streams)
     ]
     merged = topology.add_processor(
-        topology.new_name("COGROUPKSTREAM-MERGE"),
+        f"{name}-cogroup-merge" if name else topology.new_name("COGROUPKSTREAM-MERGE"),
         PassThroughProcessor,
         *parts,
         accepts_changes=True,

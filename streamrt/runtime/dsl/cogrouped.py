@@ -67,12 +67,14 @@ class CogroupedKStream(Generic[T]):
         *removed: Any,
         store: MaterializedLike = None,
         value_serde: SerdeLike = None,
+        name: str | None = None,
     ) -> T:
         """The aggregate per key in ``store`` (a name or a ``Materialized``; None: an
-        internal store); the value serde is ``value_serde``, else the first stream's."""
+        internal store); the value serde is ``value_serde``, else the first stream's;
+        ``name`` names the processors."""
         removed_positional("CogroupedKStream.aggregate", removed, "store=")
         m, vser = _materialized(self.streams, store, value_serde)
-        return self._table(cogroup_aggregate(self.streams, initializer, m, vser))
+        return self._table(cogroup_aggregate(self.streams, initializer, m, vser, name))
 
     def windowed_by(
         self, windows: Windows

@@ -91,7 +91,8 @@ def test_store_takes_a_name_or_a_materialized_and_name_names_the_processor() -> 
     g = a.global_table("g", key_serde="str")
     s.join(g, lambda x, y: x, key_mapper=lambda k, _v: k, name="gj")
     nodes = a.topology.nodes
-    named = {"counter", "fm", "each", "both", "keep", "tf", "tm", "tt", "gj"}
+    s.group_by_key().cogroup(lambda _k, v, agg: agg + v).aggregate(int, name="cg")
+    named = {"counter", "fm", "each", "both", "keep", "tf", "tm", "tt", "gj", "cg-cogroup-merge"}
     assert named <= set(nodes)
     assert any(n.startswith("tj") for n in nodes) and any(n.startswith("fk") for n in nodes)
     assert {"by-name", "sum"} <= set(a.topology.stores)
