@@ -62,14 +62,14 @@ class _Names:
 def foreign_key_join(
     left: TableNode,
     right: TableNode,
-    fk_of: Callable[[Any], Any],
+    fk_of: Callable[[Any, Any], Any],
     joiner: Joiner,
     left_join: bool,
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
     name: str | None = None,
 ) -> TableNode:
-    """``left`` joined with the ``right`` row keyed by ``fk_of(left value)``; an
+    """``left`` joined with the ``right`` row keyed by ``fk_of(left key, left value)``; an
     unmaterialized result cannot be read by key (join it only after materializing it);
     ``name`` names its nodes, stores and topics (Kafka's ``TableJoined.as``)."""
     topology = left.topology
@@ -92,7 +92,7 @@ def _send_subscriptions(
     names: _Names,
     left: TableNode,
     fk_serde: Serde[Any],
-    fk_of: Callable[[Any], Any],
+    fk_of: Callable[[Any, Any], Any],
     left_join: bool,
 ) -> None:
     """1. Left updates become subscriptions keyed by FK (local answers for a null FK)."""

@@ -35,7 +35,7 @@ Predicate = Callable[[Any, Any], bool]
 class TableJoinArgs(TypedDict, total=False):
     """The keyword options ``KTable.join`` and ``left_join`` share (each optional)."""
 
-    foreign_key: Callable[[Any], Any] | None
+    foreign_key: Callable[[Any], Any] | ValueMapperWithKey | None
     store: MaterializedLike
     value_serde: SerdeLike
     name: str | None
@@ -109,7 +109,9 @@ class TableOperations(ABC, Generic[T]):
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
-        join: ``other`` is keyed by what ``foreign_key`` returns)."""
+        join: ``other`` is keyed by what ``foreign_key`` returns; a
+        ``ValueMapperWithKey(fn)`` gets ``fn(key, value)``, Kafka's ``BiFunction`` extractor
+        of KIP-1104)."""
         return self._join_with(other, joiner, "inner", options)
 
     def left_join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
@@ -148,7 +150,7 @@ class TableOperations(ABC, Generic[T]):
         other: object,
         joiner: Joiner,
         kind: JoinKind,
-        foreign_key: Callable[[Any], Any] | None,
+        foreign_key: Callable[[Any], Any] | ValueMapperWithKey | None,
         materialized: MaterializedLike,
         value_serde: SerdeLike,
         name: str | None = None,
@@ -159,10 +161,12 @@ class TableOperations(ABC, Generic[T]):
             raise ConfigError("KTable joins take joiner(left, right), not a ValueJoinerWithKey")
         vser = None if value_serde is None else serde_for(value_serde)
         if foreign_key is not None:
+            fk = foreign_key
+            fk_of = fk.fn if isinstance(fk, ValueMapperWithKey) else (lambda _k, v: fk(v))
             left = kind == "left"
             return self._wrap(
                 foreign_key_join(
-                    self.node, other.node, foreign_key, joiner, left, materialized, vser, name
+                    self.node, other.node, fk_of, joiner, left, materialized, vser, name
                 )
             )
         return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser, name))

@@ -230,3 +230,18 @@ def test_table_map_values_with_key_maps_updates_and_reads() -> None:
         d.create_input_topic("s", "str", "str").pipe_input("k", "x")  # read through the getter
         assert d.create_output_topic("changes", "str", "str").read_values_to_list() == ["k:v"]
         assert d.create_output_topic("joined", "str", "str").read_values_to_list() == ["x+k:v"]
+
+
+def test_foreign_key_join_with_a_key_aware_extractor() -> None:
+    a = app()
+    orders = a.table("orders", key_serde="str", value_serde="str")
+    products = a.table("products", key_serde="str", value_serde="str")
+    # KIP-1104: the foreign key from the order's key and value ("o1" + "p" -> "p1")
+    fk = ValueMapperWithKey(lambda k, v: v + k[-1])
+    orders.join(products, lambda o, p: f"{o}/{p}", foreign_key=fk).to_stream().to("out")
+    with TopologyTestDriver(a) as d:
+        d.create_input_topic("products", "str", "str").pipe_input("p1", "pen")
+        d.create_input_topic("orders", "str", "str").pipe_input("o1", "p")
+        assert d.create_output_topic("out", "str", "str").read_key_values_to_list() == [
+            ("o1", "p/pen")
+        ]
