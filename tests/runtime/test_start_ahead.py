@@ -1,0 +1,118 @@
+"""What a stream thread starts beside its join (runtime/engine/start_ahead.py): the exactly-once
+producer's start runs while the thread joins (tasks still wait for it), and a held hand-off
+successor lists its changelog ends while it waits, not at its join. Embedded broker, the
+counting app in-process, librdkafka's transactional producer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamrt.runtime.engine.group_member import GroupMember
+from streamrt.runtime.engine.rdkafka_txn import TransactionalLibrdkafkaProducer
+from tests.kafka_helpers import create_topic, produce, wait_until
+from tests.runtime.counting_app import make_app
+from tests.runtime.eos_support import EOS, count_updates, exactness
+
+BROKER = {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+SLOW_START_S = 3.0  # far longer than a join, even on a loaded machine
+
+
+def _settings(bootstrap: str, state: Path) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "state.dir": str(state),
+        "group.instance.id": "solo",
+        "session.timeout.ms": "8000",
+        "heartbeat.interval.ms": "500",
+        "commit.interval.ms": "500",
+    }
+
+
+def _mark_ts(events: list[dict[str, Any]], mark: str) -> float:
+    found = [e["ts"] for e in events if e["type"] == "timeline" and e["fields"].get("mark") == mark]
+    assert found, f"no {mark!r} timeline mark in {[e['type'] for e in events][-20:]}"
+    return float(found[0])
+
+
+def test_the_exactly_once_producer_starts_while_the_thread_joins(
+    broker_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the producer's start (InitProducerId) made slow, the thread still joins at once
+    (its assignment arrives while the producer is starting), and its tasks open only once the
+    producer is up: the output stays exact."""
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "events", 2)
+    create_topic(broker.bootstrap, "event-counts-out", 2)
+    produce(broker.bootstrap, "events", [(f"k{i % 4}".encode(), b"e") for i in range(40)])
+    started_at: list[float] = []
+    real_start = TransactionalLibrdkafkaProducer.start
+
+    async def slow_start(self: TransactionalLibrdkafkaProducer) -> None:
+        await asyncio.sleep(SLOW_START_S)
+        await real_start(self)
+        started_at.append(time.time())
+
+    monkeypatch.setattr(TransactionalLibrdkafkaProducer, "start", slow_start)
+    settings = _settings(broker.bootstrap, tmp_path / "s") | EOS
+    app = make_app(settings | {"stream.thread.producer": "librdkafka"})
+    seen: list[dict[str, Any]] = []
+    app.on_event(seen.append)
+    app.start()
+    try:
+        want = {f"k{i}": 10 for i in range(4)}
+        wait_until(
+            lambda: exactness(count_updates(broker.bootstrap), want) == (0, 0),
+            60,
+            "exact counts",
+        )
+    finally:
+        app.stop()
+    assert started_at, "the transactional producer never started"
+    synced, assigned = _mark_ts(seen, "synced"), _mark_ts(seen, "assigned")
+    assert synced < started_at[0], (
+        f"the join waited for the producer: assignment in {synced - started_at[0]:+.2f} s "
+        "after the producer's start ended"
+    )
+    assert assigned >= started_at[0], "a task opened before the producer had started"
+
+
+def test_a_held_successor_lists_the_changelog_ends_while_it_waits(
+    broker_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand-off successor's threads (App.prestart: held) list the changelog ends before they
+    are released; their first join does not list them again."""
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "events", 2)
+    create_topic(broker.bootstrap, "event-counts-out", 2)
+    produce(broker.bootstrap, "events", [(f"k{i % 4}".encode(), b"e") for i in range(40)])
+    listed_at: list[float] = []
+    real_refresh = GroupMember.refresh_changelog_ends
+
+    async def spy(self: GroupMember, *args: Any) -> None:
+        listed_at.append(time.time())
+        await real_refresh(self, *args)
+
+    monkeypatch.setattr(GroupMember, "refresh_changelog_ends", spy)
+    app = make_app(_settings(broker.bootstrap, tmp_path / "s"))
+    seen: list[dict[str, Any]] = []
+    app.on_event(seen.append)
+    app.prestart()
+    try:
+        app.start()
+        want = {f"k{i}": 10 for i in range(4)}
+        wait_until(lambda: _latest(broker.bootstrap) == want, 60, "counts")
+    finally:
+        app.stop()
+    released, synced = _mark_ts(seen, "released"), _mark_ts(seen, "synced")
+    assert [t for t in listed_at if t < released], "the ends were not listed while held"
+    late = [round(t - released, 3) for t in listed_at if released <= t <= synced]
+    assert not late, f"the first join listed the ends again, {late} s after the release"
+
+
+def _latest(bootstrap: str) -> dict[str, int]:
+    return {k: v[-1] for k, v in count_updates(bootstrap).items()}
