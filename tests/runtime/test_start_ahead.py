@@ -114,5 +114,51 @@ def test_a_held_successor_lists_the_changelog_ends_while_it_waits(
     assert not late, f"the first join listed the ends again, {late} s after the release"
 
 
+def test_a_held_successor_connects_its_transactional_producer_before_the_release(
+    broker_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under exactly_once_v2 a held thread creates its librdkafka transactional producer (and
+    waits for its broker connection) while it waits; its InitProducerId, which would fence
+    the running process, comes only after the release."""
+    import confluent_kafka
+
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "events", 2)
+    create_topic(broker.bootstrap, "event-counts-out", 2)
+    produce(broker.bootstrap, "events", [(f"k{i % 4}".encode(), b"e") for i in range(40)])
+    created: list[float] = []
+    initialised: list[float] = []
+
+    class SpyProducer(confluent_kafka.Producer):  # type: ignore[misc]
+        def __init__(self, config: dict[str, Any]) -> None:
+            super().__init__(config)
+            if "transactional.id" in config:
+                created.append(time.time())
+
+        def init_transactions(self, *args: Any) -> None:
+            initialised.append(time.time())
+            super().init_transactions(*args)
+
+    monkeypatch.setattr(confluent_kafka, "Producer", SpyProducer)
+    settings = _settings(broker.bootstrap, tmp_path / "s") | EOS
+    app = make_app(settings | {"stream.thread.producer": "librdkafka"})
+    seen: list[dict[str, Any]] = []
+    app.on_event(seen.append)
+    app.prestart()
+    try:
+        app.start()
+        want = {f"k{i}": 10 for i in range(4)}
+        wait_until(
+            lambda: exactness(count_updates(broker.bootstrap), want) == (0, 0),
+            60,
+            "exact counts",
+        )
+    finally:
+        app.stop()
+    released = _mark_ts(seen, "released")
+    assert created and created[0] < released, "the producer was created only after the release"
+    assert initialised and initialised[0] >= released, "InitProducerId before the release"
+
+
 def _latest(bootstrap: str) -> dict[str, int]:
     return {k: v[-1] for k, v in count_updates(bootstrap).items()}

@@ -67,13 +67,22 @@ class ThreadClients:
     offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
 
-    async def start(self, *, producer: bool) -> None:
+    async def start(self, *, producer: bool) -> bool:
         """Start the producer (unless it waits: exactly_once_v2), the restore and offsets
-        consumers; a broker that is not reachable yet (restarting with us) is waited for."""
+        consumers; a broker that is not reachable yet (restarting with us) is waited for.
+        True if the producer was started or connected (it needs a stop)."""
+        opened = producer
         if producer:
             await retry_bootstrap(self.producer.start, "producer")
+        else:  # exactly_once_v2: connected now, InitProducerId once released (start_ahead.py)
+            from streamrt.runtime.engine.rdkafka_txn import TransactionalLibrdkafkaProducer
+
+            if isinstance(self.producer, TransactionalLibrdkafkaProducer):
+                await self.producer.connect()
+                opened = True
         await retry_bootstrap(self.restore_consumer.start, "restore consumer")
         await retry_bootstrap(self.offsets_consumer.start, "offsets consumer")
+        return opened
 
     async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
         """A static member sends no LeaveGroup on stop: aiokafka skips it when

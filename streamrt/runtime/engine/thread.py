@@ -334,7 +334,7 @@ class StreamThread:
         # it aborts a crashed incarnation's open transaction, which releases the changelogs'
         # last stable offset before the restore reads them (start_ahead.py).
         eos = self.env.config.exactly_once
-        await clients.start(producer=not eos)
+        opened = await clients.start(producer=not eos)
         listener: RebalanceListener | MemberListener = (
             MemberListener(self, tasks, committer, clients.consumer, own)
             if own
@@ -357,7 +357,7 @@ class StreamThread:
             await tasks.close_all()
             self.mark("stores_closed")
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
-            await committer.close(producer_started=not eos or self.start_ahead.producer_started)
+            await committer.close(producer_started=opened or self.start_ahead.producer_started)
             self.mark("clients_closed")
 
     def _own_membership(self, assignor: StreamsPartitionAssignor) -> StreamrtMembership | None:
