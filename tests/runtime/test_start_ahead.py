@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from streamrt.runtime.engine.group_member import GroupMember
+from streamrt.runtime.engine.own_membership import StreamrtMembership
 from streamrt.runtime.engine.rdkafka_txn import TransactionalLibrdkafkaProducer
 from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.runtime.counting_app import make_app
@@ -112,6 +113,45 @@ def test_a_held_successor_lists_the_changelog_ends_while_it_waits(
     assert [t for t in listed_at if t < released], "the ends were not listed while held"
     late = [round(t - released, 3) for t in listed_at if released <= t <= synced]
     assert not late, f"the first join listed the ends again, {late} s after the release"
+
+
+def test_a_started_thread_lists_the_changelog_ends_beside_its_start_up(
+    broker_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread started the ordinary way (a restart after a fault) begins its first join's
+    changelog-end listing as soon as its clients are up, before it finds the group
+    coordinator and is released to join; the join does not list them again."""
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "events", 2)
+    create_topic(broker.bootstrap, "event-counts-out", 2)
+    produce(broker.bootstrap, "events", [(f"k{i % 4}".encode(), b"e") for i in range(40)])
+    began: list[float] = []  # the listing's first step: the source topics' partition counts
+    listed: list[float] = []
+    real_counts = StreamrtMembership.partition_counts
+    real_refresh = GroupMember.refresh_changelog_ends
+
+    async def counts_spy(self: StreamrtMembership, *args: Any) -> dict[str, int]:
+        began.append(time.time())
+        return await real_counts(self, *args)
+
+    async def refresh_spy(self: GroupMember, *args: Any) -> None:
+        listed.append(time.time())
+        await real_refresh(self, *args)
+
+    monkeypatch.setattr(StreamrtMembership, "partition_counts", counts_spy)
+    monkeypatch.setattr(GroupMember, "refresh_changelog_ends", refresh_spy)
+    app = make_app(_settings(broker.bootstrap, tmp_path / "s"))
+    seen: list[dict[str, Any]] = []
+    app.on_event(seen.append)
+    app.start()
+    try:
+        want = {f"k{i}": 10 for i in range(4)}
+        wait_until(lambda: _latest(broker.bootstrap) == want, 60, "counts")
+    finally:
+        app.stop()
+    released, synced = _mark_ts(seen, "released"), _mark_ts(seen, "synced")
+    assert began and began[0] < released, "the listing began only at the join"
+    assert len([t for t in listed if t <= synced]) == 1, "the first join listed them again"
 
 
 def test_a_held_successor_connects_its_transactional_producer_before_the_release(

@@ -10,10 +10,13 @@ Two of them do not need to wait:
   reads a changelog for a restore (read_committed: an aborted transaction releases the last
   stable offset) and before it produces; so it now runs beside JoinGroup, SyncGroup and
   OffsetFetch and is awaited before the assignment's tasks open (:meth:`producer_ready`).
-- a held thread (a hand-off successor waiting for the old process) lists the changelog ends
-  while it waits, instead of at its first join (20-170 ms). They are only the group leader's
-  lag reference for placing tasks: ends listed a little earlier cost at most a warm-up more,
-  as a failed listing already may (``ChangelogEnds.refresh`` keeps the previous ends).
+- the first join's changelog-end listing (20-170 ms for a warmed hand-off successor, ~450 ms
+  for a freshly started offsets consumer after a restart) starts as soon as the clients are
+  up, beside the consumer's start and the coordinator lookup, or while a hand-off successor
+  waits for the release; the first join then waits for it instead of listing again. The ends
+  are only the group leader's lag reference for placing tasks: listed a little earlier they
+  cost at most a warm-up more, as a failed listing already may (``ChangelogEnds.refresh``
+  keeps the previous ends).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class StartAhead:
     def __init__(self, mark: Callable[[str], None]) -> None:
         self._mark = mark  # the thread's timeline mark
         self._producer: asyncio.Future[None] | None = None
-        self._ends_listed = False
+        self._ends: asyncio.Future[None] | None = None
 
     def start_producer(self, start: Callable[[], Awaitable[None]]) -> None:
         """Run ``start()`` in the background (on the running loop); mark ``producer_started``."""
@@ -49,7 +52,11 @@ class StartAhead:
 
     async def settle(self) -> None:
         """When the thread ends: a start still in flight finishes first (a producer is not
-        closed under its own InitProducerId); its error was raised where it was awaited."""
+        closed under its own InitProducerId); its error was raised where it was awaited. A
+        listing still on is dropped."""
+        if self._ends is not None:
+            self._ends.cancel()
+            await asyncio.wait((self._ends,))
         if self._producer is None:
             return
         await asyncio.wait((self._producer,))
@@ -61,11 +68,16 @@ class StartAhead:
         """A start was begun (so there is a producer to stop)."""
         return self._producer is not None
 
-    def ends_listed(self) -> None:
-        """The changelog ends were listed while the thread was held."""
-        self._ends_listed = True
+    def list_ends(self, listing: Callable[[], Awaitable[None]]) -> None:
+        """Begin the first join's changelog-end listing now, in the background."""
+        self._ends = asyncio.ensure_future(listing())
 
-    def take_ends_listed(self) -> bool:
-        """True once after :meth:`ends_listed`: the first join skips its own listing."""
-        listed, self._ends_listed = self._ends_listed, False
-        return listed
+    async def take_ends_listed(self) -> bool:
+        """Once: wait for the listing :meth:`list_ends` began and say True (the join then
+        skips its own); False if none was begun (a later rejoin lists as before)."""
+        ends, self._ends = self._ends, None
+        if ends is None:
+            return False
+        with contextlib.suppress(Exception):  # best effort, as the listing itself
+            await ends
+        return True

@@ -268,10 +268,12 @@ class StreamThread:
 
     async def before_join(self) -> None:
         """After a revocation: list the changelog ends, in case this thread leads the
-        assignment that follows (not again if listed while held: see start_ahead)."""
-        if self._clients is None or self.start_ahead.take_ends_listed():
-            return
-        clients = self._clients
+        assignment that follows (the first join's listing began at start: start_ahead)."""
+        if self._clients is not None and not await self.start_ahead.take_ends_listed():
+            await self._list_changelog_ends()
+
+    async def _list_changelog_ends(self) -> None:
+        clients = cast(ThreadClients, self._clients)
         if self._own is not None:  # a manual-assign consumer has no source topic metadata
             counts = await self._own.partition_counts(self.env.subtopologies)
             partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
@@ -335,6 +337,8 @@ class StreamThread:
         # last stable offset before the restore reads them (start_ahead.py).
         eos = self.env.config.exactly_once
         opened = await clients.start(producer=not eos)
+        if own is not None:  # the first join's listing, beside the rest of the start-up
+            self.start_ahead.list_ends(self._list_changelog_ends)
         listener: RebalanceListener | MemberListener = (
             MemberListener(self, tasks, committer, clients.consumer, own)
             if own
@@ -383,9 +387,6 @@ class StreamThread:
             await kafka_adapter.find_coordinator(consumer)
         if not self._hold.is_set():
             await factory.warm_offsets_consumer(clients.offsets_consumer)
-            if own is not None:  # its first join prepares (lists the ends): do it while held
-                await self.before_join()
-                self.start_ahead.ends_listed()
         self.mark("prepared")
         self.prepared.set()
         await self._wakeup.wait_until(lambda: self._hold.is_set() or self._stop_requested.is_set())
