@@ -32,6 +32,7 @@ from streamrt.runtime import client_settings
 from streamrt.runtime.config import LIBRDKAFKA
 from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
+from streamrt.runtime.engine.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
 from streamrt.runtime.engine.main_consumer import MainConsumer
@@ -65,6 +66,23 @@ class ThreadClients:
     restore_consumer: RestoreConsumer  # librdkafka's with the librdkafka main consumer
     offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
+
+    async def start(self, *, producer: bool) -> bool:
+        """Start the producer (unless it waits: exactly_once_v2), the restore and offsets
+        consumers; a broker that is not reachable yet (restarting with us) is waited for.
+        True if the producer was started or connected (it needs a stop)."""
+        opened = producer
+        if producer:
+            await retry_bootstrap(self.producer.start, "producer")
+        else:  # exactly_once_v2: connected now, InitProducerId once released (start_ahead.py)
+            from streamrt.runtime.engine.rdkafka_txn import TransactionalLibrdkafkaProducer
+
+            if isinstance(self.producer, TransactionalLibrdkafkaProducer):
+                await self.producer.connect()
+                opened = True
+        await retry_bootstrap(self.restore_consumer.start, "restore consumer")
+        await retry_bootstrap(self.offsets_consumer.start, "offsets consumer")
+        return opened
 
     async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
         """A static member sends no LeaveGroup on stop: aiokafka skips it when

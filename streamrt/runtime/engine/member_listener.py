@@ -101,6 +101,7 @@ class MemberListener(MemberRebalanceListener):
         self.thread.rebalances += 1
         added = _sorted(partitions)
         committed = await self.membership.committed(added) if added else {}
+        await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
             await self._reassign(committed)
         await self._assigned.on_partitions_assigned([KafkaTP(*tp) for tp in added])

@@ -16,6 +16,7 @@ from aiokafka import ConsumerRebalanceListener
 from streamrt.logs import fields
 from streamrt.runtime.engine.assignor import AssignmentInfo
 from streamrt.runtime.engine.committers import Committer
+from streamrt.runtime.engine.start_ahead import StartAhead
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
@@ -30,6 +31,7 @@ class RebalancingThread(Protocol):
 
     name: str
     rebalances: int
+    start_ahead: StartAhead
 
     @property
     def state(self) -> ThreadState: ...
