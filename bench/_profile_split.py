@@ -35,10 +35,8 @@ CENTRES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "processor nodes (forward, processors)",
         ("_NodeContext", "StreamTask.deliver", "processors/", "processor.py", "graph/nodes.py"),
     ),
-    (
-        "partition group, timestamps, record context",
-        ("partition_group.py", "task_inputs.py", "TaskManager.process", "StreamTask.process"),
-    ),
+    ("record context, timestamp (StreamTask.process)", ("StreamTask.process",)),
+    ("partition group, task inputs", ("partition_group.py", "task_inputs.py", "TaskManager.")),
     ("run loop, asyncio", ("thread.py", "asyncio/")),
 )
 
