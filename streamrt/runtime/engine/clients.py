@@ -140,7 +140,9 @@ class ClientFactory:
             at_zero = ZeroTimestampSender(
                 lambda: AIOKafkaProducer(**client_settings.producer_kwargs(clients, client_id))
             )
-            return LibrdkafkaProducer(config, at_zero)
+            # no stores, no changelog offsets to checkpoint: only failed deliveries reported
+            stores = any(sub.stores for sub in self.env.subtopologies)
+            return LibrdkafkaProducer(config, at_zero, delivered_offsets=stores)
         # imported here, as before the default change (rdkafka_txn loads confluent-kafka)
         from streamrt.runtime.engine.rdkafka_txn import (
             TransactionalLibrdkafkaProducer,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
@@ -173,6 +174,35 @@ class PartitionGroup(Generic[P]):
             yield record, extracted
         self._by_time.clear()
 
+    @property
+    def own_time_single(self) -> bool:
+        """One partition ordered by the records' own timestamps: :meth:`take_all` applies."""
+        return self.single is not None and self.single.timestamp_of is None
+
+    def take_all(self) -> list[Any]:
+        """Every buffered record of an :attr:`own_time_single` group at once, in offset order,
+        the group then empty: no head to extract, no order to choose, no wait, so no per-record
+        queue work. :meth:`taken` says how many were processed and returns the rest."""
+        queue = self.single
+        assert queue is not None and queue.timestamp_of is None, "take_all: own-time single"
+        records = list(queue.records)
+        queue.records.clear()
+        self._buffered = 0
+        self._by_time.clear()
+        return records
+
+    def taken(self, records: list[Any], count: int) -> None:
+        """The first ``count`` of :meth:`take_all`'s records were taken (stream time moves to
+        their largest timestamp); the others go back to the head of the queue, in order."""
+        if count:
+            latest = max(map(_timestamp_of, records[:count]))
+            if latest > self.stream_time:
+                self.stream_time = latest
+        if count < len(records):
+            queue = self.single
+            assert queue is not None
+            self.add(queue.partition, records[count:])
+
     def ready(self, now_ms: int) -> bool:
         """May the task process now? Kafka Streams' ``readyToProcess`` (see the module doc)."""
         if not self._buffered:
@@ -205,6 +235,8 @@ class PartitionGroup(Generic[P]):
         self._by_time.clear()
         self._buffered = 0
 
+
+_timestamp_of = operator.attrgetter("timestamp")
 
 # extractors whose result is the record's own timestamp (or a stand-in for a negative one)
 _RECORD_TIME_EXTRACTORS = frozenset(

@@ -99,8 +99,19 @@ class LibrdkafkaProducer:
     """A confluent-kafka ``Producer`` with the start/stop/flush life of the thread's producer."""
 
     def __init__(
-        self, config: dict[str, Any], zero_timestamps: ZeroTimestampSender | None = None
+        self,
+        config: dict[str, Any],
+        zero_timestamps: ZeroTimestampSender | None = None,
+        *,
+        delivered_offsets: bool = True,
     ) -> None:
+        """``delivered_offsets=False``: nobody reads the offsets :meth:`flush` returns (a
+        thread whose topology has no stores, so no changelog to checkpoint): librdkafka then
+        reports failed deliveries only (``delivery.report.only.error``), which spares a
+        Python callback and a message object per record; a failure still fails the flush."""
+        self.delivered_offsets = delivered_offsets
+        if not delivered_offsets:
+            config = {**config, "delivery.report.only.error": True}
         self._config = config
         self.zero_timestamps = zero_timestamps  # None: a timestamp of 0 is sent as "now"
         self._producer: Any = None
@@ -190,8 +201,9 @@ class LibrdkafkaProducer:
 
     async def flush(self, timeout_s: float | None = None) -> dict[TopicPartition, int]:
         """Wait for every delivery report; the next offset reached per partition since the
-        last flush. Raises :class:`DeliveryError` if any record was not delivered (or, with
-        ``timeout_s``, some still wait for their report after that long)."""
+        last flush (none without ``delivered_offsets``). Raises :class:`DeliveryError` if any
+        record was not delivered (or, with ``timeout_s``, some still wait for their report
+        after that long)."""
         left = await self._flush_queue(timeout_s)
         reached, self._reached = self._reached, {}
         error, self._error = self._error, None

@@ -247,3 +247,52 @@ def test_records_at_timestamp_zero_keep_it_and_their_order(broker) -> None:
         (str(i).encode(), ts) for i, ts in enumerate(stamps)
     ]
     assert [list(r.headers) for r in records] == [[("h", b"%d" % i)] for i in range(len(stamps))]
+
+
+def test_without_delivered_offsets_records_go_out_and_a_failure_still_fails_the_flush(
+    broker,
+) -> None:
+    """A store-less thread's producer asks librdkafka for failed deliveries only (no callback
+    and message object per delivered record): the records arrive, no offsets are reported,
+    and a record the broker refuses still raises at the flush."""
+    create_topic(broker.bootstrap, "rd-noreport", 1)
+    create_topic(broker.bootstrap, "rd-noreport-small", 1, **{"max.message.bytes": "1000"})
+    values = [str(i).encode() for i in range(50)]
+
+    async def go(records: list[tuple[str, bytes]]) -> dict[Any, int]:
+        producer = LibrdkafkaProducer(
+            {"bootstrap.servers": broker.bootstrap}, delivered_offsets=False
+        )
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for topic, value in records:
+                collector.send(topic, b"k", value, 0, int(time.time() * 1000))
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(go([("rd-noreport", v) for v in values])) == {}
+    assert [r.value for r in read_all(broker.bootstrap, "rd-noreport")] == values
+    with pytest.raises(DeliveryError, match="rd-noreport-small-0"):
+        asyncio.run(go([("rd-noreport-small", b"x" * 5000)]))
+
+
+def test_only_a_thread_without_stores_drops_the_delivered_offsets() -> None:
+    """The changelog offsets a store checkpoints come from the delivery reports: a topology
+    with a store keeps them, a stateless one does not ask for them."""
+    from streamrt.runtime.engine.clients import ClientFactory
+    from streamrt.runtime.engine.env import ThreadEnv
+
+    def producer_of(app: App) -> Any:
+        config = StreamsConfig.from_mapping({"application.id": "rdr"})
+        subs = tuple(app.topology.subtopologies("rdr"))
+        env = ThreadEnv(config, app.topology, subs, "i-1", True, lambda *_a, **_kv: None)
+        no_metadata: Any = lambda: None  # noqa: E731  (nothing is produced)
+        return ClientFactory(env, "rdr-thread-1", "i-1-1", None, no_metadata).thread_producer()
+
+    stateless, stateful = App({"application.id": "rdr"}), App({"application.id": "rdr"})
+    stateless.stream("rdr-in").filter(lambda k, v: True).to("rdr-out")
+    stateful.stream("rdr-in", key_serde="str").group_by_key().count("counts")
+    assert producer_of(stateless).delivered_offsets is False
+    assert producer_of(stateful).delivered_offsets is True

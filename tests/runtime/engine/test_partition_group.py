@@ -12,6 +12,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.runtime import App
 from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
 from streamrt.runtime.engine.task_inputs import TaskInputs
+from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.testing import TopologyTestDriver
 
 
@@ -214,14 +215,23 @@ def test_driver_with_positive_idle_waits_for_the_wall_clock() -> None:
         assert out.read_key_values_to_list() == [("a", "L2+R")]
 
 
-def test_a_stop_ends_a_processing_run_early_and_leaves_the_rest_buffered(tmp_path: Any) -> None:
+def one_input_app() -> App:
+    app = App({"application.id": "app"})
+    app.stream("left", key_serde="str", value_serde="str").map_values(str.upper).to("out")
+    return app
+
+
+@pytest.mark.parametrize("app", [join_app, one_input_app], ids=["two-inputs", "one-input"])
+def test_a_stop_ends_a_processing_run_early_and_leaves_the_rest_buffered(
+    tmp_path: Any, app: Any
+) -> None:
     """A stopping thread (a stop, a hand-off) does not process a whole poll's worth first: the
     run ends at the next check once ``stopping`` says so, the task's position is that of the
     last record it processed (what the stop's commit covers), and the rest stays buffered."""
     from streamrt.runtime.engine.task_inputs import STOP_CHECK_RECORDS
     from tests.runtime.test_task import ListCollector, make_task
 
-    task = make_task(join_app(), 0, 0, tmp_path, ListCollector())
+    task = make_task(app(), 0, 0, tmp_path, ListCollector())
     task.open()
     inputs = TaskInputs(-1)
     inputs.open(task)
@@ -229,7 +239,55 @@ def test_a_stop_ends_a_processing_run_early_and_leaves_the_rest_buffered(tmp_pat
     inputs.add(task, left, [Rec("left", o, 5, b"a", b"L") for o in range(100)])
     assert inputs.process(0, lambda: True) == STOP_CHECK_RECORDS
     assert task.positions[("left", 0)] == STOP_CHECK_RECORDS
-    assert inputs.buffered("0_0")
+    assert inputs.buffered("0_0") == 100 - STOP_CHECK_RECORDS
     assert inputs.process(0) == 100 - STOP_CHECK_RECORDS  # not stopping: the rest
     assert task.positions[("left", 0)] == 100
+    task.close()
+
+
+def test_a_one_partition_group_hands_its_records_over_at_once() -> None:
+    """The usual task (one input, the records' own timestamps) takes a poll's records as one
+    list: those not processed go back in order ahead of newer ones, and stream time moves by
+    the records taken only."""
+    group: PartitionGroup[str] = PartitionGroup({"a": None})
+    assert group.own_time_single
+    group.add("a", recs("a", 4, 9, 2, 7))
+    records = group.take_all()
+    assert [r.timestamp for r in records] == [4, 9, 2, 7] and group.buffered == 0
+    group.taken(records, 1)  # a stop after the first: 9, 2, 7 wait
+    assert group.stream_time == 4 and group.buffered == 3
+    group.add("a", [Rec("a", 4, 8)])
+    again = group.take_all()
+    assert [r.offset for r in again] == [1, 2, 3, 4]
+    group.taken(again, 4)
+    assert group.stream_time == 9 and group.buffered == 0
+    extracted: PartitionGroup[str] = PartitionGroup({"a": lambda r, _t: r.timestamp})
+    assert not extracted.own_time_single  # a custom extractor: heads extracted one by one
+    assert not PartitionGroup({"a": None, "b": None}).own_time_single
+
+
+def test_a_record_that_fails_is_taken_and_the_rest_stays_buffered(tmp_path: Any) -> None:
+    """A processing failure (the handler said FAIL) propagates out of the run: the failing
+    record counts as taken, the ones after it wait in order for whoever processes next."""
+    from tests.runtime.test_task import ListCollector, make_task
+
+    def upper_or_fail(value: str) -> str:
+        if value == "bad":
+            raise ValueError("bad record")
+        return value.upper()
+
+    app = App({"application.id": "app"})
+    app.stream("left", key_serde="str", value_serde="str").map_values(upper_or_fail).to("out")
+    collector = ListCollector()
+    task = make_task(app, 0, 0, tmp_path, collector)
+    task.open()
+    inputs = TaskInputs(-1)
+    inputs.open(task)
+    left = KafkaTP("left", 0)
+    values = [b"x", b"bad", b"y", b"z"]
+    inputs.add(task, left, [Rec("left", o, 5, b"a", v) for o, v in enumerate(values)])
+    with pytest.raises(RecordFailedError):
+        inputs.process(0)
+    assert inputs.buffered("0_0") == 2
+    assert [v for _t, _k, v, *_ in collector.sent] == [b"X"]
     task.close()
