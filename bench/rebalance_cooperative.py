@@ -82,7 +82,7 @@ def build() -> App:
     (
         app.stream(INPUT, key_serde="str", value_serde="str")
         .group_by_key()
-        .count("rb-store")
+        .count(store="rb-store")
         .to_stream()
         .to(OUTPUT, value_serde="int")
     )

@@ -19,7 +19,8 @@ stream thread against a broker subprocess:
 process while the restore runs (summarise with ``bench/_profile_top.py``). ``--json FILE`` also
 writes the figures as JSON (``bench/check_headlines.py`` reads it).
 
-``BENCH_SLOW_RESTORE_MS=N`` sleeps N ms before each restored batch is written (a monkeypatch
+``BENCH_SLOW_RESTORE_MS=N`` sleeps N ms per 100 restored records (at least N per batch) before
+each batch is written (a monkeypatch
 in this harness, never in the runtime): the deliberate slowdown with which
 ``tests/bench/test_check_headlines.py`` shows that the headline check flags a slower restore.
 """
@@ -188,9 +189,10 @@ def _slow_restore(ms: float) -> None:
 
     original = StateManager.restore_batch
 
-    def slow(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(ms / 1000)
-        return original(self, *args, **kwargs)
+    def slow(self, changelog, records, next_offset):  # type: ignore[no-untyped-def]
+        rows = list(records)  # per 100 records, so the slowdown does not depend on batch sizes
+        time.sleep(ms / 1000 * max(1, len(rows) / 100))
+        return original(self, changelog, rows, next_offset)
 
     StateManager.restore_batch = slow  # type: ignore[method-assign]
 

@@ -53,7 +53,7 @@ def build(settings: dict[str, str]) -> App:
     (
         app.stream(INPUT, key_serde="str", value_serde="str")
         .group_by_key()
-        .count("fo-store")
+        .count(store="fo-store")
         .to_stream()
         .to(OUTPUT, value_serde="int")
     )

@@ -293,6 +293,6 @@ def test_only_a_thread_without_stores_drops_the_delivered_offsets() -> None:
 
     stateless, stateful = App({"application.id": "rdr"}), App({"application.id": "rdr"})
     stateless.stream("rdr-in").filter(lambda k, v: True).to("rdr-out")
-    stateful.stream("rdr-in", key_serde="str").group_by_key().count("counts")
+    stateful.stream("rdr-in", key_serde="str").group_by_key().count(store="counts")
     assert producer_of(stateless).delivered_offsets is False
     assert producer_of(stateful).delivered_offsets is True
