@@ -125,9 +125,15 @@ def replay(
         _replay_tombstone(groups, key)
     elif key.record_type != rec.PARTITION_METADATA:  # deprecated: recomputed after load
         group = groups.get(key.group_id)
+        created = group is None
         if group is None:
             group = groups[key.group_id] = ConsumerGroup(key.group_id)
-        _replay_value(group, key, value, names)
+        try:
+            _replay_value(group, key, value, names)
+        except Exception:
+            if created:  # an undecodable record (the loader skips it) creates no group
+                del groups[key.group_id]
+            raise
 
 
 def _replay_tombstone(groups: MutableMapping[str, ConsumerGroup], key: rec.ConsumerKey) -> None:
