@@ -29,7 +29,13 @@ from streamrt.broker.consumer_group.member import (
     MemberState,
     same,
 )
-from streamrt.broker.consumer_group.persist import image, records_between, replay
+from streamrt.broker.consumer_group.persist import (
+    GroupImage,
+    image,
+    rebuild,
+    records_between,
+    replay,
+)
 from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
@@ -92,6 +98,15 @@ class ConsumerGroupCoordinator:
         out = op()
         after = image(self.groups.get(group_id))
         return out, records_between(group_id, before, after, self.topic_ids())
+
+    def snapshot(self, group_id: str) -> GroupImage | None:
+        return image(self.groups.get(group_id))
+
+    def restore(self, group_id: str, before: GroupImage | None) -> None:
+        """Undo a step whose records could not be appended (a storage error)."""
+        now = self.groups.pop(group_id, None)
+        if before is not None:
+            self.groups[group_id] = rebuild(group_id, before, now)
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one ``__consumer_offsets`` record if it is a consumer-group one (True)."""

@@ -20,7 +20,7 @@ from streamrt.broker.consumer_group.group import ConsumerGroup
 from streamrt.broker.consumer_group.member import LEAVE_EPOCH, ConsumerMember, same
 from streamrt.broker.group.records import CoordinatorRecord
 
-__all__ = ("GroupImage", "image", "records_between", "replay")
+__all__ = ("GroupImage", "image", "rebuild", "records_between", "replay")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -31,14 +31,36 @@ class GroupImage:
     assignment_epoch: int
     members: Mapping[str, ConsumerMember]
     target: Mapping[str, Assignment]
+    subscription: Mapping[str, int] = dataclasses.field(default_factory=dict)  # not written
 
 
 def image(group: ConsumerGroup | None) -> GroupImage | None:
     if group is None:
         return None
     return GroupImage(
-        group.group_epoch, group.assignment_epoch, dict(group.members), dict(group.target)
+        group.group_epoch,
+        group.assignment_epoch,
+        dict(group.members),
+        dict(group.target),
+        dict(group.subscription_metadata),
     )
+
+
+def rebuild(group_id: str, before: GroupImage, now: ConsumerGroup | None) -> ConsumerGroup:
+    """The group as ``before`` shows it: a step whose records did not reach the log is undone
+    (Kafka reverts its in-memory state to the last committed offset)."""
+    group = ConsumerGroup(group_id)
+    group.group_epoch, group.assignment_epoch = before.group_epoch, before.assignment_epoch
+    for member in before.members.values():
+        group.put(member)
+    group.target = dict(before.target)
+    group.subscription_metadata = dict(before.subscription)
+    if now is not None:
+        group.assignor_name, group.assignments_computed = (
+            now.assignor_name,
+            now.assignments_computed,
+        )
+    return group
 
 
 def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:

@@ -208,15 +208,20 @@ class GroupCoordinatorService:
         if code is not None:
             return HeartbeatAnswer(code)
         async with self._core.lock:
-            classic = self.coordinator.groups.get(request.group_id)
+            gid = request.group_id
+            classic = self.coordinator.groups.get(gid)
             active = classic is not None and not classic.is_in(GroupState.EMPTY)
+            before = self.consumer.snapshot(gid)
             answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, active))
-            if classic is not None and request.group_id in self.consumer.groups:
+            if classic is not None and gid in self.consumer.groups:
                 # an empty classic group (offsets only) becomes a consumer group, as in Kafka
-                del self.coordinator.groups[request.group_id]
+                del self.coordinator.groups[gid]
             if answer.records:
                 error = await self._append_records(answer.records)
-                if error is not None:  # not durable: the member must not act on it
+                if error is not None:  # not durable: undone, and the member must not act on it
+                    self.consumer.restore(gid, before)
+                    if classic is not None:
+                        self.coordinator.groups[gid] = classic
                     return HeartbeatAnswer(map_append_error(error))
         return answer
 
