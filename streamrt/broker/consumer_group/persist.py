@@ -118,19 +118,30 @@ def records_between(
         for mid in sorted(set(old.members) - set(after.members))
         for r in _member_tombstones(group_id, mid)
     ]
-    for mid, m in sorted(after.members.items()):
-        prev = old.members.get(mid)
+    # members are frozen and replaced on change: an identical object is unchanged (the
+    # usual case for all but the heartbeating member, so a step costs O(members) lookups)
+    changed = sorted(
+        (mid, m, old.members.get(mid))
+        for mid, m in after.members.items()
+        if old.members.get(mid) is not m
+    )
+    for mid, m, prev in changed:
         if prev is None or _metadata_changed(prev, m):
             out.append(rec.member_metadata_record(group_id, m))
     if after.group_epoch != old.group_epoch:
         out.append(rec.group_epoch_record(group_id, after.group_epoch))
-    for mid, target in sorted(after.target.items()):
-        if mid in after.members and (mid not in old.target or not same(old.target[mid], target)):
+    targets = sorted(
+        (mid, target)
+        for mid, target in after.target.items()
+        if old.target.get(mid) is not target and mid in after.members
+    )
+    for mid, target in targets:
+        was = old.target.get(mid)
+        if was is None or not same(was, target):
             out.append(rec.target_member_record(group_id, mid, target, ids))
     if after.assignment_epoch != old.assignment_epoch:
         out.append(rec.target_epoch_record(group_id, after.assignment_epoch))
-    for mid, m in sorted(after.members.items()):
-        prev = old.members.get(mid)
+    for mid, m, prev in changed:
         if prev is None or _assignment_changed(prev, m):
             out.append(rec.current_assignment_record(group_id, m, ids))
     return tuple(out)
