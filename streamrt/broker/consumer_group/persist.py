@@ -125,7 +125,7 @@ def records_between(
         for mid, m in after.members.items()
         if old.members.get(mid) is not m
     )
-    for mid, m, prev in changed:
+    for _mid, m, prev in changed:
         if prev is None or _metadata_changed(prev, m):
             out.append(rec.member_metadata_record(group_id, m))
     if after.group_epoch != old.group_epoch:
@@ -141,7 +141,7 @@ def records_between(
             out.append(rec.target_member_record(group_id, mid, target, ids))
     if after.assignment_epoch != old.assignment_epoch:
         out.append(rec.target_epoch_record(group_id, after.assignment_epoch))
-    for mid, m, prev in changed:
+    for _mid, m, prev in changed:
         if prev is None or _assignment_changed(prev, m):
             out.append(rec.current_assignment_record(group_id, m, ids))
     return tuple(out)

@@ -184,5 +184,21 @@ def test_records_are_kafkas_key_types_and_version_0_values() -> None:
     types = {int.from_bytes(r.key[:2], "big") for r in a.records}
     assert types == {3, 5, 6, 7, 8}
     assert all(r.value is not None and r.value[:2] == b"\x00\x00" for r in a.records)
+    # byte for byte as Kafka's serde: int16 type, then the key's int16-length strings; the
+    # value's int16 version 0, its fields (flexible), an empty tagged-field section
+    by_type = {int.from_bytes(r.key[:2], "big"): r for r in a.records}
+    assert by_type[5].key == b"\x00\x05\x00\x01g\x00\x01a"
+    assert by_type[3].key == b"\x00\x03\x00\x01g"
+    assert by_type[3].value == b"\x00\x00" + (1).to_bytes(4, "big") + b"\x00"
+    assert (
+        by_type[7].value
+        == (
+            b"\x00\x00\x02"
+            + IDS["t"].bytes
+            + b"\x07"
+            + b"".join(p.to_bytes(4, "big") for p in range(6))
+        )
+        + b"\x00\x00"
+    )
     # another record type (a classic group's) is not taken
     assert not h.coordinator.replay(b"\x00\x02\x00\x01g", None)
