@@ -89,6 +89,16 @@ def _poll_until(members: list[Member], condition: Any, what: str, timeout: float
     wait_until(step, timeout=timeout, what=what, interval=0.01)
 
 
+def _caught_up(members: list[Member], end: int) -> bool:
+    """Every member is at ``end`` on every partition it owns (reads counted alone may include
+    a partition read twice while it moved, and so be reached before the end)."""
+    for m in members:
+        owned = m.consumer.assignment()
+        if not owned or any(tp.offset != end for tp in m.consumer.position(owned)):
+            return False
+    return True
+
+
 def _call(port: int, api_key: ApiKey, **fields: Any) -> Any:
     async def go() -> Any:
         conn = await BrokerConnection.open("127.0.0.1", port)
@@ -132,7 +142,7 @@ def test_two_members_share_one_leaves_the_other_takes_over_and_commits_survive(
             "both members assigned",
         )
         assert not a.owned() & b.owned()
-        _poll_until([a, b], lambda: len(a.records) + len(b.records) >= PARTITIONS * 5, "reads")
+        _poll_until([a, b], lambda: _caught_up([a, b], 5), "reads")
         a.consumer.commit(asynchronous=False)
         b.consumer.commit(asynchronous=False)
         kept = b.owned()
@@ -295,30 +305,58 @@ def test_rebalance_protocols_without_consumer_turn_kip848_off(tmp_path: Path) ->
         b.stop()
 
 
-def test_members_rejoin_after_a_broker_restart_and_resume_from_their_commits(
+def test_a_broker_restart_keeps_members_epochs_and_assignments_and_deleted_groups(
     tmp_path: Path,
 ) -> None:
-    """Consumer groups are not persisted: after a restart the member's heartbeat gets
-    UNKNOWN_MEMBER_ID (not librdkafka-fatal GROUP_ID_NOT_FOUND), it rejoins at epoch 0 and
-    resumes from its committed offsets."""
+    """Consumer groups are persisted in __consumer_offsets: after a restart a dynamic and a
+    static member keep their member ids, epochs and partitions (their next heartbeats are
+    accepted: no revocation, no new assignment, the group epoch unchanged) and resume from
+    their commits; a group deleted before the restart stays deleted."""
     b = start_broker(tmp_path / "restart", OVERRIDES)
     port = b.port
-    topic, group = "t-restart", "g-restart"
-    create_topic(b.bootstrap, topic, 2)
-    produce_tagged(b.bootstrap, topic, 2, 3, "a")
-    a = Member(b.bootstrap, topic, group)
+    topic, group, deleted = "t-restart", "g-restart", "g-deleted"
+    create_topic(b.bootstrap, topic, PARTITIONS)
+    produce_tagged(b.bootstrap, topic, PARTITIONS, 3, "a")
+    gone = Member(b.bootstrap, topic, deleted)
+    _poll_until([gone], lambda: len(gone.owned()) == PARTITIONS, "the other group assigned")
+    gone.consumer.close()
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.delete_consumer_groups([deleted])[deleted].result(timeout=30)
+    d = Member(b.bootstrap, topic, group)
+    s = Member(b.bootstrap, topic, group, instance="S")
     try:
-        _poll_until([a], lambda: len(a.records) >= 6, "first records")
-        a.consumer.commit(asynchronous=False)
+        _poll_until(
+            [d, s],
+            lambda: len(d.owned()) == 2 and len(s.owned()) == 2 and _caught_up([d, s], 3),
+            "two members, two partitions each, every record read",
+        )
+        d.consumer.commit(asynchronous=False)
+        s.consumer.commit(asynchronous=False)
+        before = _describe_raw(port, group)
+        assert before.group_state == "Stable" and before.group_epoch >= 2
+        events = [(list(m.assigned), list(m.revoked), m.owned()) for m in (d, s)]
         b.stop()
         b = BrokerThread(tmp_path / "restart", {**GROUP_OVERRIDES, **OVERRIDES}, port=port).start()
-        produce_tagged(b.bootstrap, topic, 2, 1, "b")
-        a.records.clear()
-        _poll_until([a], lambda: len(a.records) >= 2, "records after the restart")
-        assert sorted(off for _, off in a.records) == [3, 3]
-        assert not [e for e in a.errors if e.fatal()]
+        loaded = _describe_raw(port, group)
+        assert loaded.error_code == ErrorCode.none and loaded.group_epoch == before.group_epoch
+        produce_tagged(b.bootstrap, topic, PARTITIONS, 1, "b")
+        d.records.clear()
+        s.records.clear()
+        _poll_until([d, s], lambda: len(d.records) + len(s.records) >= PARTITIONS, "records after")
+        for _ in range(20):  # a few heartbeat intervals on the restarted broker
+            d.poll()
+            s.poll()
+        assert sorted(off for _, off in d.records + s.records) == [3] * PARTITIONS
+        after = _describe_raw(port, group)
+        assert after.group_epoch == before.group_epoch
+        members = {(m.member_id, m.instance_id, m.member_epoch) for m in after.members}
+        assert members == {(m.member_id, m.instance_id, m.member_epoch) for m in before.members}
+        assert [(list(m.assigned), list(m.revoked), m.owned()) for m in (d, s)] == events
+        assert not [e for e in d.errors + s.errors if e.fatal()]
+        assert _describe_raw(port, deleted).error_code == ErrorCode.group_id_not_found
     finally:
-        a.consumer.close()
+        d.consumer.close()
+        s.consumer.close()
         b.stop()
 
 

@@ -4,8 +4,9 @@ rebalance timeouts, and the member checks of OffsetCommit/OffsetFetch.
 
 No sockets, no asyncio, no wall clock: time comes from the injected ``Clock``, timeouts from
 the injected ``Timer`` (whose ops return a ``Result`` like the classic coordinator's), and the
-topics from an injected ``topics()`` (name -> partition count). Groups live in memory only:
-after a restart members get UNKNOWN_MEMBER_ID and rejoin at epoch 0.
+topics from an injected ``topics()`` (name -> partition count). Every step that changes a
+group returns its ``__consumer_offsets`` records (``persist``), and ``replay`` rebuilds the
+groups from them at load, so members keep their ids, epochs and assignments across a restart.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
 from streamrt.broker.consumer_group.config import ConsumerGroupConfig
@@ -28,8 +29,18 @@ from streamrt.broker.consumer_group.member import (
     MemberState,
     same,
 )
+from streamrt.broker.consumer_group.persist import (
+    GroupImage,
+    image,
+    rebuild,
+    records_between,
+    replay,
+)
 from streamrt.broker.consumer_group.reconcile import reconcile
+from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
+from streamrt.broker.group.records import CoordinatorRecord
+from streamrt.broker.group.result import Result
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -37,12 +48,16 @@ __all__ = ("ConsumerGroupCoordinator",)
 
 logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
+TopicIds = Callable[[], Mapping[str, uuid.UUID]]
+Records = tuple[CoordinatorRecord, ...]
+_T = TypeVar("_T")
 
 
 class Timer(Protocol):
-    """The coordinator core's timer (``coordination.timer``); an op's return value is unused."""
+    """The coordinator core's timer (``coordination.timer``); an op returns the ``Result``
+    whose records the runtime appends."""
 
-    def schedule(self, key: str, delay_ms: int, op: Callable[[], None]) -> None: ...
+    def schedule(self, key: str, delay_ms: int, op: Callable[[], Result]) -> None: ...
 
     def cancel(self, key: str) -> None: ...
 
@@ -61,13 +76,60 @@ def _new_member_id() -> str:
 
 class ConsumerGroupCoordinator:
     def __init__(
-        self, config: ConsumerGroupConfig, clock: Clock, timer: Timer, topics: Topics
+        self,
+        config: ConsumerGroupConfig,
+        clock: Clock,
+        timer: Timer,
+        topics: Topics,
+        topic_ids: TopicIds = dict,
     ) -> None:
         self.config = config
         self.clock = clock
         self.timer = timer
         self.topics = topics
+        self.topic_ids = topic_ids  # name -> id: the records name topics by id, as Kafka's
         self.groups: dict[str, ConsumerGroup] = {}
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def _tracked(self, group_id: str, op: Callable[[], _T]) -> tuple[_T, Records]:
+        """Run ``op`` and return the records of what it changed in the group."""
+        before = image(self.groups.get(group_id))
+        out = op()
+        after = image(self.groups.get(group_id))
+        return out, records_between(group_id, before, after, self.topic_ids())
+
+    def snapshot(self, group_id: str) -> GroupImage | None:
+        return image(self.groups.get(group_id))
+
+    def restore(self, group_id: str, before: GroupImage | None) -> None:
+        """Undo a step whose records could not be appended (a storage error)."""
+        now = self.groups.pop(group_id, None)
+        if before is not None:
+            self.groups[group_id] = rebuild(group_id, before, now)
+
+    def replay(self, key: bytes, value: bytes | None) -> bool:
+        """Apply one ``__consumer_offsets`` record if it is a consumer-group one (True)."""
+        parsed = decode_consumer_key(key)
+        if parsed is None:
+            return False
+        names = {tid: name for name, tid in self.topic_ids().items()}
+        replay(self.groups, parsed, value, names)
+        return True
+
+    def on_loaded(self) -> None:
+        """After load: every member's session timer starts afresh (and the rebalance timer of
+        one still revoking), as Kafka's ``onLoaded``; the subscribed topics' partition counts
+        are taken as they are now (Kafka compares a hash of them: a change while the broker
+        was down bumps the epoch there, here at the next change of the group)."""
+        topics = self.topics()
+        for group in self.groups.values():
+            group.subscription_metadata = group.subscription(topics)
+            group.assignor_name = self._preferred_assignor(group)
+            for member in group.members.values():
+                self._schedule_session_timeout(group.group_id, member.member_id)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, member)
 
     # -- queries used by the classic side ------------------------------------------------------
 
@@ -75,24 +137,36 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         return group is not None and bool(group.members)
 
-    def drop_if_empty(self, group_id: str) -> None:
-        """A classic JoinGroup takes over an empty consumer group (as Kafka converts it)."""
+    def drop_if_empty(self, group_id: str) -> Records:
+        """A classic JoinGroup takes over an empty consumer group (as Kafka converts it);
+        returns the group's tombstones."""
         group = self.groups.get(group_id)
-        if group is not None and not group.members:
-            del self.groups[group_id]
+        if group is None or group.members:
+            return ()
+        _, records = self._tracked(group_id, lambda: self.groups.pop(group_id))
+        return records
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
     def heartbeat(
         self, req: HeartbeatRequest, classic_group_active: bool = False
     ) -> HeartbeatAnswer:
-        """One heartbeat; errors come back in the answer (the group is left unchanged)."""
+        """One heartbeat; errors come back in the answer (the group is left unchanged), the
+        records of a change with it."""
+        existed = req.group_id in self.groups
         try:
             validate(req, self.config.assignors)
             if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(req)
-            return self._heartbeat(req, classic_group_active)
+                answer, records = self._tracked(req.group_id, lambda: self._leave(req))
+            else:
+                answer, records = self._tracked(
+                    req.group_id, lambda: self._heartbeat(req, classic_group_active)
+                )
+            return dataclasses.replace(answer, records=records)
         except KafkaError as exc:
+            group = self.groups.get(req.group_id)
+            if not existed and group is not None and not group.members:
+                del self.groups[req.group_id]  # created for a join that failed: never written
             return HeartbeatAnswer(exc.code, str(exc.args[0]) if exc.args else None)
 
     def _group(self, group_id: str, create: bool, classic_group_active: bool) -> ConsumerGroup:
@@ -104,13 +178,12 @@ class ConsumerGroupCoordinator:
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
             )
         if not create:
-            # Kafka answers GROUP_ID_NOT_FOUND, which librdkafka treats as fatal; Kafka never
-            # loses a group, but this coordinator forgets them on restart (not persisted), so
+            # Kafka answers GROUP_ID_NOT_FOUND, which librdkafka treats as fatal (the consumer
+            # stops); groups survive restarts now, so this is a deleted or expired group, and
             # the member is told to rejoin at epoch 0 instead
             raise KafkaError(
                 ErrorCode.unknown_member_id,
-                f"Consumer group {group_id} not found (not kept across a broker restart); "
-                "rejoin with epoch 0.",
+                f"Consumer group {group_id} not found; rejoin with epoch 0.",
             )
         group = ConsumerGroup(group_id)
         self.groups[group_id] = group
@@ -276,9 +349,7 @@ class ConsumerGroupCoordinator:
 
     def _compute_target(self, group: ConsumerGroup, topics: Mapping[str, int]) -> None:
         """A new target assignment at the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
-        # Kafka's computePreferredServerAssignor: the one most members ask for, else the default
-        asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
-        name = max(sorted(asked), key=lambda a: asked[a]) if asked else self.config.assignors[0]
+        name = self._preferred_assignor(group)
         specs = {
             mid: MemberSpec(subscribed_topics(m, topics), group.target.get(mid, {}))
             for mid, m in group.members.items()
@@ -287,6 +358,12 @@ class ConsumerGroupCoordinator:
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
         group.assignments_computed += 1
+
+    def _preferred_assignor(self, group: ConsumerGroup) -> str:
+        """Kafka's computePreferredServerAssignor: the one most members ask for, else the
+        default."""
+        asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        return max(sorted(asked), key=lambda a: asked[a]) if asked else self.config.assignors[0]
 
     # -- leaving and fencing -------------------------------------------------------------------
 
@@ -337,8 +414,11 @@ class ConsumerGroupCoordinator:
                 logger.info("consumer group %s: member %s session expired", group_id, member_id)
                 self._fence(group, member_id)
 
+        def expire_and_record() -> Result:
+            return Result(records=self._tracked(group_id, expire)[1])
+
         self.timer.schedule(
-            _session_key(group_id, member_id), self.config.session_timeout_ms, expire
+            _session_key(group_id, member_id), self.config.session_timeout_ms, expire_and_record
         )
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
@@ -354,8 +434,11 @@ class ConsumerGroupCoordinator:
                 )
                 self._fence(group, member_id)
 
+        def expire_and_record() -> Result:
+            return Result(records=self._tracked(group_id, expire)[1])
+
         self.timer.schedule(
-            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire
+            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire_and_record
         )
 
     # -- offsets -------------------------------------------------------------------------------

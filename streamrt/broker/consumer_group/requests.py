@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from streamrt.broker.consumer_group.regex import InvalidRegex, compile_regex
+from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = ("HeartbeatAnswer", "HeartbeatRequest", "validate")
@@ -44,6 +45,8 @@ class HeartbeatAnswer:
     heartbeat_interval_ms: int = 0
     #: sent on a join, a full request, or when the member's assignment changed
     assignment: Assignment | None = None
+    #: what the heartbeat changed, for ``__consumer_offsets`` (appended before the answer)
+    records: tuple[CoordinatorRecord, ...] = ()
 
 
 def validate(req: HeartbeatRequest, assignors: tuple[str, ...]) -> None:

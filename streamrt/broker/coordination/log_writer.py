@@ -6,6 +6,7 @@ protocols name exactly that, so the service depends on an interface, not on ``Lo
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -53,6 +54,9 @@ class PartitionWriter(Protocol):
 class TopicView(Protocol):
     @property
     def num_partitions(self) -> int: ...
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
 
 
 class CoordinatorLogs(Protocol):

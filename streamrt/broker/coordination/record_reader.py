@@ -8,6 +8,7 @@ serves both record serdes.
 from __future__ import annotations
 
 import struct
+import uuid
 
 __all__ = ("RecordReader",)
 
@@ -61,6 +62,9 @@ class RecordReader:
     def string(self) -> str:
         """A string; a null one reads as ``""``."""
         return self.nullable_string() or ""
+
+    def uuid_(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16))
 
     def bytes_(self) -> bytes:
         n = self.uvarint() - 1 if self.flexible else self.int32()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import uuid
 
 from streamrt.broker.coordination.record_reader import RecordReader
 
@@ -21,6 +22,7 @@ __all__ = (
     "MemberMetadata",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "RecordWriter",
     "decode_key",
     "decode_value",
     "group_metadata_record",
@@ -85,12 +87,15 @@ class OffsetCommitValue:
     expire_timestamp: int
 
 
-class _Writer:
+class RecordWriter:
     """Kafka primitive encoder; ``flexible`` switches to compact strings, bytes and arrays."""
 
     def __init__(self, version: int, flexible: bool = False) -> None:
         self.parts: list[bytes] = [struct.pack(">h", version)]
         self.flexible = flexible
+
+    def int8(self, v: int) -> None:
+        self.parts.append(struct.pack(">b", v))
 
     def int16(self, v: int) -> None:
         self.parts.append(struct.pack(">h", v))
@@ -117,6 +122,9 @@ class _Writer:
         self.uvarint(len(raw) + 1) if self.flexible else self.int16(len(raw))
         self.parts.append(raw)
 
+    def uuid_(self, v: uuid.UUID) -> None:
+        self.parts.append(v.bytes)
+
     def bytes_(self, v: bytes) -> None:
         self.uvarint(len(v) + 1) if self.flexible else self.int32(len(v))
         self.parts.append(v)
@@ -133,13 +141,13 @@ class _Writer:
 
 
 def _group_key(group_id: str) -> bytes:
-    w = _Writer(2)
+    w = RecordWriter(2)
     w.string(group_id)
     return w.done()
 
 
 def _offset_key(group_id: str, topic: str, partition: int) -> bytes:
-    w = _Writer(1)
+    w = RecordWriter(1)
     w.string(group_id)
     w.string(topic)
     w.int32(partition)
@@ -147,7 +155,7 @@ def _offset_key(group_id: str, topic: str, partition: int) -> bytes:
 
 
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
-    w = _Writer(version, flexible=version >= 4)
+    w = RecordWriter(version, flexible=version >= 4)
     w.string(value.protocol_type)
     w.int32(value.generation)
     w.string(value.protocol)
@@ -172,7 +180,7 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> 
 
 
 def encode_offset_commit_value(value: OffsetCommitValue, version: int = 3) -> bytes:
-    w = _Writer(version, flexible=version >= 4)
+    w = RecordWriter(version, flexible=version >= 4)
     w.int64(value.offset)
     if version >= 3:
         w.int32(value.leader_epoch)
@@ -214,7 +222,7 @@ def offset_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRe
 
 
 def decode_key(key: bytes) -> GroupMetadataKey | OffsetCommitKey | None:
-    """``None`` for key versions we do not know (e.g. KIP-848 consumer-group records)."""
+    """``None`` for other key versions (KIP-848 records: ``consumer_group.records``)."""
     r = RecordReader(key)
     if r.version in (0, 1):
         return OffsetCommitKey(r.string(), r.string(), r.int32())

@@ -91,23 +91,20 @@ class GroupCoordinatorService:
             self._core.timer,
             partition_exists=self._core.partition_exists,
         )
-        # KIP-848 groups: same lock, timer and offsets table; in memory only (not persisted)
+        # KIP-848 groups: same lock, timer, offsets table and log, their own records
         self.consumer = ConsumerGroupCoordinator(
             ConsumerGroupConfig.from_broker(config),
             self._clock,
             self._core.timer,
             topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
+            topic_ids=lambda: {name: t.topic_id for name, t in logs.topics().items()},
         )
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._core.ensure_topic()
-        stats, _ = await self._core.load(
-            self.coordinator.replay_bytes,
-            lambda: self._apply(self.coordinator.on_loaded()),
-            self._replay_marker,
-        )
+        stats, _ = await self._core.load(self._replay_bytes, self._on_loaded, self._replay_marker)
         self._schedule_consumer_offsets_cleanup()
         logger.info(
             "group coordinator loaded",
@@ -115,6 +112,19 @@ class GroupCoordinatorService:
                 records=stats.loaded, skipped=stats.skipped, groups=len(self.coordinator.groups)
             ),
         )
+
+    def _replay_bytes(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
+        """One ``__consumer_offsets`` record: a consumer group's, or the classic side's."""
+        if producer_id >= 0 or not self.consumer.replay(key, value):
+            self.coordinator.replay_bytes(key, value, producer_id)
+
+    async def _on_loaded(self) -> None:
+        self.consumer.on_loaded()
+        for group_id in self.consumer.groups:  # a consumer group's offsets made a classic twin
+            twin = self.coordinator.groups.get(group_id)
+            if twin is not None and twin.is_in(GroupState.EMPTY):
+                del self.coordinator.groups[group_id]
+        await self._apply(self.coordinator.on_loaded())
 
     async def stop(self) -> None:
         await self._core.stop(lambda: self._apply(self.coordinator.unload()))
@@ -198,13 +208,27 @@ class GroupCoordinatorService:
         if code is not None:
             return HeartbeatAnswer(code)
         async with self._core.lock:
-            classic = self.coordinator.groups.get(request.group_id)
+            gid = request.group_id
+            classic = self.coordinator.groups.get(gid)
             active = classic is not None and not classic.is_in(GroupState.EMPTY)
+            before = self.consumer.snapshot(gid)
             answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, active))
-            if classic is not None and request.group_id in self.consumer.groups:
+            if classic is not None and gid in self.consumer.groups:
                 # an empty classic group (offsets only) becomes a consumer group, as in Kafka
-                del self.coordinator.groups[request.group_id]
+                del self.coordinator.groups[gid]
+            if answer.records:
+                error = await self._append_records(answer.records)
+                if error is not None:  # not durable: undone, and the member must not act on it
+                    self.consumer.restore(gid, before)
+                    if classic is not None:
+                        self.coordinator.groups[gid] = classic
+                    return HeartbeatAnswer(map_append_error(error))
         return answer
+
+    async def _append_records(self, records: tuple[CoordinatorRecord, ...]) -> ErrorCode | None:
+        if self._append_off_loop:
+            return await asyncio.to_thread(self._append, records)
+        return self._append(records)
 
     def _join_group(self, ctx: Any, request: Any, reply: object) -> Result:
         """A classic member may not join a consumer group that has members (online
@@ -213,8 +237,8 @@ class GroupCoordinatorService:
         if self.consumer.has_members(request.group_id):
             join = JoinRequest.parse(ctx, request, reply)
             return Result(response=join.error(ErrorCode.inconsistent_group_protocol))
-        self.consumer.drop_if_empty(request.group_id)
-        return self.coordinator.join_group(ctx, request, reply)
+        dropped = Result(records=self.consumer.drop_if_empty(request.group_id))
+        return dropped.then(self.coordinator.join_group(ctx, request, reply))
 
     def _offset_commit(self, ctx: Any, request: Any) -> Result:
         if request.group_id not in self.consumer.groups:
@@ -236,7 +260,7 @@ class GroupCoordinatorService:
             config.offsets_retention_ms,
         )
         for group_id in gone:
-            self.consumer.drop_if_empty(group_id)
+            records += self.consumer.drop_if_empty(group_id)  # tombstones: replay is a no-op
         self._schedule_consumer_offsets_cleanup()
         return Result(records=records, replay=True)
 
@@ -293,12 +317,16 @@ class GroupCoordinatorService:
         """An empty consumer group goes as an empty classic group does (its offsets and the
         group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
         busy = {gid for gid in request.groups_names if self.consumer.has_members(gid)}
+        tombstones: tuple[CoordinatorRecord, ...] = ()
         for gid in request.groups_names:
             if gid in self.consumer.groups and gid not in busy:
-                self.consumer.drop_if_empty(gid)
+                tombstones += self.consumer.drop_if_empty(gid)
                 if gid not in self.coordinator.groups:
                     self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
-        result = self.coordinator.delete_groups(ctx, request)
+        # the consumer group's tombstones first (replaying them is a no-op: it is gone)
+        result = Result(records=tombstones, replay=True).then(
+            self.coordinator.delete_groups(ctx, request)
+        )
         if not busy:
             return result
         results = tuple(
@@ -334,7 +362,7 @@ class GroupCoordinatorService:
             if error is None and result.replay:
                 pid = -1 if result.producer is None else result.producer[0]
                 for record in result.records:
-                    self.coordinator.replay(record, pid)
+                    self._replay_bytes(record.key, record.value, pid)
         for handle, response in result.completions:
             if isinstance(handle, asyncio.Future) and not handle.done():
                 if response is None:  # never answered, as in Kafka: release its connection

@@ -1,0 +1,245 @@
+"""KIP-848 consumer-group records of ``__consumer_offsets``, as Kafka 4.3.1 writes them.
+
+The key's int16 prefix is the record type (3 group metadata, 4 partition metadata, 5 member
+metadata, 6 target assignment metadata, 7 target assignment member, 8 current member
+assignment), then the key's strings (non-flexible). Values are version 0, flexible; tagged
+fields we do not use are written absent (Kafka's defaults) and skipped on read. Type 4 is
+deprecated since Kafka 4.1 (KIP-1101 moved it to a hash): we never write it and ignore it on
+load, but tombstone it on delete as Kafka does. Assignments carry topic ids, as in Kafka, so a
+topic deleted and recreated under the same name does not inherit old assignments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Mapping
+
+from streamrt.broker.consumer_group.assignors import Assignment
+from streamrt.broker.consumer_group.member import ConsumerMember, MemberState
+from streamrt.broker.coordination.record_reader import RecordReader
+from streamrt.broker.group.records import CoordinatorRecord, RecordWriter
+
+__all__ = (
+    "CONSUMER_RECORD_TYPES",
+    "ConsumerKey",
+    "CurrentAssignment",
+    "MemberFields",
+    "current_assignment_record",
+    "decode_consumer_key",
+    "decode_current_assignment",
+    "decode_epoch",
+    "decode_member_fields",
+    "decode_partitions",
+    "group_epoch_record",
+    "member_metadata_record",
+    "target_epoch_record",
+    "target_member_record",
+    "tombstone",
+)
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_ASSIGNMENT_METADATA = 6
+TARGET_ASSIGNMENT_MEMBER = 7
+CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_RECORD_TYPES = frozenset(range(GROUP_METADATA, CURRENT_MEMBER_ASSIGNMENT + 1))
+_PER_MEMBER = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
+_STATE_BYTES = {
+    MemberState.STABLE: 0,
+    MemberState.UNREVOKED_PARTITIONS: 1,
+    MemberState.UNRELEASED_PARTITIONS: 2,
+}
+_STATES = {v: k for k, v in _STATE_BYTES.items()}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    record_type: int
+    group_id: str
+    member_id: str | None = None  # set for the per-member types 5, 7, 8
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemberFields:
+    """ConsumerGroupMemberMetadataValue: what a member said about itself."""
+
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CurrentAssignment:
+    """ConsumerGroupCurrentMemberAssignmentValue, with topic names resolved."""
+
+    member_epoch: int
+    previous_member_epoch: int
+    state: MemberState
+    assigned: Assignment
+    pending_revocation: Assignment
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
+    w = RecordWriter(record_type)
+    w.string(group_id)
+    if member_id is not None:
+        w.string(member_id)
+    return w.done()
+
+
+def decode_consumer_key(raw: bytes) -> ConsumerKey | None:
+    """The key of a consumer-group record; ``None`` for any other record type."""
+    r = RecordReader(raw)
+    if r.version not in CONSUMER_RECORD_TYPES:
+        return None
+    group_id = r.string()
+    member_id = r.string() if r.version in _PER_MEMBER else None
+    return ConsumerKey(r.version, group_id, member_id)
+
+
+def tombstone(record_type: int, group_id: str, member_id: str | None = None) -> CoordinatorRecord:
+    return CoordinatorRecord(_key(record_type, group_id, member_id), None, group_id)
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+def _value() -> RecordWriter:
+    return RecordWriter(0, flexible=True)
+
+
+def _epoch_value(epoch: int) -> bytes:
+    w = _value()
+    w.int32(epoch)
+    w.tagged_fields()
+    return w.done()
+
+
+def group_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+    """ConsumerGroupMetadata: the group epoch (MetadataHash left at its default 0)."""
+    return CoordinatorRecord(_key(GROUP_METADATA, group_id), _epoch_value(epoch), group_id)
+
+
+def target_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
+    """ConsumerGroupTargetAssignmentMetadata: the epoch the target assignment was computed at."""
+    key = _key(TARGET_ASSIGNMENT_METADATA, group_id)
+    return CoordinatorRecord(key, _epoch_value(epoch), group_id)
+
+
+def member_metadata_record(group_id: str, member: ConsumerMember) -> CoordinatorRecord:
+    w = _value()
+    w.string(member.instance_id)
+    w.string(member.rack_id)
+    w.string(member.client_id)
+    w.string(member.client_host)
+    w.array_length(len(member.subscribed_topic_names))
+    for name in member.subscribed_topic_names:
+        w.string(name)
+    w.string(member.subscribed_topic_regex)
+    w.int32(member.rebalance_timeout_ms)
+    w.string(member.server_assignor)
+    w.tagged_fields()
+    key = _key(MEMBER_METADATA, group_id, member.member_id)
+    return CoordinatorRecord(key, w.done(), group_id)
+
+
+def _write_partitions(
+    w: RecordWriter, assignment: Assignment, ids: Mapping[str, uuid.UUID]
+) -> None:
+    topics = [(t, ps) for t, ps in sorted(assignment.items()) if ps and t in ids]
+    w.array_length(len(topics))
+    for topic, ps in topics:
+        w.uuid_(ids[topic])
+        w.array_length(len(ps))
+        for p in sorted(ps):
+            w.int32(p)
+        w.tagged_fields()
+
+
+def target_member_record(
+    group_id: str, member_id: str, target: Assignment, ids: Mapping[str, uuid.UUID]
+) -> CoordinatorRecord:
+    w = _value()
+    _write_partitions(w, target, ids)
+    w.tagged_fields()
+    key = _key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id)
+    return CoordinatorRecord(key, w.done(), group_id)
+
+
+def current_assignment_record(
+    group_id: str, member: ConsumerMember, ids: Mapping[str, uuid.UUID]
+) -> CoordinatorRecord:
+    w = _value()
+    w.int32(member.member_epoch)
+    w.int32(member.previous_member_epoch)
+    w.int8(_STATE_BYTES[member.state])
+    _write_partitions(w, member.assigned, ids)
+    _write_partitions(w, member.pending_revocation, ids)
+    w.tagged_fields()
+    key = _key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id)
+    return CoordinatorRecord(key, w.done(), group_id)
+
+
+def _reader(raw: bytes) -> RecordReader:
+    r = RecordReader(raw)
+    r.flexible = True
+    return r
+
+
+def decode_epoch(raw: bytes) -> int:
+    """The int32 leading ConsumerGroupMetadataValue and TargetAssignmentMetadataValue."""
+    return _reader(raw).int32()
+
+
+def decode_member_fields(raw: bytes) -> MemberFields:
+    r = _reader(raw)
+    instance_id = r.nullable_string()
+    rack_id = r.nullable_string()
+    client_id = r.string()
+    client_host = r.string()
+    names = tuple(r.string() for _ in range(max(r.array_length(), 0)))
+    regex = r.nullable_string()
+    rebalance_timeout_ms = r.int32()
+    assignor = r.nullable_string()
+    r.skip_tagged_fields()  # ClassicMemberMetadata (members of a migrated classic group)
+    return MemberFields(
+        instance_id, rack_id, client_id, client_host, names, regex, rebalance_timeout_ms, assignor
+    )
+
+
+def _read_partitions(r: RecordReader, names: Mapping[uuid.UUID, str]) -> Assignment:
+    out: dict[str, frozenset[int]] = {}
+    for _ in range(max(r.array_length(), 0)):
+        topic_id = r.uuid_()
+        ps = frozenset(r.int32() for _ in range(max(r.array_length(), 0)))
+        r.skip_tagged_fields()
+        if topic_id in names and ps:  # a deleted topic's partitions are dropped
+            out[names[topic_id]] = ps
+    return out
+
+
+def decode_partitions(raw: bytes, names: Mapping[uuid.UUID, str]) -> Assignment:
+    """ConsumerGroupTargetAssignmentMemberValue."""
+    return _read_partitions(_reader(raw), names)
+
+
+def decode_current_assignment(raw: bytes, names: Mapping[uuid.UUID, str]) -> CurrentAssignment:
+    r = _reader(raw)
+    epoch = r.int32()
+    previous = r.int32()
+    state = _STATES.get(r.int8())
+    if state is None:
+        raise ValueError("unknown member state in ConsumerGroupCurrentMemberAssignmentValue")
+    assigned = _read_partitions(r, names)
+    pending = _read_partitions(r, names)
+    return CurrentAssignment(epoch, previous, state, assigned, pending)
