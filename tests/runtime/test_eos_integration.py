@@ -139,7 +139,7 @@ def restore_events(bootstrap: str, instance: str) -> list[dict]:
 
 
 def test_sigkill_mid_stream_keeps_the_output_exact_and_restores_only_the_tail(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     broker = broker_factory(BROKER)
     setup(broker.bootstrap)
@@ -200,7 +200,7 @@ def test_sigkill_mid_stream_keeps_the_output_exact_and_restores_only_the_tail(
 
 
 def test_a_second_process_with_the_same_instance_id_fences_the_first(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     broker = broker_factory(BROKER)
     setup(broker.bootstrap)
@@ -232,7 +232,7 @@ def test_a_second_process_with_the_same_instance_id_fences_the_first(
 
 
 def test_a_fenced_producer_loses_its_transaction_and_the_thread_recovers(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     """An outside producer takes the thread's transactional.id: the open transaction is
     aborted, its staged store writes are discarded, the thread re-creates its producer and

@@ -1,7 +1,6 @@
-"""exactly_once_v2 on librdkafka's transactional producer (``stream.thread.producer=librdkafka``
-with ``stream.thread.membership=streamrt``).
+"""exactly_once_v2 on librdkafka's transactional producer: the one exactly-once path.
 
-Why only with streamrt's own membership: a KIP-447 TxnOffsetCommit carries the group member's
+Why it needs streamrt's own membership: a KIP-447 TxnOffsetCommit carries the group member's
 generation, member id and ``group.instance.id``, and librdkafka takes them only as the opaque
 ``consumer_group_metadata`` a confluent ``Consumer`` writes. With our own member we know all
 three, so :func:`group_metadata_bytes` writes that blob (librdkafka's public, versioned
@@ -24,6 +23,7 @@ import logging
 import struct
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -31,7 +31,6 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 
 from streamrt.membership.config import FencedInstanceError
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
-from streamrt.runtime.engine.kafka_adapter import GroupMetadata
 from streamrt.runtime.engine.rdkafka_producer import (
     DeliveryError,
     LibrdkafkaCollector,
@@ -40,6 +39,7 @@ from streamrt.runtime.engine.rdkafka_producer import (
 from streamrt.state import TopicPartition
 
 __all__ = (
+    "GroupMetadata",
     "LibrdkafkaTransactionalCollector",
     "ProducerFencedError",
     "TransactionalLibrdkafkaProducer",
@@ -56,6 +56,17 @@ CALL_TIMEOUT_S = 60.0
 #: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
 #: (librdkafka's own ``_FENCED`` comes as a fatal error, which ``lost`` maps the same way)
 _FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    """What the group coordinator checks on a TxnOffsetCommit v3 (the Java consumer's
+    ``groupMetadata()``): a stale generation, an unknown member or a replaced static
+    instance is refused."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
 
 
 class ProducerFencedError(TransactionLostError):

@@ -17,15 +17,10 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, TypeVar, cast
-
-import aiokafka.errors as kafka_errors
-from aiokafka import AIOKafkaConsumer
+from typing import Any, TypeVar
 
 from streamrt.logs import fields
-from streamrt.runtime.config import STREAMRT
-from streamrt.runtime.engine import kafka_adapter
-from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
+from streamrt.runtime.engine.assignor import AssignmentInfo
 from streamrt.runtime.engine.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
@@ -36,7 +31,6 @@ from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.member_listener import MemberListener
 from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
-from streamrt.runtime.engine.rebalance_listener import RebalanceListener
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
@@ -93,7 +87,7 @@ class StreamThread:
         )
         self._tasks: TaskManager | None = None  # from the start of the loop on
         self._clients: ThreadClients | None = None
-        self._own: StreamrtMembership | None = None  # stream.thread.membership=streamrt
+        self._own: StreamrtMembership | None = None  # from the start of the loop on
         self._stop_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -162,22 +156,14 @@ class StreamThread:
         return self._os_thread.is_alive()
 
     @property
-    def _consumer(self) -> MainConsumer | None:
-        return self._clients.consumer if self._clients is not None else None
-
-    @property
     def member_id(self) -> str | None:
         """The consumer's member id in the group (assigned by the coordinator), once joined."""
-        if self._own is not None:
-            return self._own.member_id
-        return kafka_adapter.member_id(self._consumer)
+        return self._own.member_id if self._own is not None else None
 
     @property
     def generation(self) -> int | None:
         """The group generation this thread's consumer last joined."""
-        if self._own is not None:
-            return self._own.generation
-        return kafka_adapter.generation(self._consumer)
+        return self._own.generation if self._own is not None else None
 
     @property
     def assignment_info(self) -> AssignmentInfo | None:
@@ -267,14 +253,12 @@ class StreamThread:
     async def before_join(self) -> None:
         """After a revocation: list the changelog ends, in case this thread leads the
         assignment that follows."""
-        if self._clients is None:
+        if self._clients is None or self._own is None:
             return
         clients = self._clients
-        if self._own is not None:  # a manual-assign consumer has no source topic metadata
-            counts = await self._own.partition_counts(self.env.subtopologies)
-            partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
-        else:
-            partitions_of = cast(AIOKafkaConsumer, clients.consumer).partitions_for_topic
+        # a manual-assign consumer has no source topic metadata: the member's
+        counts = await self._own.partition_counts(self.env.subtopologies)
+        partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
         await self.member.refresh_changelog_ends(clients.offsets_consumer, partitions_of)
 
     # -- the thread's own loop -----------------------------------------------------------------
@@ -306,15 +290,17 @@ class StreamThread:
         if self._stop_requested.is_set():
             return
         assignor = self.member.assignor()
-        own = self._own = self._own_membership(assignor)
+        own = self._own = StreamrtMembership(
+            self.env, self.client_id, self.thread_instance_id, assignor
+        )
         factory = ClientFactory(
             self.env,
             self.client_id,
             self.thread_instance_id,
             self.transactional_id,
-            own.group_metadata if own else lambda: kafka_adapter.group_metadata(self._consumer),
+            own.group_metadata,
         )
-        clients = self._clients = factory.build(assignor, manual=own is not None)
+        clients = self._clients = factory.build()
         committer = committer_for(
             self.env.config, clients, self.emit, factory.thread_producer, self.name, offsets=own
         )
@@ -334,11 +320,7 @@ class StreamThread:
         # transactional id, and our InitProducerId would fence it.
         eos = self.env.config.exactly_once
         await self._start_clients(clients, producer=not eos)
-        listener: RebalanceListener | MemberListener = (
-            MemberListener(self, tasks, committer, clients.consumer, own)
-            if own
-            else RebalanceListener(self, tasks, committer)
-        )
+        listener = MemberListener(self, tasks, committer, clients.consumer, own)
         try:
             if await self._join(factory, clients, listener):
                 await self._run_loop(clients.consumer, tasks, committer)
@@ -346,10 +328,7 @@ class StreamThread:
         finally:
             # before "committed" lets a hand-off successor join: from now on this consumer
             # never joins again (a late rejoin would take the instance id back and fence it)
-            if own is not None:
-                await own.retire()
-            else:
-                kafka_adapter.retire_static_member(clients.consumer)
+            await own.retire()
             self.prepared.set()
             self.committed.set()
             await tasks.close_all()
@@ -366,27 +345,16 @@ class StreamThread:
         await retry_bootstrap(clients.restore_consumer.start, "restore consumer")
         await retry_bootstrap(clients.offsets_consumer.start, "offsets consumer")
 
-    def _own_membership(self, assignor: StreamsPartitionAssignor) -> StreamrtMembership | None:
-        """streamrt's own group member, if ``stream.thread.membership`` asks for it."""
-        if self.env.config.stream_thread_membership != STREAMRT:
-            return None
-        return StreamrtMembership(self.env, self.client_id, self.thread_instance_id, assignor)
-
     async def _join(
         self,
         factory: ClientFactory,
         clients: ThreadClients,
-        listener: RebalanceListener | MemberListener,
+        listener: MemberListener,
     ) -> bool:
         """Connect, load metadata and find the group coordinator; a held thread then waits for
         release(). Subscribes (or starts our member), unless asked to stop first (False)."""
-        consumer, own = clients.consumer, self._own
-        await consumer.start()
-        if own is not None:
-            await own.find_coordinator()
-        else:
-            kafka_adapter.install_static_heartbeat(consumer)
-            await kafka_adapter.find_coordinator(consumer)
+        await clients.consumer.start()
+        await listener.membership.find_coordinator()
         if not self._hold.is_set():
             await factory.warm_offsets_consumer(clients.offsets_consumer)
         self.mark("prepared")
@@ -397,11 +365,7 @@ class StreamThread:
         self.mark("released")
         if self.env.config.exactly_once:
             await retry_bootstrap(clients.producer.start, "producer")
-        topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
-        if isinstance(listener, MemberListener):
-            listener.membership.start(listener)
-        else:
-            cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
+        listener.membership.start(listener)
         self.mark("join_requested")
         if self._expected_tasks and self._tasks is not None:
             self._tasks.start_open_ahead(self._expected_tasks)
@@ -427,11 +391,6 @@ class StreamThread:
         self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
         if self._own is not None:  # its listener closes the tasks of the lost partitions,
             await self._own.lose_all()  # unless its group loop did already (and rejoined)
-            return
-        async with self.commit_lock:
-            await c.lose(tasks, list(tasks.tasks))
-        if self._consumer is not None:
-            kafka_adapter.request_rejoin(cast(AIOKafkaConsumer, self._consumer))
 
     async def _run_loop(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -444,15 +403,7 @@ class StreamThread:
                 return
             except TaskMigratedError as exc:
                 await self._migrated(exc, tasks, committer)
-            except (
-                kafka_errors.KafkaError,
-                kafka_errors.IllegalOperation,
-                TransactionLostError,
-            ) as exc:
-                # IllegalOperation: a send into a transaction the producer no longer has (a
-                # newer incarnation's InitProducerId fenced it between two sends); aiokafka
-                # raises it instead of ProducerFenced, and it is just as lost.
-                # TransactionLostError: librdkafka's transactional errors, mapped.
+            except TransactionLostError as exc:  # librdkafka's transactional errors, mapped
                 if not committer.recovers(exc):
                     raise
                 try:
@@ -466,15 +417,11 @@ class StreamThread:
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
         own = self._own
-        rejoin = (
-            (lambda: own.request_rejoin("probing rebalance"))
-            if own is not None
-            else (lambda: kafka_adapter.request_rejoin(consumer))
-        )
+        assert own is not None  # set before the loop starts
+        rejoin = lambda: own.request_rejoin("probing rebalance")  # noqa: E731
         meter = LoopMeter(self.sensors)
         while not self._stop_requested.is_set():
-            if own is not None:
-                own.raise_if_failed()
+            own.raise_if_failed()
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
@@ -493,7 +440,7 @@ class StreamThread:
                     self.mark("first_record")
                 meter.punctuate(tasks, self.env.clock.now_ms())
                 await committer.collector.drain()
-                if schedule.due() and not (own is not None and own.rebalancing):
+                if schedule.due() and not own.rebalancing:
                     await meter.commit(committer.commit(tasks))
                     schedule.committed()
                 self.member.maybe_probe(rejoin)
