@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from unittest import mock
 
 import confluent_kafka
 import pytest
@@ -17,6 +19,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.membership.config import FencedInstanceError
 from streamrt.membership.member import GroupMember
 from streamrt.runtime.config import StreamsConfig
+from streamrt.runtime.engine import rdkafka_txn
 from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.rdkafka_producer import librdkafka_config
 from streamrt.runtime.engine.rdkafka_txn import (
@@ -300,3 +303,49 @@ def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> Non
 
     asyncio.run(go())
     assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"committed"]
+
+
+class _HangingClient:
+    """confluent-kafka's Producer whose send_offsets_to_transaction never returns, as
+    librdkafka's does when the group coordinator went away (librdkafka #5456)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.closed = threading.Event()
+
+    def init_transactions(self, timeout: float) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, parts: object, blob: bytes, timeout: float) -> None:
+        self.release.wait()  # ignores its timeout
+
+    def close(self) -> None:
+        self.release.wait()  # a close waits for the stuck call
+        self.closed.set()
+
+
+def test_a_call_that_never_answers_loses_the_transaction_and_the_producer_is_abandoned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(rdkafka_txn, "SEND_OFFSETS_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(rdkafka_txn, "STUCK_GRACE_S", 0.1)
+    client = _HangingClient()
+    producer = TransactionalLibrdkafkaProducer({}, lambda: Metadata(1, "m-1", None))
+
+    async def go() -> None:
+        with mock.patch("confluent_kafka.Producer", lambda _config: client):
+            await producer.start()
+        begun = time.monotonic()
+        with pytest.raises(ProducerFencedError, match="no answer within"):
+            await producer.send_offsets({TopicPartition("in", 0): 5}, GROUP)
+        assert time.monotonic() - begun < 5 and producer.stuck
+        with pytest.raises(ProducerFencedError, match="stuck"):
+            await producer.abort()
+        await asyncio.wait_for(producer.stop(), 5)  # not waiting for the stuck close
+
+    try:
+        asyncio.run(go())
+        assert not client.closed.is_set()
+    finally:
+        client.release.set()
+    assert client.closed.wait(5)  # the abandoned close finished once the call returned
