@@ -31,7 +31,7 @@ def build(app: App) -> App:
         app.stream("pageviews", key_serde="str", value_serde="str")
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
-        .count(STORE)
+        .count(store=STORE)
         .suppress(
             Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("pageviews-final")
         )

@@ -30,7 +30,7 @@ def build(app: App) -> App:
         app.stream("clicks", key_serde="str", value_serde="str")
         .group_by_key()
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(GAP_MS, GRACE_MS))
-        .count(STORE, emit_strategy="on_window_close")
+        .count(store=STORE, emit_strategy="on_window_close")
         .to_stream()
         .map(_result, key_serde="str", value_serde="json")
         .to("user-sessions")

@@ -6,6 +6,7 @@ Contenders (``--runs``):
 - ``static``: KIP-345 static membership; ``dynamic``: the same app without group.instance.id;
 - ``handoff``: static membership, each new process started beside the old one with
   ``streamrt run --handoff``; the old one hands over once the new one has started up;
+  ``handoff-eos``: the same under ``processing.guarantee=exactly_once_v2``;
 - ``faust``: the same app logic on faust-streaming with ``consumer_group_instance_id``
   (``bench/faust_sessions.py``; one worker per instance, faust has no stream threads);
   ``faust-dynamic``: the same without it;
@@ -58,6 +59,7 @@ from streamrt.deploy.loadgen import profile_bytes
 
 RUNS = (
     "handoff",
+    "handoff-eos",
     "static",
     "dynamic",
     "faust",
@@ -101,7 +103,7 @@ def config_for(
         processing_guarantee="exactly_once_v2" if run.endswith("-eos") else "at_least_once",
         label=f"{label} +{delay:g}s start" if delay else label,
         command=command,
-        mode="handoff" if run == "handoff" else "restart",
+        mode="handoff" if run.startswith("handoff") else "restart",
         startup_delay=delay,
     )
 

@@ -84,7 +84,7 @@ class JsonSerde:
     (the same value either way). Every document older versions wrote still reads: what
     orjson refuses (``NaN``, ``Infinity``) is read by the stdlib. Integers beyond 64 bits and
     types orjson does not know go through the stdlib too. NaN and infinities are written as
-    ``null`` (standard JSON has no NaN). See docs/benchmarks.md, "Throughput work".
+    ``null`` (standard JSON has no NaN). See docs/bench/history.md, "Throughput work".
     """
 
     def serialize(self, value: Any) -> bytes | None:

@@ -19,6 +19,7 @@ from kio.serial import entity_reader, entity_writer
 
 from streamrt.errors import StreamrtError
 from streamrt.wire.codec import Chunks, build, codec_for
+from streamrt.wire.frame_check import check_response_lengths
 
 __all__ = (
     "ClientCodec",
@@ -73,7 +74,9 @@ class ClientCodec:
         return _SIZE.pack(len(payload)) + payload
 
     def decode_response(self, payload: bytes) -> Any:
-        """Parse header + body; kio picks ApiVersions' always-v0 response header itself."""
+        """Parse header + body; kio picks ApiVersions' always-v0 response header itself.
+        Every length is checked against the payload first (:class:`FrameLengthError`)."""
+        check_response_lengths(payload, self.response_cls)
         _header, offset = self.read_header(payload, 0)
         body, _size = self.read_body(payload, offset)
         return body

@@ -18,7 +18,7 @@ import functools
 import typing
 from typing import Any
 
-__all__ = ("FrameLengthError", "check_request_lengths")
+__all__ = ("FrameLengthError", "check_request_lengths", "check_response_lengths")
 
 _FIXED = {
     "bool": 1,
@@ -59,17 +59,23 @@ class FrameLengthError(ValueError):
 def check_request_lengths(frame: bytes | memoryview, request_cls: type) -> None:
     """Raise :class:`FrameLengthError` unless every length in header + body of ``frame`` fits
     in the bytes after it (``request_cls`` is the kio request schema of its api key/version)."""
-    _walk(_request_plan(request_cls), frame, 0, len(frame))
+    _walk(_message_plan(request_cls), frame, 0, len(frame))
+
+
+def check_response_lengths(payload: bytes | memoryview, response_cls: type) -> None:
+    """The same check for a response (header + body) a client reads: a broker, or anything
+    posing as one, must not be able to make a client allocate from a lying count either."""
+    _walk(_message_plan(response_cls), payload, 0, len(payload))
 
 
 @functools.cache
-def _request_plan(request_cls: type) -> _Plan:
-    header_cls: type = request_cls.__header_schema__  # type: ignore[attr-defined]
+def _message_plan(message_cls: type) -> _Plan:
+    header_cls: type = message_cls.__header_schema__  # type: ignore[attr-defined]
     # The header's own fields are classic even in header v2 (a nullable int16 client id).
     header = _entity_plan(header_cls, False)
     if getattr(header_cls, "__flexible__", False):
         header = _merge(header, ((_TAGS, _known_tags(header_cls, True)),))
-    body = _entity_plan(request_cls, bool(getattr(request_cls, "__flexible__", False)))
+    body = _entity_plan(message_cls, bool(getattr(message_cls, "__flexible__", False)))
     return _merge(header, body)
 
 

@@ -108,6 +108,9 @@ class FakeBroker:
             return None
         if self.correlation_override is not None:
             correlation_id = self.correlation_override
+        if isinstance(response, bytes):  # a raw payload after the correlation id (hostile)
+            body = struct.pack(">i", correlation_id) + response
+            return struct.pack(">i", len(body)) + body
         return self._frame(api_key, correlation_id, response, version)
 
     def _frame(self, api_key: int, correlation_id: int, response: Any, version: int = 0) -> bytes:

@@ -14,7 +14,7 @@ def build(application_id: str, settings: dict[str, str] | None = None) -> App:
     (
         app.stream(f"{application_id}-in", key_serde="str", value_serde="str")
         .group_by_key()
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to(f"{application_id}-out", value_serde="int")
     )

@@ -42,7 +42,7 @@ def test_internal_topics_get_the_brokers_default_replication_factor(
     app = App({"application.id": app_id, "bootstrap.servers": bootstrap})
     app.stream(f"{app_id}-in", key_serde="str", value_serde="str").group_by(
         lambda _k, v: v, key_serde="str", name="by-value"
-    ).count("counts")
+    ).count(store="counts")
     subs = app.topology.subtopologies(app_id)
     asyncio.run(
         ensure_internal_topics(bootstrap, app_id, app.topology, subs, replication_factor=configured)

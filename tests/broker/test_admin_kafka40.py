@@ -254,7 +254,7 @@ def test_controller_apis_get_kafkas_single_node_answers(broker: BrokerThread) ->
         port,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         group_id="g",
-        member_id="",
+        member_id="",  # v1: the client must generate it (KIP-1082)
         member_epoch=0,
         instance_id=None,
         rack_id=None,
@@ -264,7 +264,10 @@ def test_controller_apis_get_kafkas_single_node_answers(broker: BrokerThread) ->
         topic_partitions=[],
         subscribed_topic_regex=None,
     )
-    assert heartbeat.error_code == ErrorCode.unsupported_version
+    # KIP-848 is served (tests/broker/test_groups_consumer_protocol.py); this checks the
+    # request is decoded and validated as Kafka does
+    assert heartbeat.error_code == ErrorCode.invalid_request
+    assert heartbeat.error_message == "MemberId can't be empty."
 
 
 def test_alter_replica_log_dirs_kafka_python(broker: BrokerThread, topic_name: str) -> None:

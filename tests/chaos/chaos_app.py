@@ -34,18 +34,20 @@ def _window_key(window: Windowed, count: int) -> tuple[str, int]:
 def build(app: App) -> App:
     regions = app.table(TABLE, store="regions", key_serde="str", value_serde="str")
     orders = app.stream(INPUT, key_serde="str", value_serde="str")
-    orders.group_by_key().count("user-counts").to_stream().to("user-counts-out", value_serde="int")
+    orders.group_by_key().count(store="user-counts").to_stream().to(
+        "user-counts-out", value_serde="int"
+    )
     (
         orders.join(regions, _region)
         .group_by(lambda user, region: region, name="by-region", key_serde="str")
-        .count("region-counts")
+        .count(store="region-counts")
         .to_stream()
         .to("region-counts-out", value_serde="int")
     )
     (
         orders.group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(WINDOW_MS, GRACE_MS))
-        .count("user-windows")
+        .count(store="user-windows")
         .to_stream()
         .map(_window_key, key_serde="str", value_serde="int")
         .to("user-window-counts-out")

@@ -7,6 +7,7 @@ seeded sequence of them, so a failing run is replayed with the same seed.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -200,6 +201,10 @@ class Instance:
             args += ["--config", f"{key}={value}"]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         with self.log_path.open("ab") as log:
+            # where a restart's time goes (import, join, restore) is read against this line
+            mark = {"ts": time.time(), "msg": "chaos: process started", "start": self.starts + 1}
+            log.write(json.dumps(mark).encode() + b"\n")
+            log.flush()
             self.proc = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=str(REPO)
             )

@@ -160,3 +160,13 @@ def global_key(name: str) -> Callable[[Any, Any], Any]:
         return lambda k, _v: k
     fk = foreign_key(name)
     return lambda _k, v: fk(v)
+
+
+def topic_extractor(name: str) -> Callable[[Any, Any, Any], str]:
+    """Topic-name extractors: ``keyFirstChar`` ("out-" + the key's first character) and
+    ``sourceTopic`` ("out-" + the record context's topic)."""
+    table: dict[str, Callable[[Any, Any, Any], str]] = {
+        "keyFirstChar": lambda k, _v, _ctx: "out-" + k[:1],
+        "sourceTopic": lambda _k, _v, ctx: "out-" + ctx.topic,
+    }
+    return table[name]

@@ -206,6 +206,67 @@ def fk_join() -> st.SearchStrategy[dict[str, Any]]:
     return _scenario("fk-join", topology, ["left", "right"], values)
 
 
+def windowed_cogroup() -> st.SearchStrategy[dict[str, Any]]:
+    """Two streams cogrouped into one windowed aggregate (time, sliding or session windows)."""
+
+    def make(window: dict[str, Any]) -> Topology:
+        cogroup: Node = {
+            "op": "cogroup",
+            "from": "ga",
+            "fn": "concat",
+            "with": [{"from": "gb", "fn": "concat"}],
+            "init": "empty",
+            "window": window,
+        }
+        if window["type"] == "session":
+            cogroup["merger"] = "concat"
+        inputs: Topology = [
+            {"id": "a", "op": "stream", "topic": "in"},
+            {"id": "b", "op": "stream", "topic": "in2"},
+            {"id": "ga", "op": "groupByKey", "from": "a"},
+            {"id": "gb", "op": "groupByKey", "from": "b"},
+        ]
+        return [*inputs, cogroup, TO_STREAM, TO]
+
+    return _scenario("windowed-cogroup", st.builds(make, _window()), ["in", "in2"])
+
+
+def split_and_route() -> st.SearchStrategy[dict[str, Any]]:
+    """Two merged streams split into named branches (one mapped inside ``Branched``), a branch
+    routed by a topic extractor on the record's source topic, a table re-keyed by
+    ``toStream(mapper)``."""
+
+    def make(predicate: str, function: str) -> Topology:
+        split: Node = {
+            "id": "s",
+            "op": "split",
+            "from": "m",
+            "predicates": [predicate, "startsWith:a"],
+            "default": True,
+            "functions": {"0": function},
+        }
+        return [
+            {"id": "a", "op": "stream", "topic": "in"},
+            {"id": "b", "op": "stream", "topic": "in2"},
+            {"id": "m", "op": "merge", "from": "a", "other": "b"},
+            split,
+            {
+                "op": "to",
+                "from": "s.0",
+                "extractor": "sourceTopic",
+                "topics": ["out-in", "out-in2"],
+            },
+            {"op": "to", "from": "s.1", "topic": "out-a"},
+            {"id": "t", "op": "toTable", "from": "s.default"},
+            {"op": "toStream", "from": "t", "fn": "firstChar"},
+            TO,
+        ]
+
+    predicates = st.sampled_from(["len>3", "even", "startsWith:b", "notNull"])
+    functions = st.sampled_from(["upper", "suffix:!", "identity"])
+    return _scenario("split-and-route", st.builds(make, predicates, functions), ["in", "in2"])
+
+
 FAMILIES: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "stateless": stateless,
     "windowed-aggregation": windowed_aggregation,
@@ -216,4 +277,6 @@ FAMILIES: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "stream-stream-outer-join": stream_stream_outer_join,
     "table-table-join": table_table_join,
     "fk-join": fk_join,
+    "windowed-cogroup": windowed_cogroup,
+    "split-and-route": split_and_route,
 }

@@ -4,7 +4,8 @@ A scenario's ``topology`` is a list of nodes ``{"op": ..., "id": ..., "from": ..
 (``id`` defaults to the node's index, ``from`` to the previous node); the vocabulary and its
 parameters are the Java runner's (``Dsl.java``), so both sides build the same topology. A node
 with ``"objects": true`` is built here with the option objects (``Consumed``, ``Produced``,
-``Grouped``, ``StreamJoined``, ``Named``) instead of the keywords (the runner always uses them). An
+``Grouped``, ``StreamJoined``, ``Joined``, ``Repartitioned``) instead of the keywords (the
+runner always uses them). An
 operator streamrt lacks fails here with ``AttributeError``/``TypeError``: the scenario then
 differs ("missing in streamrt").
 """
@@ -16,13 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamrt.runtime import (
+    Branched,
     BufferConfig,
     Consumed,
     Grouped,
+    Joined,
     JoinWindows,
-    Named,
     Processor,
     Produced,
+    Repartitioned,
+    SessionWindowedCogroupedKStream,
     SessionWindowedKStream,
     SessionWindows,
     SlidingWindows,
@@ -88,8 +92,13 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
         built.inputs.add(spec["topic"])
         return _source(b, op, spec)
     if op == "to":
-        built.outputs.add(spec["topic"])
-        _to(built.nodes[str(source)], spec["topic"], bool(spec.get("objects")))
+        if "extractor" in spec:  # the topics it may name are listed, so they are read
+            built.outputs.update(spec["topics"])
+            target: Any = fn.topic_extractor(spec["extractor"])
+        else:
+            built.outputs.add(spec["topic"])
+            target = spec["topic"]
+        _to(built.nodes[str(source)], target, bool(spec.get("objects")))
         return None
     node = built.nodes[str(source)]
     handler = _HANDLERS[node.kind]
@@ -119,7 +128,7 @@ def _source(b: StreamsBuilder, op: str, spec: dict[str, Any]) -> Node:
     return Node(table, "table")
 
 
-def _to(node: Node, topic: str, objects: bool) -> None:
+def _to(node: Node, topic: Any, objects: bool) -> None:
     stream = node.obj
     if node.windowed:
 
@@ -145,17 +154,20 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
         "flatMapValues": lambda: s.flat_map_values(fn.flat_values(spec["fn"])),
         "flatMap": lambda: s.flat_map(fn.flat_mapper(spec["fn"])),
         "merge": lambda: s.merge(built.nodes[spec["other"]].obj),
-        "repartition": lambda: s.repartition(),
+        "repartition": lambda: _repartition(spec, s),
         "peek": lambda: s.peek(lambda _k, _v: None),
     }
     if op in simple:
         return Node(simple[op](), "stream")
     if op == "split":
-        preds = [fn.predicate(p) for p in spec["predicates"]]
-        default = bool(spec.get("default", False))
-        branches = s.split(*preds, default=default)
-        names = [str(i) for i in range(len(preds))] + (["default"] if default else [])
-        return Node(dict(zip(names, branches, strict=True)), "split")
+        split = s.split(name="split-")
+        for i, p in enumerate(spec["predicates"]):
+            split = split.branch(fn.predicate(p), _branched(spec, str(i)))
+        if spec.get("default", False):
+            branches = split.default_branch(_branched(spec, "default"))
+        else:
+            branches = split.no_default_branch()
+        return Node({k.removeprefix("split-"): v for k, v in branches.items()}, "split")
     if op == "toTable":
         return Node(s.to_table(), "table")
     if op == "process":
@@ -171,8 +183,28 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
     return Node(_stream_join(built, op, spec, s), "stream")
 
 
+def _branched(spec: dict[str, Any], name: str) -> Branched:
+    """A branch ``name``; with ``functions: {name: value mapper}`` mapped inside the branch."""
+    function = spec.get("functions", {}).get(name)
+    if function is None:
+        return Branched.as_(name)
+    mapper = fn.value_mapper(function)
+    return Branched.with_function(lambda ks: ks.map_values(mapper), name)
+
+
+def _repartition(spec: dict[str, Any], s: Any) -> Any:
+    if spec.get("objects"):
+        r = Repartitioned.with_(STR, JSON)
+        if "name" in spec:
+            r = r.with_name(spec["name"])
+        if "partitions" in spec:
+            r = r.with_number_of_partitions(spec["partitions"])
+        return s.repartition(r)
+    return s.repartition(name=spec.get("name"), partitions=spec.get("partitions"))
+
+
 def _filter_named(built: Built, spec: dict[str, Any], s: Any) -> Any:
-    return s.filter(fn.predicate(spec["fn"]), named=Named.as_(f"filter-{spec['id']}"))
+    return s.filter(fn.predicate(spec["fn"]), name=f"filter-{spec['id']}")
 
 
 def _group_by_grouped(built: Built, spec: dict[str, Any], s: Any) -> Any:
@@ -183,6 +215,11 @@ def _group_by_grouped(built: Built, spec: dict[str, Any], s: Any) -> Any:
 def _join_stream_joined(built: Built, spec: dict[str, Any], s: Any) -> Any:
     other = built.nodes[spec["other"]].obj
     method = {"join": s.join, "leftJoin": s.left_join, "outerJoin": s.outer_join}[spec["op"]]
+    if built.nodes[spec["other"]].kind == "table":  # a stream-table join: Joined
+        joined = Joined.with_(STR, JSON, JSON).with_name(spec.get("name", f"join-{spec['id']}"))
+        if "grace_ms" in spec:
+            joined = joined.with_grace_period(spec["grace_ms"])
+        return method(other, fn.joiner(spec["joiner"]), joined=joined)
     joined = StreamJoined.as_(f"join-{spec['id']}").with_in_memory()
     windows = _join_windows(spec["window"])
     return method(other, fn.joiner(spec["joiner"]), windows=windows, stream_joined=joined)
@@ -215,9 +252,7 @@ def _stream_join(built: Built, op: str, spec: dict[str, Any], s: Any) -> Any:
         return method(other.obj, joiner, windows=_join_windows(spec["window"]))
     if other.kind == "global":
         return method(other.obj, joiner, key_mapper=fn.global_key(spec["key_mapper"]))
-    if "grace_ms" in spec:
-        return method(other.obj, joiner, grace=spec["grace_ms"])
-    return method(other.obj, joiner)
+    return method(other.obj, joiner, grace=spec.get("grace_ms"), name=spec.get("name"))
 
 
 def _join_windows(w: dict[str, Any]) -> JoinWindows:
@@ -237,7 +272,7 @@ def _table_op(built: Built, op: str, spec: dict[str, Any], t: Any) -> Node:
         "filter": lambda: Node(t.filter(fn.predicate(spec["fn"])), "table"),
         "filterNot": lambda: Node(t.filter_not(fn.predicate(spec["fn"])), "table"),
         "mapValues": lambda: Node(t.map_values(fn.value_mapper(spec["fn"])), "table"),
-        "toStream": lambda: Node(t.to_stream(), "stream"),
+        "toStream": lambda: Node(_to_stream(spec, t), "stream"),
         "groupBy": lambda: Node(t.group_by(fn.mapper(spec["fn"]), key_serde=STR), "gtable"),
         "suppress": lambda: Node(t.suppress(_suppressed(spec)), "table"),
     }
@@ -249,6 +284,12 @@ def _table_op(built: Built, op: str, spec: dict[str, Any], t: Any) -> Node:
     if "foreign_key" in spec:
         return Node(method(other, joiner, foreign_key=fn.foreign_key(spec["foreign_key"])), "table")
     return Node(method(other, joiner), "table")
+
+
+def _to_stream(spec: dict[str, Any], t: Any) -> Any:
+    if "fn" in spec:
+        return t.to_stream(fn.key_selector(spec["fn"]), key_serde=STR)
+    return t.to_stream()
 
 
 def _suppressed(spec: dict[str, Any]) -> Suppressed:
@@ -269,9 +310,9 @@ def _store(spec: dict[str, Any]) -> str:
 def _grouped_op(built: Built, op: str, spec: dict[str, Any], g: Any) -> Node:
     store = _store(spec)
     if op == "count":
-        return Node(g.count(store), "table")
+        return Node(g.count(store=store), "table")
     if op == "reduce":
-        return Node(g.reduce(fn.reducer(spec["fn"]), store), "table")
+        return Node(g.reduce(fn.reducer(spec["fn"]), store=store), "table")
     if op == "aggregate":
         init, agg = fn.initializer(spec["init"]), fn.aggregator(spec["fn"])
         return Node(g.aggregate(init, agg, store=store, value_serde=JSON), "table")
@@ -282,7 +323,16 @@ def _grouped_op(built: Built, op: str, spec: dict[str, Any], g: Any) -> Node:
         cogrouped = g.cogroup(fn.aggregator(spec["fn"]))
         for grouped, aggregator in others:
             cogrouped = cogrouped.cogroup(grouped, aggregator)
-        return Node(cogrouped.aggregate(fn.initializer(spec["init"])), "table")
+        init = fn.initializer(spec["init"])
+        if "window" not in spec:
+            return Node(cogrouped.aggregate(init, value_serde=JSON), "table")
+        windowed = cogrouped.windowed_by(_windows(spec["window"]))
+        if isinstance(windowed, SessionWindowedCogroupedKStream):
+            merger = fn.merger(spec["merger"])
+            table = windowed.aggregate(init, merger, store=store, value_serde=JSON)
+        else:
+            table = windowed.aggregate(init, store=store, value_serde=JSON)
+        return Node(table, "table", windowed=True)
     raise ValueError(f"unknown grouped-stream op {op}")
 
 
@@ -313,9 +363,9 @@ def _windowed_op(built: Built, op: str, spec: dict[str, Any], w: Any) -> Node:
     store = _store(spec)
     emit = spec.get("emit", "on_window_update")
     if op == "count":
-        return Node(w.count(store, emit_strategy=emit), "table")
+        return Node(w.count(store=store, emit_strategy=emit), "table")
     if op == "reduce":
-        return Node(w.reduce(fn.reducer(spec["fn"]), store, emit_strategy=emit), "table")
+        return Node(w.reduce(fn.reducer(spec["fn"]), store=store, emit_strategy=emit), "table")
     init, agg = fn.initializer(spec["init"]), fn.aggregator(spec["fn"])
     if isinstance(w, SessionWindowedKStream):
         merger = fn.merger(spec["merger"])
@@ -330,13 +380,13 @@ def _grouped_table_op(built: Built, op: str, spec: dict[str, Any], g: Any) -> No
     del built
     store = _store(spec)
     if op == "count":
-        return Node(g.count(materialized=store), "table")
+        return Node(g.count(store=store), "table")
     if op == "reduce":
         adder, sub = fn.reducer(spec["adder"]), fn.reducer(spec["subtractor"])
-        return Node(g.reduce(adder, sub, materialized=store), "table")
+        return Node(g.reduce(adder, sub, store=store), "table")
     init = fn.initializer(spec["init"])
     adder3, sub3 = fn.aggregator(spec["adder"]), fn.aggregator(spec["subtractor"])
-    return Node(g.aggregate(init, adder3, sub3, materialized=store, value_serde=JSON), "table")
+    return Node(g.aggregate(init, adder3, sub3, store=store, value_serde=JSON), "table")
 
 
 _HANDLERS: dict[str, Callable[[Built, str, dict[str, Any], Any], Node]] = {

@@ -30,4 +30,9 @@ app = App({"application.id": "handoff-counting"})
 stream = app.stream("events", key_serde="str", value_serde="str").map_values(_slow)
 if MODE == "v2":
     stream = stream.filter(lambda _k, v: v != "skip")
-(stream.group_by_key().count("event-counts").to_stream().to("event-counts-out", value_serde="int"))
+(
+    stream.group_by_key()
+    .count(store="event-counts")
+    .to_stream()
+    .to("event-counts-out", value_serde="int")
+)

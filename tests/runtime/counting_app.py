@@ -8,7 +8,7 @@ app = App({"application.id": "counting"})
 (
     app.stream("events", key_serde="str", value_serde="str")
     .group_by_key()
-    .count("event-counts")
+    .count(store="event-counts")
     .to_stream()
     .to("event-counts-out", value_serde="int")
 )
@@ -20,7 +20,7 @@ def make_app(settings: dict[str, str]) -> App:
     (
         fresh.stream("events", key_serde="str", value_serde="str")
         .group_by_key()
-        .count("event-counts")
+        .count(store="event-counts")
         .to_stream()
         .to("event-counts-out", value_serde="int")
     )

@@ -169,7 +169,7 @@ def test_a_refused_commit_checkpoints_nothing(refusal: Exception) -> None:
 
 def counting_task(tmp_path: Path) -> StreamTask:
     app = App({"application.id": "app"})
-    app.stream("in", key_serde="str", value_serde="str").group_by_key().count("counts")
+    app.stream("in", key_serde="str", value_serde="str").group_by_key().count(store="counts")
     sub = app.topology.subtopologies("app")[0]
 
     class Sent:

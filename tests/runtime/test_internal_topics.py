@@ -24,7 +24,7 @@ def _word_count() -> Topology:
         app.stream("lines", key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
     )
     return app.topology
 

@@ -33,7 +33,7 @@ def count_app(
     (
         app.stream(f"{app_id}-in", key_serde="str", value_serde="str")
         .group_by_key()
-        .count("counts", caching=caching)
+        .count(store="counts", caching=caching)
         .to_stream()
         .to(f"{app_id}-out", value_serde="int")
     )

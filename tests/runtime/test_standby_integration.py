@@ -166,7 +166,7 @@ def clocked_app(settings_: dict[str, str], clock: ManualClock) -> App:
     (
         app.stream("events", key_serde="str", value_serde="str")
         .group_by_key()
-        .count("event-counts")
+        .count(store="event-counts")
         .to_stream()
         .to("event-counts-out", value_serde="int")
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from streamrt.clock import ManualClock
-from streamrt.runtime import App, Processor, Windowed
+from streamrt.runtime import App, Branched, Processor, TimeWindows, Windowed
 from streamrt.runtime.engine.task import DeserializationError, StreamTask, TaskId, TopicPartition
 from streamrt.state import StateLockedError
 
@@ -49,7 +49,7 @@ def wordcount(app: App) -> None:
         app.stream("lines", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to("out", value_serde="int")
     )
@@ -104,8 +104,8 @@ def test_hopping_windowed_count(tmp_path: Path) -> None:
     (
         app.stream("clicks", key_serde="str")
         .group_by_key()
-        .windowed_by(size_ms=10_000, advance_ms=5_000)
-        .count("per-window")
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 86_390_000).advance_by(5_000))
+        .count(store="per-window")
         .to_stream()
         .to("out", value_serde="int")
     )
@@ -125,9 +125,14 @@ def test_hopping_windowed_count(tmp_path: Path) -> None:
 
 def test_branch_filter_map_values_merge_and_table(tmp_path: Path) -> None:
     app = App({"application.id": "app"})
-    small, big = app.stream("nums", key_serde="str", value_serde="int").split(
-        lambda _k, v: v < 10, lambda _k, v: v >= 10
+    branches = (
+        app.stream("nums", key_serde="str", value_serde="int")
+        .split(name="n-")
+        .branch(lambda _k, v: v < 10, Branched.as_("small"))
+        .branch(lambda _k, v: v >= 10, Branched.as_("big"))
+        .no_default_branch()
     )
+    small, big = branches["n-small"], branches["n-big"]
     small.map_values(lambda v: v * 100).merge(big.filter(lambda _k, v: v % 2 == 0)).to(
         "out", value_serde="json"
     )
@@ -190,9 +195,7 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
 
     app = App({"application.id": "app"})
     app.topology.add_store(StoreSpec("buffer", StrSerde(), IntSerde()))
-    app.stream("in", key_serde="str").process(Buffering, stores=("buffer",)).to(
-        "out", value_serde="int"
-    )
+    app.stream("in", key_serde="str").process(Buffering, "buffer").to("out", value_serde="int")
     collector = ListCollector()
     task = make_task(app, 0, 0, tmp_path, collector, clock=ManualClock(0))
     task.open()
@@ -256,7 +259,7 @@ def test_punctuation_follows_the_clock_it_is_given(tmp_path: Path) -> None:
 
 def test_in_memory_store_selected_per_store(tmp_path: Path) -> None:
     app = App({"application.id": "app"})
-    app.stream("in", key_serde="str").group_by_key().count("c", in_memory=True)
+    app.stream("in", key_serde="str").group_by_key().count(store="c", in_memory=True)
     task = make_task(app, 0, 0, tmp_path, ListCollector())
     task.open()
     task.process("in", 0, 1, b"a", b"x")

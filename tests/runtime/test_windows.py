@@ -94,7 +94,9 @@ class Driver:
 
 def windowed_count(windows: Any, **kw: Any) -> App:
     app = App({"application.id": "app"})
-    table = app.stream("in", key_serde="str").group_by_key().windowed_by(windows).count("w", **kw)
+    table = (
+        app.stream("in", key_serde="str").group_by_key().windowed_by(windows).count(store="w", **kw)
+    )
     table.to_stream().to("out", value_serde="int")
     return app
 
@@ -212,7 +214,7 @@ def test_window_changelog_is_compacted_and_deleted_after_retention() -> None:
         "retention.ms": str(90_000 + 86_400_000),
     }
     plain = App({"application.id": "app"})
-    plain.stream("in", key_serde="str").group_by_key().count("c")
+    plain.stream("in", key_serde="str").group_by_key().count(store="c")
     assert changelog_config(plain.topology, "c", 86_400_000) == {"cleanup.policy": "compact"}
 
 
@@ -333,7 +335,13 @@ def test_session_reduce_and_aggregate_with_merger(tmp_path) -> None:
         app.stream("in", key_serde="str", value_serde="str")
         .group_by_key()
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 100))
-        .aggregate(list, lambda _k, v, agg: [*agg, v], lambda _k, a, b: a + b, store="pages")
+        .aggregate(
+            list,
+            lambda _k, v, agg: [*agg, v],
+            lambda _k, a, b: a + b,
+            store="pages",
+            value_serde="json",
+        )
     )
     d = Driver(app, tmp_path)
     d.pipe("u", 0, b"home")
@@ -352,7 +360,7 @@ def final_count_app(**kw: Any) -> App:
         app.stream("in", key_serde="str")
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(10, 5))
-        .count("w", **kw)
+        .count(store="w", **kw)
         .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
         .to_stream()
         .to("out", value_serde="int")
@@ -404,7 +412,7 @@ def test_emit_strategy_on_window_close_is_emit_final(tmp_path) -> None:
         app.stream("in", key_serde="str")
         .group_by_key()
         .windowed_by(TimeWindows.of_size_with_no_grace(10))
-        .count("w", emit_strategy="on_window_close")
+        .count(store="w", emit_strategy="on_window_close")
         .to_stream()
         .to("out", value_serde="int")
     )
@@ -435,7 +443,7 @@ def count_table_app(suppressed: Suppressed) -> App:
     (
         app.stream("in", key_serde="str")
         .group_by_key()
-        .count("c")
+        .count(store="c")
         .suppress(suppressed)
         .to_stream()
         .to("out", value_serde="int")
@@ -503,8 +511,8 @@ def test_bad_windows_and_suppress_are_refused_at_build_time() -> None:
         SessionWindows.of_inactivity_gap_with_no_grace(0)
     with pytest.raises(ConfigError, match="time difference must be positive"):
         SlidingWindows.of_time_difference_and_grace(-1, 0)
-    with pytest.raises(ConfigError, match="window size must be positive"):
-        App({"application.id": "x"}).stream("in").group_by_key().windowed_by(size_ms=-10)
+    with pytest.raises(TypeError, match=r"size_ms= \(use windows=TimeWindows"):
+        App({"application.id": "x"}).stream("in").group_by_key().windowed_by(size_ms=10)
     with pytest.raises(ConfigError, match="retention 1000 ms is shorter"):
         windowed_count(TimeWindows.of_size_and_grace(1_000, 500), retention=1_000)
     with pytest.raises(ConfigError, match="only defined for windowed computations"):
@@ -519,7 +527,7 @@ def test_window_ids_stay_unique(tmp_path) -> None:
     """Two windowed aggregations in one topology get distinct stores and processors."""
     app = App({"application.id": "app"})
     grouped = app.stream("in", key_serde="str").group_by_key()
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count("w1")
-    grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10)).count("w2")
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="w1")
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10)).count(store="w2")
     assert set(app.topology.stores) == {"w1", "w2"}
     assert len(list(itertools.chain(app.topology.subtopologies("app")))) == 1

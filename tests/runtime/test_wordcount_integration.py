@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from streamrt.runtime import App
+from streamrt.runtime import App, TimeWindows
 from streamrt.runtime.dsl import WindowedSerde
 from streamrt.serde import StrSerde
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
@@ -30,7 +30,7 @@ def wordcount_app(bootstrap: str, state_dir: Path, **settings: str) -> App:
         app.stream("lines", key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.lower().split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to("counts-out", value_serde="int")
     )
@@ -103,8 +103,8 @@ def test_windowed_count_gives_exact_results(any_broker, tmp_path: Path) -> None:
     (
         app.stream("clicks", key_serde="str")
         .group_by_key()
-        .windowed_by(size_ms=10_000)
-        .count("clicks-windowed")
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 86_390_000))
+        .count(store="clicks-windowed")
         .to_stream()
         .to("clicks-per-window", key_serde=WindowedSerde(StrSerde()), value_serde="int")
     )

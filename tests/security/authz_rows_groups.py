@@ -337,9 +337,9 @@ ROWS: tuple[Row, ...] = (
     ),
     Row(
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        None,
-        None,
-        None,
+        GROUP,
+        READ,
+        GAF,
         lambda n: {
             "group_id": n.group,
             "member_id": "m",
@@ -352,14 +352,14 @@ ROWS: tuple[Row, ...] = (
             "server_assignor": None,
             "topic_partitions": [],
         },
-        note="the consumer protocol is disabled: UNSUPPORTED_VERSION before ACLs, as Kafka",
+        note="KIP-848: READ on the group (Kafka's KafkaApis.handleConsumerGroupHeartbeat)",
     ),
     Row(
         ApiKey.CONSUMER_GROUP_DESCRIBE,
-        None,
-        None,
-        None,
+        GROUP,
+        DESCRIBE,
+        GAF,
         lambda n: {"group_ids": [n.group], "include_authorized_operations": False},
-        note="the consumer protocol is disabled: UNSUPPORTED_VERSION before ACLs, as Kafka",
+        note="KIP-848: DESCRIBE on each group, refused ones answer GROUP_AUTHORIZATION_FAILED",
     ),
 )

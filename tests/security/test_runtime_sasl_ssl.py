@@ -60,7 +60,7 @@ def test_word_count_over_sasl_ssl(
         app.stream(lines, key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to(sink, value_serde="int")
     )

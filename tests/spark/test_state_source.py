@@ -72,7 +72,7 @@ def test_app_count_store_reads_as_values_with_row_timestamps(
             "commit.interval.ms": "200",
         }
     )
-    app.stream("clicks", key_serde="str").group_by_key().count("counts").to_stream().to(
+    app.stream("clicks", key_serde="str").group_by_key().count(store="counts").to_stream().to(
         "click-counts", value_serde="int"
     )
     app.start()

@@ -17,14 +17,22 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
+from streamrt.broker.consumer_group.config import ConsumerGroupConfig
+from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.consumer_group.listing import with_consumer_groups
+from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
 from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
+from streamrt.broker.group import consumer_offsets
 from streamrt.broker.group.coordinator import GroupCoordinator
+from streamrt.broker.group.group import ClassicGroup
+from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.result import Result
+from streamrt.broker.group.state import GroupState
 from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit
 from streamrt.clock import Clock, SystemClock
@@ -83,6 +91,13 @@ class GroupCoordinatorService:
             self._core.timer,
             partition_exists=self._core.partition_exists,
         )
+        # KIP-848 groups: same lock, timer and offsets table; in memory only (not persisted)
+        self.consumer = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_broker(config),
+            self._clock,
+            self._core.timer,
+            topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -93,6 +108,7 @@ class GroupCoordinatorService:
             lambda: self._apply(self.coordinator.on_loaded()),
             self._replay_marker,
         )
+        self._schedule_consumer_offsets_cleanup()
         logger.info(
             "group coordinator loaded",
             extra=fields(
@@ -149,26 +165,157 @@ class GroupCoordinatorService:
             log = self._logs.log(CONSUMER_OFFSETS, partition)
             log.append_marker(producer_id, epoch, commit, coordinator_epoch, self._clock.now_ms())
             self.coordinator.complete_txn(producer_id, commit)
+            for group_id in self.consumer.groups:  # offsets of a consumer group: no classic twin
+                twin = self.coordinator.groups.get(group_id)
+                if twin is not None and twin.is_in(GroupState.EMPTY):
+                    del self.coordinator.groups[group_id]
 
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
         handlers: dict[ApiKey, Callable[[], Result]] = {
-            ApiKey.OFFSET_COMMIT: lambda: c.offset_commit(ctx, request),
-            ApiKey.OFFSET_FETCH: lambda: c.offset_fetch(ctx, request),
-            ApiKey.JOIN_GROUP: lambda: c.join_group(ctx, request, reply),
+            ApiKey.OFFSET_COMMIT: lambda: self._offset_commit(ctx, request),
+            ApiKey.OFFSET_FETCH: lambda: self._offset_fetch(ctx, request),
+            ApiKey.JOIN_GROUP: lambda: self._join_group(ctx, request, reply),
             ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
             ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
-            ApiKey.DESCRIBE_GROUPS: lambda: c.describe_groups(ctx, request),
-            ApiKey.LIST_GROUPS: lambda: c.list_groups(ctx, request),
-            ApiKey.DELETE_GROUPS: lambda: c.delete_groups(ctx, request),
-            ApiKey.OFFSET_DELETE: lambda: c.offset_delete(ctx, request),
-            ApiKey.TXN_OFFSET_COMMIT: lambda: c.txn_offset_commit(ctx, request),
+            ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
+            ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
+            ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
+            ApiKey.OFFSET_DELETE: lambda: self._offset_delete(ctx, request),
+            ApiKey.TXN_OFFSET_COMMIT: lambda: self._txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))
         if handler is None:
             raise KafkaError(ErrorCode.unsupported_version, f"api {ctx.api_key} not served here")
         return handler()
+
+    # -- consumer groups (KIP-848) beside the classic ones --------------------------------------
+
+    async def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatAnswer:
+        """A ConsumerGroupHeartbeat, under the lock every coordinator step takes."""
+        code = self._core.unavailable()
+        if code is not None:
+            return HeartbeatAnswer(code)
+        async with self._core.lock:
+            classic = self.coordinator.groups.get(request.group_id)
+            active = classic is not None and not classic.is_in(GroupState.EMPTY)
+            answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, active))
+            if classic is not None and request.group_id in self.consumer.groups:
+                # an empty classic group (offsets only) becomes a consumer group, as in Kafka
+                del self.coordinator.groups[request.group_id]
+        return answer
+
+    def _join_group(self, ctx: Any, request: Any, reply: object) -> Result:
+        """A classic member may not join a consumer group that has members (online
+        migration is not implemented): INCONSISTENT_GROUP_PROTOCOL, as Kafka's coordinator
+        answers when the migration policy forbids it. An empty consumer group is replaced."""
+        if self.consumer.has_members(request.group_id):
+            join = JoinRequest.parse(ctx, request, reply)
+            return Result(response=join.error(ErrorCode.inconsistent_group_protocol))
+        self.consumer.drop_if_empty(request.group_id)
+        return self.coordinator.join_group(ctx, request, reply)
+
+    def _offset_commit(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.offset_commit(ctx, request)
+        response, records = consumer_offsets.commit(
+            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+        )
+        return Result(response=response, records=records, replay=True)
+
+    def _consumer_offsets_cleanup(self) -> Result:
+        """Offsets retention of consumer groups (the classic ones' is the coordinator's)."""
+        config = self.coordinator.config
+        records, gone = consumer_offsets.expired(
+            self.consumer,
+            self.coordinator.offsets,
+            self.coordinator.pending_txn_offsets,
+            self.consumer.topics(),
+            self._clock.now_ms(),
+            config.offsets_retention_ms,
+        )
+        for group_id in gone:
+            self.consumer.drop_if_empty(group_id)
+        self._schedule_consumer_offsets_cleanup()
+        return Result(records=records, replay=True)
+
+    def _schedule_consumer_offsets_cleanup(self) -> None:
+        interval = self.coordinator.config.offsets_retention_check_interval_ms
+        self._core.timer.schedule(
+            "consumer-offsets-retention", interval, self._consumer_offsets_cleanup
+        )
+
+    def _txn_offset_commit(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.txn_offset_commit(ctx, request)
+        response, records = consumer_offsets.txn_commit(
+            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+        )
+        producer = (request.producer_id, request.producer_epoch)
+        return Result(response=response, records=records, replay=True, producer=producer)
+
+    def _offset_delete(self, ctx: Any, request: Any) -> Result:
+        if request.group_id not in self.consumer.groups:
+            return self.coordinator.offset_delete(ctx, request)
+        response, records = consumer_offsets.delete(
+            self.consumer,
+            self.coordinator.offsets,
+            self.consumer.topics(),
+            ctx.api_version,
+            request,
+        )
+        return Result(response=response, records=records, replay=True)
+
+    def _describe_groups(self, ctx: Any, request: Any) -> Result:
+        """A consumer group described by the classic API: Dead with GROUP_ID_NOT_FOUND, as
+        Kafka answers ("is not a classic group"); ConsumerGroupDescribe describes it."""
+        result = self.coordinator.describe_groups(ctx, request)
+        consumer = {g for g in request.groups if g in self.consumer.groups}
+        if not consumer:
+            return result
+        groups = tuple(
+            dataclasses.replace(g, error_code=ErrorCode.group_id_not_found)
+            if g.group_id in consumer and g.group_id not in self.coordinator.groups
+            else g
+            for g in result.response.groups
+        )
+        return dataclasses.replace(
+            result, response=dataclasses.replace(result.response, groups=groups)
+        )
+
+    def _list_groups(self, ctx: Any, request: Any) -> Result:
+        result = self.coordinator.list_groups(ctx, request)
+        response = with_consumer_groups(result.response, self.consumer, request)
+        return dataclasses.replace(result, response=response)
+
+    def _delete_groups(self, ctx: Any, request: Any) -> Result:
+        """An empty consumer group goes as an empty classic group does (its offsets and the
+        group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
+        busy = {gid for gid in request.groups_names if self.consumer.has_members(gid)}
+        for gid in request.groups_names:
+            if gid in self.consumer.groups and gid not in busy:
+                self.consumer.drop_if_empty(gid)
+                if gid not in self.coordinator.groups:
+                    self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
+        result = self.coordinator.delete_groups(ctx, request)
+        if not busy:
+            return result
+        results = tuple(
+            dataclasses.replace(r, error_code=ErrorCode.non_empty_group)
+            if r.group_id in busy
+            else r
+            for r in result.response.results
+        )
+        return dataclasses.replace(
+            result, response=dataclasses.replace(result.response, results=results)
+        )
+
+    def _offset_fetch(self, ctx: Any, request: Any) -> Result:
+        errors = consumer_offsets.fetch_errors(self.consumer, ctx.api_version, request)
+        result = self.coordinator.offset_fetch(ctx, request)
+        response = consumer_offsets.with_fetch_errors(result.response, errors)
+        return dataclasses.replace(result, response=response)
 
     async def _apply(
         self,
@@ -236,6 +383,22 @@ class GroupCoordinatorService:
                     members_static=static,
                     members_dynamic=len(group.members) - static,
                     rebalances_total=self.coordinator.rebalances_total(group_id),
+                )
+            )
+        for group_id, cgroup in sorted(self.consumer.groups.items()):
+            # KIP-848 groups: the group epoch as the generation, target assignments computed
+            # as the rebalances (an id also held by a classic group is shown once, as classic)
+            if group_id in self.coordinator.groups:
+                continue
+            static = sum(1 for m in cgroup.members.values() if m.instance_id is not None)
+            out.append(
+                GroupMetrics(
+                    group_id=group_id,
+                    state=cgroup.state.value,
+                    generation_id=cgroup.group_epoch,
+                    members_static=static,
+                    members_dynamic=len(cgroup.members) - static,
+                    rebalances_total=cgroup.assignments_computed,
                 )
             )
         return out

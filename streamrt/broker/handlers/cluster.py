@@ -67,6 +67,10 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
         requested = None  # all topics
     else:
         requested = [t.name for t in req.topics if t.name is not None]
+        # v10+: topics asked for by id (KIP-516; the consumer protocol assigns by id)
+        wanted_ids = [t.topic_id for t in req.topics if t.name is None and t.topic_id]
+        if wanted_ids:
+            return _metadata_by_id(core, ctx, req, topics, wanted_ids)
     allow_create = bool(getattr(req, "allow_auto_topic_creation", True)) and bool(
         core.config["auto.create.topics.enable"]
     )
@@ -100,6 +104,41 @@ async def metadata(core: BrokerCore, ctx: RequestContext, req: Any) -> Any:
                 ),
             }
         )
+    return _metadata_response(core, ctx, req, out)
+
+
+def _metadata_by_id(
+    core: BrokerCore, ctx: RequestContext, req: Any, topics: Any, wanted: list[Any]
+) -> Any:
+    """Topics named by id: never auto-created; an unknown or hidden id is UNKNOWN_TOPIC_ID
+    or TOPIC_AUTHORIZATION_FAILED with a null name, as Kafka answers."""
+    names = {info.topic_id: name for name, info in topics.items()}
+    out = []
+    for topic_id in wanted:
+        name = names.get(topic_id)
+        if name is None or not allowed(core, ctx, DESCRIBE, TOPIC, name):
+            code = (
+                ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+            )
+            out.append({**_topic_error("", code), "name": None, "topic_id": topic_id})
+            continue
+        info = topics[name]
+        out.append(
+            {
+                "error_code": 0,
+                "name": info.name,
+                "topic_id": info.topic_id,
+                "is_internal": info.internal,
+                "partitions": _partitions(info.num_partitions, core.node_id),
+                "topic_authorized_operations": authorized_operations(
+                    core, ctx, TOPIC, info.name, _asked(req, "include_topic_authorized_operations")
+                ),
+            }
+        )
+    return _metadata_response(core, ctx, req, out)
+
+
+def _metadata_response(core: BrokerCore, ctx: RequestContext, req: Any, out: list[Any]) -> Any:
     host, port = core.endpoint(ctx)
     return respond(
         ctx,

@@ -7,6 +7,7 @@ each :class:`PartitionLog` has its own lock for appends, reads and segment chang
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -264,10 +265,13 @@ class LogManager:
                     )
 
     def flush_dirty(self) -> None:
+        """fsync every log with unflushed appends; one that fails goes offline (logged), the
+        others are still flushed."""
         with self._lock:
             logs = [log for log in self._logs.values() if log.dirty]
         for log in logs:
-            log.flush()
+            with contextlib.suppress(KafkaError):
+                log.flush()
 
     # ------------------------------------------------------------------------------ helpers
     def _get_topic(self, name: str) -> TopicInfo:

@@ -8,7 +8,6 @@ before any byte is written, then write them in one go.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import logging
 import os
 import threading
@@ -28,6 +27,7 @@ from streamrt.broker.log.loading import (
 from streamrt.broker.log.open_files import OpenFiles
 from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
 from streamrt.broker.log.recompress import CODECS, recompress
+from streamrt.broker.log.results import AppendInfo, FetchSlice
 from streamrt.broker.log.segment import LogSegment
 from streamrt.broker.log.storage_errors import storage_errors
 from streamrt.broker.log.swap import complete_interrupted_swap, fsync_dir, write_atomically
@@ -44,26 +44,6 @@ logger = logging.getLogger(__name__)
 #: The log start offset moved by DeleteRecords (Kafka keeps it in ``log-start-offset-checkpoint``).
 LOG_START_OFFSET_FILE = "log-start-offset"
 _MAX_RELATIVE_OFFSET = 2**31 - 1
-
-
-@dataclasses.dataclass(frozen=True)
-class AppendInfo:
-    base_offset: int
-    last_offset: int
-    log_append_time_ms: int  # -1 for CreateTime
-    log_start_offset: int
-    duplicate: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class FetchSlice:
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
-    last_stable_offset: int = -1
-    #: (producer id, first offset) of aborted transactions in range; ``None`` unless
-    #: read_committed (Kafka sends null to read_uncommitted fetches).
-    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 class PartitionLog:
@@ -91,6 +71,7 @@ class PartitionLog:
         self.partition = partition
         self.lock = threading.RLock()
         self.closed = False
+        self.offline: str | None = None  # why a failed fsync took it offline
         self._config = dict(config)
         self._fsync_policy = fsync_policy
         self.segments = segments
@@ -403,10 +384,17 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------- durability
     def flush(self) -> None:
+        """fsync the active segment. A failed fsync takes the partition offline, as Kafka takes
+        the log directory offline: the kernel may have dropped the unwritten pages, so a later
+        fsync that succeeds proves nothing; a restart recovers the log from its files."""
         with self.lock:
             if self._unflushed and not self.closed:
-                self.segments[-1].flush()
+                with storage_errors(self.directory, on_error=self._take_offline):
+                    self.segments[-1].flush()
                 self._unflushed = False
+
+    def _take_offline(self, reason: str) -> None:
+        self.offline = reason
 
     @property
     def dirty(self) -> bool:
@@ -430,6 +418,12 @@ class PartitionLog:
                 self.closed = True
 
     def _check_open(self) -> None:
+        if self.offline is not None:
+            raise KafkaError(
+                ErrorCode.kafka_storage_error,
+                f"{self.topic}-{self.partition} is offline: fsync failed ({self.offline}); "
+                "restart the broker to recover it from its files",
+            )
         if self.closed:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower, f"{self.topic}-{self.partition} is closed"

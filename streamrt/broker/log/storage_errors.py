@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from streamrt.errors import ErrorCode, KafkaError
@@ -21,12 +21,17 @@ logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def storage_errors(directory: Path) -> Iterator[None]:
-    """Re-raise an ``OSError`` of the block as ``KafkaError(KAFKA_STORAGE_ERROR)``."""
+def storage_errors(
+    directory: Path, on_error: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Re-raise an ``OSError`` of the block as ``KafkaError(KAFKA_STORAGE_ERROR)``, telling
+    ``on_error`` the reason first."""
     try:
         yield
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        if on_error is not None:
+            on_error(reason)
         logger.error("log write failed", extra=fields(path=str(directory), error=reason))
         raise KafkaError(
             ErrorCode.kafka_storage_error, f"cannot write to {directory.name}: {reason}"

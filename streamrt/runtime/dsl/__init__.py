@@ -6,11 +6,25 @@ Layout: the API classes (``builder``, ``streams`` with the operators they inheri
 add the operators' processors (from ``runtime.processors``) to the graph (``runtime.graph``).
 """
 
+from streamrt.runtime.dsl.branched import BranchedKStream
 from streamrt.runtime.dsl.builder import StreamsBuilder
-from streamrt.runtime.dsl.global_table import GlobalKTable
-from streamrt.runtime.dsl.options import Consumed, Grouped, Named, Produced, StreamJoined
-from streamrt.runtime.dsl.streams import (
+from streamrt.runtime.dsl.cogrouped import (
     CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+)
+from streamrt.runtime.dsl.global_table import GlobalKTable
+from streamrt.runtime.dsl.options import (
+    Branched,
+    Consumed,
+    Grouped,
+    Joined,
+    Produced,
+    Repartitioned,
+    StreamJoined,
+)
+from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
+from streamrt.runtime.dsl.streams import (
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -24,6 +38,8 @@ from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWit
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
 
 __all__ = (
+    "Branched",
+    "BranchedKStream",
     "BufferConfig",
     "BufferFullError",
     "CogroupedKStream",
@@ -31,18 +47,22 @@ __all__ = (
     "GlobalKTable",
     "Grouped",
     "JoinWindows",
+    "Joined",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",
-    "Named",
     "Produced",
+    "Repartitioned",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "ValueJoinerWithKey",
+    "ValueMapperWithKey",
     "WindowedSerde",
 )

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.graph.materialized import store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.graph.serdes import WindowedSerde
+from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregation
 from streamrt.runtime.processors.emit_final import emit_time_store
@@ -28,26 +29,26 @@ from streamrt.runtime.processors.window_aggregate import (
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
+    WindowAggregateProcessor,
 )
 from streamrt.runtime.stores import StoreSpec
 from streamrt.runtime.windows import (
-    DEFAULT_LEGACY_GRACE_MS,
     SessionWindows,
     SlidingWindows,
-    TimeWindows,
     Windows,
     check_retention,
 )
-from streamrt.serde import BytesSerde, IntSerde, SerdeLike, serde_for
+from streamrt.serde import BytesSerde, IntSerde, Serde, SerdeLike, serde_for
 from streamrt.state.window_store import SegmentSpec
 
 __all__ = (
     "EmitStrategy",
     "WindowStoreOptions",
+    "add_window_store",
     "aggregate_stream",
     "suppress_table",
+    "window_processor",
     "windowed_aggregate",
-    "windows_argument",
 )
 
 EmitStrategy = Literal["on_window_update", "on_window_close"]
@@ -71,8 +72,10 @@ def aggregate_stream(
     value_serde: SerdeLike,
     in_memory: bool | None,
     caching: bool,
+    name: str | None = None,
 ) -> TableNode:
-    """``new = adder(key, value, old or initializer())`` per key, into the store ``store``."""
+    """``new = adder(key, value, old or initializer())`` per key, into the store ``store``;
+    ``name`` names the processor."""
     topology = stream.topology
     vser = serde_for(value_serde)
     spec = StoreSpec(
@@ -80,7 +83,7 @@ def aggregate_stream(
     )
     topology.add_store(spec)
     node = topology.add_processor(
-        topology.new_name("KSTREAM-AGGREGATE"),
+        name or topology.new_name("KSTREAM-AGGREGATE"),
         lambda: AggregateProcessor(store, aggregation.initializer, aggregation.adder),
         stream.name,
         stores=(store,),
@@ -88,30 +91,36 @@ def aggregate_stream(
     return TableNode.stored(topology, node, store, stream.key_serde, vser)
 
 
-def _window_supplier(
+def window_processor(
     windows: Windows,
     store: str,
     aggregation: Aggregation,
     final: bool,
     send_old: Callable[[], bool],
+    sharing: bool = False,
 ) -> tuple[str, Callable[[], Processor]]:
     """The processor (and its name prefix) aggregating into ``windows``; ``send_old()`` (asked
     when a task builds the processor, once the whole topology is known) says whether a
-    downstream operator needs the old values."""
+    downstream operator needs the old values; ``sharing``: one of a cogroup's processors
+    writing the one store (see ``WindowAggregateProcessor.sharing_store``)."""
     init, add = aggregation.initializer, aggregation.adder
+
+    def built(processor: WindowAggregateProcessor) -> Processor:
+        return processor.sharing_store() if sharing else processor
+
     if isinstance(windows, SessionWindows):
         merger = aggregation.merger
         if merger is None:
             raise ConfigError("a session window aggregation needs a merger")
-        return "KSTREAM-SESSIONWINDOWAGGREGATE", lambda: SessionWindowAggregateProcessor(
-            store, windows, init, add, merger, final, send_old()
+        return "KSTREAM-SESSIONWINDOWAGGREGATE", lambda: built(
+            SessionWindowAggregateProcessor(store, windows, init, add, merger, final, send_old())
         )
     if isinstance(windows, SlidingWindows):
-        return "KSTREAM-SLIDINGWINDOWAGGREGATE", lambda: SlidingWindowAggregateProcessor(
-            store, windows, init, add, final, send_old()
+        return "KSTREAM-SLIDINGWINDOWAGGREGATE", lambda: built(
+            SlidingWindowAggregateProcessor(store, windows, init, add, final, send_old())
         )
-    return "KSTREAM-WINDOWED-AGGREGATE", lambda: TimeWindowAggregateProcessor(
-        store, windows, init, add, final, send_old()
+    return "KSTREAM-WINDOWED-AGGREGATE", lambda: built(
+        TimeWindowAggregateProcessor(store, windows, init, add, final, send_old())
     )
 
 
@@ -130,6 +139,7 @@ def windowed_aggregate(
     store: str,
     value_serde: SerdeLike,
     options: WindowStoreOptions,
+    name: str | None = None,
 ) -> TableNode:
     """Aggregate per key and window into a segmented window/session store ``store``
     (retention: the windows' minimum by default); the table's keys are Windowed. Emitting
@@ -138,28 +148,12 @@ def windowed_aggregate(
     on_close = _on_window_close(options.emit_strategy)
     topology = stream.topology
     names: list[str] = []  # the node's name, known once its prefix is
-    prefix, supplier = _window_supplier(
+    prefix, supplier = window_processor(
         windows, store, aggregation, on_close, lambda: topology.sends_old_values(names[0])
     )
     vser = serde_for(value_serde)
-    ms = check_retention(windows, options.retention)
-    segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
-    if on_close and segment_by == "start":
-        ms += 1  # Kafka's time-ordered window store returns windows from time - retention
-    spec = StoreSpec(
-        store,
-        stream.key_serde,
-        vser,
-        store_kind(options.in_memory),
-        segments=SegmentSpec(ms, segment_by),
-    )
-    topology.add_store(spec)
-    stores: tuple[str, ...] = (spec.name,)
-    if on_close:
-        times = StoreSpec(emit_time_store(store), BytesSerde(), IntSerde(), caching=False)
-        topology.add_store(times)
-        stores += (times.name,)
-    names.append(topology.new_name(prefix))
+    stores = add_window_store(topology, windows, store, stream.key_serde, vser, options)
+    names.append(name or topology.new_name(prefix))
     node = topology.add_processor(names[0], supplier, stream.name, stores=stores)
     return TableNode.stored(
         topology,
@@ -169,6 +163,37 @@ def windowed_aggregate(
         vser,
         window_close_delay_ms=windows.close_delay_ms,
     )
+
+
+def add_window_store(
+    topology: Topology,
+    windows: Windows,
+    store: str,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
+    options: WindowStoreOptions,
+) -> tuple[str, ...]:
+    """Register the segmented window/session store of a windowed aggregation (and, emitting
+    on window close, its emit-time store); the names of the stores its processors use."""
+    on_close = _on_window_close(options.emit_strategy)
+    ms = check_retention(windows, options.retention)
+    segment_by: Literal["start", "end"] = "end" if isinstance(windows, SessionWindows) else "start"
+    if on_close and segment_by == "start":
+        ms += 1  # Kafka's time-ordered window store returns windows from time - retention
+    spec = StoreSpec(
+        store,
+        key_serde,
+        value_serde,
+        store_kind(options.in_memory),
+        segments=SegmentSpec(ms, segment_by),
+    )
+    topology.add_store(spec)
+    stores: tuple[str, ...] = (spec.name,)
+    if on_close:
+        times = StoreSpec(emit_time_store(store), BytesSerde(), IntSerde(), caching=False)
+        topology.add_store(times)
+        stores += (times.name,)
+    return stores
 
 
 def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
@@ -207,25 +232,3 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
         table.getter,
         table.window_close_delay_ms,
     )
-
-
-def windows_argument(
-    windows: Windows | int | None, advance_ms: int | None, size_ms: int | None
-) -> Windows:
-    """The windows ``windowed_by`` was given, or the legacy size/advance as TimeWindows."""
-    if windows is None:
-        if size_ms is None:
-            raise ConfigError("windowed_by needs windows (TimeWindows, ...) or size_ms")
-        windows = size_ms
-    if isinstance(windows, bool):
-        raise ConfigError(f"windowed_by needs windows, got {windows!r}")
-    if isinstance(windows, int):
-        size = windows
-        if size <= 0:
-            raise ConfigError(f"window size must be positive, got {size} ms")
-        grace = max(DEFAULT_LEGACY_GRACE_MS - size, 0)
-        advance = size if advance_ms is None else advance_ms
-        return TimeWindows.of_size_and_grace(size, grace).advance_by(advance)
-    if advance_ms is not None:
-        raise ConfigError("advance_ms goes with a size in ms; use TimeWindows.advance_by")
-    return windows

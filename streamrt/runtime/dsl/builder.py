@@ -3,16 +3,20 @@ Streams' ``StreamsBuilder``. ``App.stream``/``App.table`` delegate here."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 from streamrt.runtime.dsl.global_table import GlobalKTable
-from streamrt.runtime.dsl.options import Consumed, pick
+from streamrt.runtime.dsl.options import Consumed, pick, removed_keywords
 from streamrt.runtime.dsl.streams import KStream, KTable
 from streamrt.runtime.dsl.table_nodes import table_source
 from streamrt.runtime.graph.global_tables import GlobalTableSpec
-from streamrt.runtime.graph.materialized import Materialized
+from streamrt.runtime.graph.materialized import Materialized, MaterializedLike
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.store_builders import StoreBuilder
 from streamrt.runtime.timestamps import TimestampExtractor
+from streamrt.runtime.windows import to_ms
 from streamrt.serde import SerdeLike, serde_for
 
 __all__ = ("StreamsBuilder",)
@@ -76,37 +80,40 @@ class StreamsBuilder:
 
     def table(
         self,
+        /,
         topic: str,
         consumed: Consumed | None = None,
         *,
-        store: str | None = None,
+        store: MaterializedLike = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         in_memory: bool | None = None,
         caching: bool = True,
-        materialized: Materialized | None = None,
-        versioned_history_ms: int | None = None,
+        versioned_history_ms: int | timedelta | None = None,
+        **removed: Any,
     ) -> KTable:
-        """A KTable materialised from a (compacted) topic into ``store``.
+        """A KTable materialised from a (compacted) topic into ``store`` (a name or a
+        ``Materialized``; None: ``<topic>-table``).
 
-        ``versioned_history_ms`` (or ``Materialized.as_versioned``) makes ``store`` a versioned
-        store keeping that much history (KIP-914): joins read it as of a record's time.
-
-        ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
+        ``versioned_history_ms`` (or ``Materialized.as_versioned``) makes the store a
+        versioned store keeping that much history (KIP-914): joins read it as of a record's
+        time. ``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
         ``caching=False`` sends every update downstream (no record cache for this store).
-        ``consumed``/``materialized`` carry the same as the keywords (a keyword wins); without
-        a store name the table's store is ``<topic>-table``.
+        ``consumed`` and a ``Materialized`` carry the same as the keywords (a keyword wins).
         """
+        removed_keywords("table", removed)
         c = consumed or Consumed()
-        m = materialized or Materialized("")
+        m = Materialized(store) if isinstance(store, str) else (store or Materialized(""))
         key_serde, value_serde = pick(key_serde, m.key_serde), pick(value_serde, m.value_serde)
         kser, vser = (
             serde_for(pick(key_serde, c.key_serde)),
             serde_for(pick(value_serde, c.value_serde)),
         )
         in_memory = pick(in_memory, m.in_memory)
-        store_name = store or m.name or f"{topic}-table"
+        store_name = m.name or f"{topic}-table"
         history = pick(versioned_history_ms, m.versioned_history_ms)
+        if history is not None:
+            history = to_ms(history, "versioned_history_ms")
         return KTable(
             table_source(
                 self.topology, topic, store_name, (kser, vser), in_memory, caching, history

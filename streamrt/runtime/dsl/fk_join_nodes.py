@@ -62,18 +62,20 @@ class _Names:
 def foreign_key_join(
     left: TableNode,
     right: TableNode,
-    fk_of: Callable[[Any], Any],
+    fk_of: Callable[[Any, Any], Any],
     joiner: Joiner,
     left_join: bool,
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
+    name: str | None = None,
 ) -> TableNode:
-    """``left`` joined with the ``right`` row keyed by ``fk_of(left value)``; an
-    unmaterialized result cannot be read by key (join it only after materializing it)."""
+    """``left`` joined with the ``right`` row keyed by ``fk_of(left key, left value)``; an
+    unmaterialized result cannot be read by key (join it only after materializing it);
+    ``name`` names its nodes, stores and topics (Kafka's ``TableJoined.as``)."""
     topology = left.topology
     topology.request_old_values(left.name)  # both tables send old values, as Kafka's
     topology.request_old_values(right.name)
-    names = _Names(topology.new_name("KTABLE-FK-JOIN"))
+    names = _Names(name or topology.new_name("KTABLE-FK-JOIN"))
     topology.add_store(StoreSpec(names.store, _RAW, _RAW))
     _send_subscriptions(names, left, right.key_serde, fk_of, left_join)
     _answer_subscriptions(names, right)
@@ -90,7 +92,7 @@ def _send_subscriptions(
     names: _Names,
     left: TableNode,
     fk_serde: Serde[Any],
-    fk_of: Callable[[Any], Any],
+    fk_of: Callable[[Any, Any], Any],
     left_join: bool,
 ) -> None:
     """1. Left updates become subscriptions keyed by FK (local answers for a null FK)."""

@@ -116,12 +116,13 @@ def stream_global_join(
     key_mapper: KeyMapper,
     joiner: StreamJoiner,
     left: bool,
+    name: str | None = None,
 ) -> StreamNode:
     """Never repartitions: every instance holds the whole table."""
     topology = stream.topology
     with_key = key_joiner(joiner)
     node = topology.add_processor(
-        topology.new_name("KSTREAM-LEFTJOIN-GLOBAL" if left else "KSTREAM-JOIN-GLOBAL"),
+        name or topology.new_name("KSTREAM-LEFTJOIN-GLOBAL" if left else "KSTREAM-JOIN-GLOBAL"),
         lambda: StreamGlobalJoinProcessor(spec, key_mapper, with_key, left),
         stream.name,
     )
@@ -181,11 +182,12 @@ def table_join(
     kind: JoinKind,
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
+    name: str | None = None,
 ) -> TableNode:
     """Each side's updates joined with the other side's current value, merged; stored if
-    ``materialized``, else read by joining both sides' getters."""
+    ``materialized``, else read by joining both sides' getters; ``name`` names the nodes."""
     topology = left.topology
-    base = topology.new_name(f"KTABLE-{kind.upper()}JOIN")
+    base = name or topology.new_name(f"KTABLE-{kind.upper()}JOIN")
     lg, rg = left.getter, right.getter
     getter = joined_getter(lg, rg, joiner, kind)
     this = topology.add_processor(

@@ -1,13 +1,13 @@
-"""The DSL's API classes: :class:`KStream`, :class:`KGroupedStream` and the windowed streams,
-:class:`KTable` and :class:`KGroupedTable`.
+"""The DSL's API classes: :class:`KStream`, :class:`KGroupedStream`, :class:`KTable` and
+:class:`KGroupedTable`.
 
 They refer to one another (a stream groups into a table that turns back into a stream), so
 they live in this one module; each wraps a graph handle and keeps to what leads from one API
 class to another. The operators that stay a stream or a table are inherited
-(:mod:`.stream_ops`, :mod:`.table_ops`); every ``count``/``reduce``/``aggregate`` becomes one
-:class:`Aggregation` handed to one builder per grouping (:mod:`.aggregate_nodes`, where
-windowed aggregations materialize a segmented window/session store and return a table whose
-keys are :class:`~streamrt.runtime.processor.Windowed`).
+(:mod:`.stream_ops`, :mod:`.table_ops`); the windowed and cogrouped streams are in
+:mod:`.windowed` and :mod:`.cogrouped`. Every ``count``/``reduce``/``aggregate`` becomes one
+:class:`Aggregation` handed to one builder per grouping (:mod:`.aggregate_nodes`). Stateful
+operators take ``store=`` (a name or a ``Materialized``), every operator ``name=``.
 """
 
 from __future__ import annotations
@@ -19,29 +19,33 @@ from typing import Any, TypedDict, Unpack
 from streamrt.errors import ConfigError
 from streamrt.runtime.dsl import join_nodes
 from streamrt.runtime.dsl.aggregate_nodes import (
-    EmitStrategy,
-    WindowStoreOptions,
     aggregate_stream,
-    windowed_aggregate,
-    windows_argument,
 )
-from streamrt.runtime.dsl.cogroup_nodes import cogroup_aggregate, stream_to_table
+from streamrt.runtime.dsl.cogroup_nodes import stream_to_table
+from streamrt.runtime.dsl.cogrouped import CogroupedKStream
 from streamrt.runtime.dsl.global_table import GlobalKTable
 from streamrt.runtime.dsl.join_nodes import StreamJoiner
-from streamrt.runtime.dsl.options import Grouped, StreamJoined, pick
+from streamrt.runtime.dsl.options import (
+    Grouped,
+    Joined,
+    StreamJoined,
+    pick,
+    removed_keywords,
+    removed_positional,
+)
 from streamrt.runtime.dsl.stream_ops import KeyValueMapper, StreamOperations, opt_serde
 from streamrt.runtime.dsl.table_nodes import aggregate_table, group_table
 from streamrt.runtime.dsl.table_ops import TableOperations
-from streamrt.runtime.graph.materialized import MaterializedLike
+from streamrt.runtime.dsl.windowed import SessionWindowedKStream, TimeWindowedKStream
+from streamrt.runtime.graph.materialized import MaterializedLike, store_argument
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
 from streamrt.runtime.processors.aggregate import Aggregation, counting, reducing
 from streamrt.runtime.processors.join_windows import JoinKind, JoinWindows
 from streamrt.runtime.processors.stateless import PassThroughProcessor
-from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows
+from streamrt.runtime.windows import SessionWindows, SlidingWindows, TimeWindows, Windows, to_ms
 from streamrt.serde import IntSerde, SerdeLike
 
 __all__ = (
-    "CogroupedKStream",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -49,8 +53,6 @@ __all__ = (
     "SessionWindowedKStream",
     "TimeWindowedKStream",
 )
-
-Retention = int | timedelta | None
 
 
 class JoinArgs(TypedDict, total=False):
@@ -61,7 +63,8 @@ class JoinArgs(TypedDict, total=False):
     name: str | None
     in_memory: bool | None
     stream_joined: StreamJoined | None
-    grace: int | None
+    joined: Joined | None
+    grace: int | timedelta | None
 
 
 def _join_options(
@@ -85,8 +88,10 @@ class KStream(StreamOperations["KStream"]):
         **options: Unpack[JoinArgs],
     ) -> KStream:
         """Inner join with a KStream (``windows`` required), a KTable, or a GlobalKTable
-        (``key_mapper(key, value)`` gives the table key); ``grace`` ms: a versioned table's
-        join waits that long for late table updates (Kafka's ``Joined.withGracePeriod``)."""
+        (``key_mapper(key, value)`` gives the table key); ``grace`` (ms or a timedelta): a
+        versioned table's join waits that long for late table updates. A table join's
+        ``joined`` (Kafka's ``Joined``) carries the name, grace and the stream's serdes for
+        its repartition; a stream join's ``stream_joined`` the name and store kind."""
         return self._join_with(other, joiner, "inner", options)
 
     def left_join(
@@ -105,11 +110,17 @@ class KStream(StreamOperations["KStream"]):
         unknown = set(options) - set(JoinArgs.__annotations__)
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        timing = (options.get("windows"), options.get("grace"))
+        j = options.get("joined") or Joined()
+        grace = pick(options.get("grace"), j.grace)
+        timing = (options.get("windows"), None if grace is None else to_ms(grace, "grace"))
         name, in_memory = _join_options(
-            options.get("name"), options.get("in_memory"), options.get("stream_joined")
+            pick(options.get("name"), j.name),
+            options.get("in_memory"),
+            options.get("stream_joined"),
         )
-        return self._join(other, joiner, kind, timing, options.get("key_mapper"), name, in_memory)
+        stream = self.node.with_serdes(opt_serde(j.key_serde), opt_serde(j.value_serde))
+        key_mapper = options.get("key_mapper")
+        return self._join(stream, other, joiner, kind, timing, key_mapper, name, in_memory)
 
     def outer_join(
         self,
@@ -124,6 +135,7 @@ class KStream(StreamOperations["KStream"]):
         """Windowed outer join of two streams: unmatched records of either side are emitted
         (``joiner(v, None)`` / ``joiner(None, v)``) once their window closes."""
         return self._join(
+            self.node,
             other,
             joiner,
             "outer",
@@ -134,6 +146,7 @@ class KStream(StreamOperations["KStream"]):
 
     def _join(
         self,
+        stream: StreamNode,
         other: object,
         joiner: StreamJoiner,
         kind: JoinKind,
@@ -150,26 +163,30 @@ class KStream(StreamOperations["KStream"]):
                 raise ConfigError("a KStream-KStream join needs windows=JoinWindows...")
             return KStream(
                 join_nodes.stream_stream_join(
-                    self.node, other.node, joiner, windows, kind, name, in_memory
+                    stream, other.node, joiner, windows, kind, name, in_memory
                 )
             )
         if kind == "outer":
             raise ConfigError("outer_join is only defined between two streams")
         left = kind == "left"
         if isinstance(other, KTable):
-            node = join_nodes.stream_table_join(self.node, other.node, joiner, left, name, grace)
+            node = join_nodes.stream_table_join(stream, other.node, joiner, left, name, grace)
             return KStream(node)
         if isinstance(other, GlobalKTable):
             if key_mapper is None:
                 raise ConfigError("a KStream-GlobalKTable join needs key_mapper=fn(key, value)")
             spec = other.spec
-            return KStream(join_nodes.stream_global_join(self.node, spec, key_mapper, joiner, left))
+            node = join_nodes.stream_global_join(stream, spec, key_mapper, joiner, left, name)
+            return KStream(node)
         raise ConfigError(f"cannot join a KStream with {type(other).__name__}")
 
-    def to_table(self, materialized: MaterializedLike = None) -> KTable:
+    def to_table(
+        self, *removed: Any, store: MaterializedLike = None, name: str | None = None
+    ) -> KTable:
         """This stream as a table: each record an update of its key (null keys dropped, a
         null value a delete); repartitioned first if the key changed (Kafka's ``toTable``)."""
-        return KTable(stream_to_table(self.node, materialized))
+        removed_positional("to_table", removed, "store=")
+        return KTable(stream_to_table(self.node, store, name))
 
     def group_by_key(
         self,
@@ -207,99 +224,88 @@ class KStream(StreamOperations["KStream"]):
 
 
 class KGroupedStream:
-    """A stream grouped by key, ready for an aggregation into a named store."""
+    """A stream grouped by key, ready for an aggregation. ``store`` is a store name or a
+    ``Materialized`` (None: an internal store); ``name`` names the processor; the value
+    serde is the stream's unless given (``value_serde=`` or the ``Materialized``'s)."""
 
     def __init__(self, stream: StreamNode) -> None:
         self.stream = stream
 
-    def count(self, store: str, *, in_memory: bool | None = None, caching: bool = True) -> KTable:
-        return self._aggregate(counting(), store, IntSerde(), in_memory, caching)
+    def count(
+        self,
+        *removed: Any,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        in_memory: bool | None = None,
+        caching: bool = True,
+    ) -> KTable:
+        removed_positional("count", removed, "store=")
+        return self._aggregate(counting(), store, IntSerde(), in_memory, caching, name)
 
     def reduce(
         self,
         reducer: Callable[[Any, Any], Any],
-        store: str,
-        *,
+        *removed: Any,
+        store: MaterializedLike = None,
+        name: str | None = None,
         in_memory: bool | None = None,
         caching: bool = True,
     ) -> KTable:
-        value_serde = self.stream.value_serde
-        return self._aggregate(reducing(reducer), store, value_serde, in_memory, caching)
+        removed_positional("reduce", removed, "store=")
+        aggregation = reducing(reducer)
+        return self._aggregate(aggregation, store, None, in_memory, caching, name)
 
     def aggregate(
         self,
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
-        *,
-        store: str,
-        value_serde: SerdeLike = "json",
+        *removed: Any,
+        store: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
         in_memory: bool | None = None,
         caching: bool = True,
     ) -> KTable:
         """``in_memory`` picks the store kind (None: the ``default.dsl.store`` config);
         ``caching=False`` sends every update downstream (no record cache for this store)."""
+        removed_positional("aggregate", removed, "store=")
         aggregation = Aggregation(initializer, aggregator)
-        return self._aggregate(aggregation, store, value_serde, in_memory, caching)
+        return self._aggregate(aggregation, store, value_serde, in_memory, caching, name)
 
     def _aggregate(
         self,
         aggregation: Aggregation,
-        store: str,
+        store: MaterializedLike,
         value_serde: SerdeLike,
         in_memory: bool | None,
         caching: bool,
+        name: str | None,
     ) -> KTable:
-        return KTable(
-            aggregate_stream(self.stream, aggregation, store, value_serde, in_memory, caching)
-        )
+        m = store_argument(self.stream.topology, store, "KSTREAM-AGGREGATE")
+        vser = pick(value_serde, m.value_serde) or self.stream.value_serde
+        in_memory = pick(in_memory, m.in_memory)
+        node = aggregate_stream(self.stream, aggregation, m.name, vser, in_memory, caching, name)
+        return KTable(node)
 
-    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream[KTable]:
         """Start a cogrouped aggregation with this stream's ``aggregator`` (KIP-150)."""
-        return CogroupedKStream([(self.stream, aggregator)])
+        return CogroupedKStream([(self.stream, aggregator)], KTable)
 
     def windowed_by(
-        self,
-        windows: Windows | int | None = None,
-        advance_ms: int | None = None,
-        *,
-        size_ms: int | None = None,
-    ) -> TimeWindowedKStream | SessionWindowedKStream:
+        self, windows: Windows | None = None, *removed: Any, **removed_kw: Any
+    ) -> TimeWindowedKStream[KTable] | SessionWindowedKStream[KTable]:
         """Window the grouped stream: ``TimeWindows`` (tumbling/hopping), ``SlidingWindows``
-        or ``SessionWindows``. The legacy ``windowed_by(size_ms, advance_ms)`` means
-        ``TimeWindows`` with Kafka's old default grace (24 h minus the size)."""
-        windows = windows_argument(windows, advance_ms, size_ms)
+        or ``SessionWindows``."""
+        removed_positional("windowed_by", removed, "TimeWindows...advance_by(...)")
+        removed_keywords("windowed_by", removed_kw)
         if isinstance(windows, SessionWindows):
-            return SessionWindowedKStream(self.stream, windows)
+            return SessionWindowedKStream(self.stream, windows, KTable)
         if isinstance(windows, TimeWindows | SlidingWindows):
-            return TimeWindowedKStream(self.stream, windows)
-        raise ConfigError(
-            f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
+            return TimeWindowedKStream(self.stream, windows, KTable)
+        raise TypeError(
+            f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r} "
+            "(a size in ms: TimeWindows.of_size_and_grace(size, grace))"
         )
-
-
-class CogroupedKStream:
-    """Grouped streams aggregated together into one table, each with its own aggregator
-    (Kafka's ``CogroupedKStream``); all must be keyed alike (co-partitioned)."""
-
-    def __init__(self, streams: list[tuple[StreamNode, Callable[[Any, Any, Any], Any]]]):
-        self.streams = streams
-
-    def cogroup(
-        self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]
-    ) -> CogroupedKStream:
-        return CogroupedKStream([*self.streams, (grouped.stream, aggregator)])
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        materialized: MaterializedLike = None,
-        *,
-        value_serde: SerdeLike = "json",
-    ) -> KTable:
-        """The aggregate per key in ``materialized`` (None: an internal store)."""
-        vser = opt_serde(value_serde)
-        assert vser is not None
-        return KTable(cogroup_aggregate(self.streams, initializer, materialized, vser))
 
 
 class KTable(TableOperations["KTable"]):
@@ -325,18 +331,31 @@ class KTable(TableOperations["KTable"]):
         value_serde = pick(value_serde, g.value_serde)
         return KGroupedTable(group_table(self.node, selector, name, key_serde, value_serde))
 
-    def to_stream(self) -> KStream:
+    def to_stream(
+        self,
+        key_mapper: KeyValueMapper | None = None,
+        *,
+        key_serde: SerdeLike = None,
+        name: str | None = None,
+    ) -> KStream:
+        """The table's changelog as a stream (a delete: a null value); ``key_mapper(key,
+        value)`` gives each record a new key (Kafka's ``toStream(KeyValueMapper)``: a later
+        join or grouping repartitions first)."""
         topology = self.topology
-        name = topology.add_processor(
-            topology.new_name("KTABLE-TOSTREAM"), PassThroughProcessor, self.node.name
+        node = topology.add_processor(
+            name or topology.new_name("KTABLE-TOSTREAM"), PassThroughProcessor, self.node.name
         )
-        node = StreamNode(topology, name, self.node.key_serde, self.node.value_serde)
-        return KStream(node)
+        stream = KStream(StreamNode(topology, node, self.node.key_serde, self.node.value_serde))
+        if key_mapper is None:
+            return KStream(stream.node.with_serdes(opt_serde(key_serde), None))
+        return stream.select_key(key_mapper, key_serde=key_serde)
 
 
 class KGroupedTable:
     """A table re-keyed by ``KTable.group_by``: aggregations see each update as an
-    addition to the new group and a subtraction from the old one."""
+    addition to the new group and a subtraction from the old one. ``store`` is a name or
+    a ``Materialized`` (None: an internal store); the value serde is the table's unless
+    given."""
 
     def __init__(self, grouped: StreamNode) -> None:
         self.grouped = grouped
@@ -347,131 +366,42 @@ class KGroupedTable:
         adder: Callable[[Any, Any, Any], Any],
         subtractor: Callable[[Any, Any, Any], Any],
         *,
-        materialized: MaterializedLike,
-        value_serde: SerdeLike = "json",
+        store: MaterializedLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
+        **removed: Any,
     ) -> KTable:
-        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)``; stored in
-        ``materialized`` (required: the aggregate needs a store)."""
+        """``adder(key, value, agg)`` / ``subtractor(key, value, agg)``."""
+        removed_keywords("KGroupedTable.aggregate", removed)
         aggregation = Aggregation(initializer, adder, subtractor)
-        return KTable(aggregate_table(self.grouped, aggregation, materialized, value_serde))
+        return self._aggregate(aggregation, store, value_serde, name)
 
     def reduce(
         self,
         adder: Callable[[Any, Any], Any],
         subtractor: Callable[[Any, Any], Any],
         *,
-        materialized: MaterializedLike,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
     ) -> KTable:
         """``adder(agg, value)``, ``subtractor(agg, value)``; the first value is the aggregate."""
-        aggregation = reducing(adder, subtractor)
-        value_serde = self.grouped.value_serde
-        return KTable(aggregate_table(self.grouped, aggregation, materialized, value_serde))
-
-    def count(self, *, materialized: MaterializedLike) -> KTable:
-        return KTable(aggregate_table(self.grouped, counting(), materialized, IntSerde()))
-
-
-class _WindowedKStream:
-    """What time and session windowed streams share: count, reduce and the one windowed
-    aggregate path (``aggregate`` differs: sessions also take a merger)."""
-
-    windows: Windows
-
-    def __init__(self, stream: StreamNode) -> None:
-        self.stream = stream
+        removed_keywords("KGroupedTable.reduce", removed)
+        return self._aggregate(reducing(adder, subtractor), store, None, name)
 
     def count(
-        self,
-        store: str,
-        *,
-        in_memory: bool | None = None,
-        retention: Retention = None,
-        emit_strategy: EmitStrategy = "on_window_update",
+        self, *, store: MaterializedLike = None, name: str | None = None, **removed: Any
     ) -> KTable:
-        options = WindowStoreOptions(in_memory, retention, emit_strategy)
-        return self._aggregate(counting(), store, IntSerde(), options)
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        store: str,
-        *,
-        in_memory: bool | None = None,
-        retention: Retention = None,
-        emit_strategy: EmitStrategy = "on_window_update",
-    ) -> KTable:
-        options = WindowStoreOptions(in_memory, retention, emit_strategy)
-        return self._aggregate(reducing(reducer), store, self.stream.value_serde, options)
+        removed_keywords("KGroupedTable.count", removed)
+        return self._aggregate(counting(), store, IntSerde(), name)
 
     def _aggregate(
         self,
         aggregation: Aggregation,
-        store: str,
+        store: MaterializedLike,
         value_serde: SerdeLike,
-        options: WindowStoreOptions,
+        name: str | None,
     ) -> KTable:
-        return KTable(
-            windowed_aggregate(self.stream, self.windows, aggregation, store, value_serde, options)
-        )
-
-
-class TimeWindowedKStream(_WindowedKStream):
-    """A grouped stream over time (tumbling/hopping) or sliding windows."""
-
-    def __init__(self, stream: StreamNode, windows: TimeWindows | SlidingWindows) -> None:
-        super().__init__(stream)
-        self.windows: TimeWindows | SlidingWindows = windows
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        *,
-        store: str,
-        value_serde: SerdeLike = "json",
-        in_memory: bool | None = None,
-        retention: Retention = None,
-        emit_strategy: EmitStrategy = "on_window_update",
-    ) -> KTable:
-        """Aggregate per key and window into the window store ``store`` (queryable).
-
-        ``retention`` (default: size + grace; sliding: 2·difference + grace) must not be
-        shorter than that minimum."""
-        options = WindowStoreOptions(in_memory, retention, emit_strategy)
-        return self._aggregate(Aggregation(initializer, aggregator), store, value_serde, options)
-
-    @property
-    def size_ms(self) -> int:
-        w = self.windows
-        return w.size_ms if isinstance(w, TimeWindows) else w.time_difference_ms
-
-    @property
-    def advance_ms(self) -> int:
-        w = self.windows
-        return w.advance_ms if isinstance(w, TimeWindows) else 1
-
-
-class SessionWindowedKStream(_WindowedKStream):
-    """A grouped stream over session windows; aggregations also need a ``merger``."""
-
-    def __init__(self, stream: StreamNode, windows: SessionWindows) -> None:
-        super().__init__(stream)
-        self.windows: SessionWindows = windows
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
-        *,
-        store: str,
-        value_serde: SerdeLike = "json",
-        in_memory: bool | None = None,
-        retention: Retention = None,
-        emit_strategy: EmitStrategy = "on_window_update",
-    ) -> KTable:
-        """Aggregate per key and session into the session store ``store`` (queryable);
-        ``merger(key, agg1, agg2)`` combines two sessions a record bridges."""
-        aggregation = Aggregation(initializer, aggregator, merger=merger)
-        options = WindowStoreOptions(in_memory, retention, emit_strategy)
-        return self._aggregate(aggregation, store, value_serde, options)
+        m = store_argument(self.grouped.topology, store, "KTABLE-AGGREGATE")
+        vser = pick(value_serde, m.value_serde) or self.grouped.value_serde
+        return KTable(aggregate_table(self.grouped, aggregation, m, vser, name))

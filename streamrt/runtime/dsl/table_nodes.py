@@ -94,11 +94,12 @@ def filter_table(
     predicate: Callable[[Any, Any], bool],
     negate: bool,
     materialized: MaterializedLike,
+    name: str | None = None,
 ) -> TableNode:
     topology = table.topology
     stored = materialize(topology, materialized, table.key_serde, table.value_serde)
     store = stored[0]
-    name = topology.new_name("KTABLE-FILTER")
+    name = name or topology.new_name("KTABLE-FILTER")
     return _table(
         table,
         name,
@@ -110,16 +111,17 @@ def filter_table(
 
 def map_values_table(
     table: TableNode,
-    fn: Callable[[Any], Any],
+    fn: Callable[[Any, Any], Any],
     value_serde: SerdeLike,
     materialized: MaterializedLike,
+    name: str | None = None,
 ) -> TableNode:
     vser = serde_for(value_serde) if value_serde is not None else table.value_serde
     stored = materialize(table.topology, materialized, table.key_serde, vser)
     store = stored[0]
     return _table(
         table,
-        table.topology.new_name("KTABLE-MAPVALUES"),
+        name or table.topology.new_name("KTABLE-MAPVALUES"),
         lambda: TableMapValuesProcessor(fn, store),
         stored,
         map_values_getter(table.getter, fn),
@@ -159,8 +161,10 @@ def aggregate_table(
     aggregation: Aggregation,
     materialized: MaterializedLike,
     value_serde: SerdeLike,
+    name: str | None = None,
 ) -> TableNode:
-    """The grouped table's aggregate (adder and subtractor) in the ``materialized`` store."""
+    """The grouped table's aggregate (adder and subtractor) in the ``materialized`` store;
+    ``name`` names the processor."""
     if materialized is None:
         raise ConfigError("KGroupedTable.aggregate needs a materialized store name")
     topology = grouped.topology
@@ -169,7 +173,7 @@ def aggregate_table(
     assert store is not None and aggregation.subtractor is not None
     subtractor = aggregation.subtractor
     node = topology.add_processor(
-        topology.new_name("KTABLE-AGGREGATE"),
+        name or topology.new_name("KTABLE-AGGREGATE"),
         lambda: TableAggregateProcessor(
             store, aggregation.initializer, aggregation.adder, subtractor
         ),

@@ -16,6 +16,8 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.aggregate_nodes import suppress_table
 from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
 from streamrt.runtime.dsl.join_nodes import table_join
+from streamrt.runtime.dsl.options import removed_keywords
+from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
 from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
@@ -33,9 +35,10 @@ Predicate = Callable[[Any, Any], bool]
 class TableJoinArgs(TypedDict, total=False):
     """The keyword options ``KTable.join`` and ``left_join`` share (each optional)."""
 
-    foreign_key: Callable[[Any], Any] | None
-    materialized: MaterializedLike
+    foreign_key: Callable[[Any], Any] | ValueMapperWithKey | None
+    store: MaterializedLike
     value_serde: SerdeLike
+    name: str | None
 
 
 class TableOperations(ABC, Generic[T]):
@@ -63,25 +66,52 @@ class TableOperations(ABC, Generic[T]):
         tables only) or ``Suppressed.until_time_limit(ms, ...)``; see processors.suppress."""
         return self._wrap(suppress_table(self.node, suppressed))
 
-    def filter(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
-        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone."""
-        return self._wrap(filter_table(self.node, predicate, False, materialized))
+    def filter(
+        self,
+        predicate: Predicate,
+        *,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
+    ) -> T:
+        """Keep rows matching ``predicate``; an update that fails it forwards a tombstone.
+        ``store`` (a name or a ``Materialized``) materializes the result, here and in the
+        other table operators (None: read through the parent's store); ``name`` names the
+        processor."""
+        removed_keywords("KTable.filter", removed)
+        return self._wrap(filter_table(self.node, predicate, False, store, name))
 
-    def filter_not(self, predicate: Predicate, *, materialized: MaterializedLike = None) -> T:
-        return self._wrap(filter_table(self.node, predicate, True, materialized))
+    def filter_not(
+        self,
+        predicate: Predicate,
+        *,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
+    ) -> T:
+        removed_keywords("KTable.filter_not", removed)
+        return self._wrap(filter_table(self.node, predicate, True, store, name))
 
     def map_values(
         self,
-        fn: Callable[[Any], Any],
+        fn: Callable[[Any], Any] | ValueMapperWithKey,
         *,
         value_serde: SerdeLike = None,
-        materialized: MaterializedLike = None,
+        store: MaterializedLike = None,
+        name: str | None = None,
+        **removed: Any,
     ) -> T:
-        return self._wrap(map_values_table(self.node, fn, value_serde, materialized))
+        """``fn(value)``, or ``ValueMapperWithKey(fn)``: ``fn(key, value)`` (Kafka's
+        ``ValueMapperWithKey``), of each new and old value; reads map the parent's value."""
+        removed_keywords("KTable.map_values", removed)
+        keyed = fn.fn if isinstance(fn, ValueMapperWithKey) else (lambda _k, v: fn(v))
+        return self._wrap(map_values_table(self.node, keyed, value_serde, store, name))
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
-        join: ``other`` is keyed by what ``foreign_key`` returns)."""
+        join: ``other`` is keyed by what ``foreign_key`` returns; a
+        ``ValueMapperWithKey(fn)`` gets ``fn(key, value)``, Kafka's ``BiFunction`` extractor
+        of KIP-1104)."""
         return self._join_with(other, joiner, "inner", options)
 
     def left_join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
@@ -90,11 +120,16 @@ class TableOperations(ABC, Generic[T]):
     def _join_with(self, other: T, joiner: Joiner, kind: JoinKind, options: TableJoinArgs) -> T:
         """One path for ``join``/``left_join``: their keyword options unpacked for ``_join``."""
         unknown = set(options) - set(TableJoinArgs.__annotations__)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        foreign_key, materialized = options.get("foreign_key"), options.get("materialized")
+        removed_keywords("KTable.join", {k: None for k in sorted(unknown)})
+        foreign_key, materialized = options.get("foreign_key"), options.get("store")
         return self._join(
-            other, joiner, kind, foreign_key, materialized, options.get("value_serde")
+            other,
+            joiner,
+            kind,
+            foreign_key,
+            materialized,
+            options.get("value_serde"),
+            options.get("name"),
         )
 
     def outer_join(
@@ -102,19 +137,23 @@ class TableOperations(ABC, Generic[T]):
         other: T,
         joiner: Joiner,
         *,
-        materialized: MaterializedLike = None,
+        store: MaterializedLike = None,
         value_serde: SerdeLike = None,
+        name: str | None = None,
+        **removed: Any,
     ) -> T:
-        return self._join(other, joiner, "outer", None, materialized, value_serde)
+        removed_keywords("KTable.outer_join", removed)
+        return self._join(other, joiner, "outer", None, store, value_serde, name)
 
     def _join(
         self,
         other: object,
         joiner: Joiner,
         kind: JoinKind,
-        foreign_key: Callable[[Any], Any] | None,
+        foreign_key: Callable[[Any], Any] | ValueMapperWithKey | None,
         materialized: MaterializedLike,
         value_serde: SerdeLike,
+        name: str | None = None,
     ) -> T:
         if not isinstance(other, TableOperations):
             raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
@@ -122,10 +161,12 @@ class TableOperations(ABC, Generic[T]):
             raise ConfigError("KTable joins take joiner(left, right), not a ValueJoinerWithKey")
         vser = None if value_serde is None else serde_for(value_serde)
         if foreign_key is not None:
+            fk = foreign_key
+            fk_of = fk.fn if isinstance(fk, ValueMapperWithKey) else (lambda _k, v: fk(v))
             left = kind == "left"
             return self._wrap(
                 foreign_key_join(
-                    self.node, other.node, foreign_key, joiner, left, materialized, vser
+                    self.node, other.node, fk_of, joiner, left, materialized, vser, name
                 )
             )
-        return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser))
+        return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser, name))

@@ -30,6 +30,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
+from streamrt.runtime.engine.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import is_fenced
@@ -66,6 +67,21 @@ class ThreadClients:
     restore_consumer: RestoreConsumer  # librdkafka's
     offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
+
+    async def start(self, *, producer: bool) -> bool:
+        """Start the producer (unless it waits: exactly_once_v2), the restore and offsets
+        consumers; a broker that is not reachable yet (restarting with us) is waited for.
+        True if the producer was started or connected (it needs a stop)."""
+        opened = producer
+        if producer:
+            await retry_bootstrap(self.producer.start, "producer")
+        elif isinstance(self.producer, TransactionalLibrdkafkaProducer):
+            # exactly_once_v2: connected now, InitProducerId once released (start_ahead.py)
+            await self.producer.connect()
+            opened = True
+        await retry_bootstrap(self.restore_consumer.start, "restore consumer")
+        await retry_bootstrap(self.offsets_consumer.start, "offsets consumer")
+        return opened
 
     async def close_consumers(self, fenced_ok: bool, thread_name: str) -> None:
         """The consumers hold no group (streamrt's member does and leaves, or not, itself).

@@ -26,6 +26,7 @@ from streamrt.runtime.engine.assignor import AssignmentInfo
 from streamrt.runtime.engine.committers import Committer
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import StreamrtMembership
+from streamrt.runtime.engine.start_ahead import StartAhead
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
@@ -42,6 +43,7 @@ class RebalancingThread(Protocol):
 
     name: str
     rebalances: int
+    start_ahead: StartAhead
 
     @property
     def state(self) -> ThreadState: ...
@@ -131,6 +133,7 @@ class MemberListener(MemberRebalanceListener):
         self.thread.rebalances += 1
         added = _sorted(partitions)
         committed = await self.membership.committed(added) if added else {}
+        await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
             await self._reassign(committed)
         await self._start_tasks(added)

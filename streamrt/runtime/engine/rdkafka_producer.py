@@ -2,7 +2,7 @@
 
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
-batches, encodes and sends in C on its own threads (docs/benchmarks.md, "The data path").
+batches, encodes and sends in C on its own threads (docs/bench/history.md, "The data path").
 The stream threads' one producer: under exactly_once_v2 it is transactional
 (:mod:`.rdkafka_txn`). The main and restore consumers are librdkafka's too
 (:mod:`.rdkafka_consumer`, :mod:`.rdkafka_restore`).

@@ -28,6 +28,7 @@ from streamrt.runtime.graph.topology import (
     SinkNode,
     SourceNode,
     SubTopology,
+    TopicNameExtractor,
     Topology,
     changelog_topic,
 )
@@ -240,7 +241,7 @@ class StreamTask:
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
-        self._sinks: dict[str, tuple[str, Serde[Any], Serde[Any]]] = {}  # topic, serdes
+        self._sinks: dict[str, tuple[str | TopicNameExtractor, Serde[Any], Serde[Any]]] = {}
         self._contexts: dict[str, _NodeContext] = {}
         self._sources = {
             topology.topic_of(n, application_id): n
@@ -307,7 +308,7 @@ class StreamTask:
                     processor.init(ctx)
                     self._processors[name] = processor
                 elif isinstance(node, SinkNode):
-                    topic = self.topology.topic_of(node, self.application_id)
+                    topic = self.topology.sink_target(node, self.application_id)
                     self._sinks[name] = (topic, node.key_serde, node.value_serde)
         except BaseException:
             self.close()
@@ -424,15 +425,16 @@ class StreamTask:
 
     def _send(self, node_name: str, key: Any, value: Any) -> None:
         """A sink: serialize and hand the record to the collector."""
-        topic, key_serde, value_serde = self._sinks[node_name]
-        try:
+        target, key_serde, value_serde = self._sinks[node_name]
+        record = self.record
+        try:  # a topic extractor's or a serde's error: the production handler decides
+            topic = target if isinstance(target, str) else target(key, value, record)
             key_bytes = key_serde.serialize(key)
             value_bytes = value_serde.serialize(value)
-        except Exception as exc:  # a sink serde error: the production handler decides
+        except Exception as exc:
             context = self._error_context(Stage.PRODUCTION, node_name)
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
             return
-        record = self.record
         self.collector.send(
             topic, key_bytes, value_bytes, None, record.timestamp, list(record.headers) or None
         )
@@ -449,8 +451,7 @@ class StreamTask:
         return self._punctuate(PunctuationType.STREAM_TIME, self.stream_time)
 
     def _punctuate(self, kind: PunctuationType, now_ms: int) -> int:
-        ran = 0
-        record = self.record
+        ran, record = 0, self.record
         for ctx in list(self._contexts.values()):
             for schedule in [s for s in ctx.schedules if s.kind is kind]:
                 if not schedule.due(now_ms):
@@ -468,7 +469,6 @@ class StreamTask:
         return ran
 
     # -- commit (see runtime.commit) -------------------------------------------------------
-
     def flush_cache(self) -> None:
         """Step 1 of a commit: cached updates go to the stores, changelogs and downstream."""
         for store in self.stores.values():

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.assignor import AssignmentInfo
@@ -31,6 +31,7 @@ from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.member_listener import MemberListener
 from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
+from streamrt.runtime.engine.start_ahead import StartAhead
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_inputs import ConsumerLags
@@ -95,6 +96,7 @@ class StreamThread:
         self._commit_lock = asyncio.Lock()  # binds to the thread's loop on first use
         self._wakeup = Wakeup()
         self._marked: set[str] = set()
+        self.start_ahead = StartAhead(self.mark)  # what starts beside the join
         # Hand-off (streamrt run --handoff): a held thread starts its clients and finds the
         # group coordinator, then waits for release() before it joins. A stopping thread sets
         # ``committed`` once its final commit is done, before it closes its stores: from then
@@ -252,12 +254,14 @@ class StreamThread:
 
     async def before_join(self) -> None:
         """After a revocation: list the changelog ends, in case this thread leads the
-        assignment that follows."""
-        if self._clients is None or self._own is None:
-            return
-        clients = self._clients
+        assignment that follows (the first join's listing began at start: start_ahead)."""
+        if self._clients is not None and not await self.start_ahead.take_ends_listed():
+            await self._list_changelog_ends()
+
+    async def _list_changelog_ends(self) -> None:
+        clients, own = cast(ThreadClients, self._clients), cast(StreamrtMembership, self._own)
         # a manual-assign consumer has no source topic metadata: the member's
-        counts = await self._own.partition_counts(self.env.subtopologies)
+        counts = await own.partition_counts(self.env.subtopologies)
         partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
         await self.member.refresh_changelog_ends(clients.offsets_consumer, partitions_of)
 
@@ -313,13 +317,13 @@ class StreamThread:
             ConsumerLags(clients.consumer, read_committed=self.env.config.exactly_once),
             offsets_consumer=clients.offsets_consumer,
         )
-        # Under EOS the producer starts first: its InitProducerId fences a crashed incarnation
-        # and aborts its open transaction, which releases the changelogs' last stable offset
-        # before the restore consumer asks for their ends. A held thread (hand-off successor)
-        # under EOS starts it only once released: the running process still uses that
-        # transactional id, and our InitProducerId would fence it.
+        # Under EOS the producer starts once released (a held successor's InitProducerId would
+        # fence the running process), beside the join, and is awaited before any task opens:
+        # it aborts a crashed incarnation's open transaction, which releases the changelogs'
+        # last stable offset before the restore reads them (start_ahead.py).
         eos = self.env.config.exactly_once
-        await self._start_clients(clients, producer=not eos)
+        opened = await clients.start(producer=not eos)
+        self.start_ahead.list_ends(self._list_changelog_ends)  # the first join's listing
         listener = MemberListener(self, tasks, committer, clients.consumer, own)
         try:
             if await self._join(factory, clients, listener):
@@ -331,19 +335,12 @@ class StreamThread:
             await own.retire()
             self.prepared.set()
             self.committed.set()
+            await self.start_ahead.settle()
             await tasks.close_all()
             self.mark("stores_closed")
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
-            await committer.close(producer_started=not eos or self._hold.is_set())
+            await committer.close(producer_started=opened or self.start_ahead.producer_started)
             self.mark("clients_closed")
-
-    async def _start_clients(self, clients: ThreadClients, *, producer: bool) -> None:
-        """Start the producer (unless it waits, see above), the restore and offsets consumers;
-        a broker that is not reachable yet (restarting with us) is waited for, not fatal."""
-        if producer:
-            await retry_bootstrap(clients.producer.start, "producer")
-        await retry_bootstrap(clients.restore_consumer.start, "restore consumer")
-        await retry_bootstrap(clients.offsets_consumer.start, "offsets consumer")
 
     async def _join(
         self,
@@ -363,8 +360,9 @@ class StreamThread:
         if self._stop_requested.is_set():
             return False
         self.mark("released")
-        if self.env.config.exactly_once:
-            await retry_bootstrap(clients.producer.start, "producer")
+        if self.env.config.exactly_once:  # beside the join (start_ahead.py)
+            producer = clients.producer
+            self.start_ahead.start_producer(lambda: retry_bootstrap(producer.start, "producer"))
         listener.membership.start(listener)
         self.mark("join_requested")
         if self._expected_tasks and self._tasks is not None:
@@ -420,6 +418,7 @@ class StreamThread:
         assert own is not None  # set before the loop starts
         rejoin = lambda: own.request_rejoin("probing rebalance")  # noqa: E731
         meter = LoopMeter(self.sensors)
+        await self.start_ahead.producer_ready()
         while not self._stop_requested.is_set():
             own.raise_if_failed()
             # While stores restore, do not block on the (paused) inputs: restoring is the work.

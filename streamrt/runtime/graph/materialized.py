@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from streamrt.errors import ConfigError
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.stores import StoreSpec
+from streamrt.runtime.windows import to_ms
 from streamrt.serde import Serde, SerdeLike, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
-__all__ = ("Materialized", "MaterializedLike", "materialize", "store_kind")
+__all__ = ("Materialized", "MaterializedLike", "materialize", "store_argument", "store_kind")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +33,31 @@ class Materialized:
         return cls(name, **kwargs)
 
     @classmethod
-    def as_versioned(cls, name: str, history_retention_ms: int, **kwargs: Any) -> Materialized:
+    def as_versioned(
+        cls, name: str, history_retention: int | timedelta, **kwargs: Any
+    ) -> Materialized:
         """A versioned store, as Kafka's ``Materialized.as(Stores.persistentVersionedKeyValue
-        Store(name, historyRetention))`` (``in_memory=True``: the same on an in-memory store)."""
-        if history_retention_ms < 0:
-            raise ValueError(f"history retention must be >= 0, got {history_retention_ms}")
-        return cls(name, versioned_history_ms=history_retention_ms, **kwargs)
+        Store(name, historyRetention))`` (``in_memory=True``: the same on an in-memory store);
+        the history in ms or a ``timedelta``."""
+        ms = to_ms(history_retention, "history retention")
+        if ms < 0:
+            raise ValueError(f"history retention must be >= 0, got {ms}")
+        return cls(name, versioned_history_ms=ms, **kwargs)
 
 
 MaterializedLike = str | Materialized | None
+
+
+def store_argument(topology: Topology, store: MaterializedLike, prefix: str) -> Materialized:
+    """What a ``store=`` argument means: a store name, a ``Materialized``, or None (an
+    internal store named as Kafka names them, ``<prefix>-STATE-STORE-<n>``)."""
+    if store is None:
+        return Materialized(topology.new_name(f"{prefix}-STATE-STORE"))
+    if isinstance(store, str):
+        return Materialized(store)
+    if isinstance(store, Materialized):
+        return store
+    raise ConfigError(f"store= takes a store name or a Materialized, got {store!r}")
 
 
 def store_kind(in_memory: bool | None) -> StoreKind | None:

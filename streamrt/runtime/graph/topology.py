@@ -24,12 +24,16 @@ __all__ = (
     "SinkNode",
     "SourceNode",
     "SubTopology",
+    "TopicNameExtractor",
     "Topology",
     "changelog_topic",
     "internal_topic",
 )
 
 REPARTITION_SUFFIX = "-repartition"
+
+# (key, value, record_context) -> the topic a sink writes the record to
+TopicNameExtractor = Callable[[Any, Any, Any], str]
 
 
 def internal_topic(application_id: str, name: str) -> str:
@@ -78,10 +82,14 @@ class SinkNode:
     internal: bool = False
     children: list[str] = field(default_factory=list)
     accepts_changes: bool = False  # writes Change values (a KTable.group_by repartition)
+    # fn(key, value, record_context) -> topic per record (Kafka's TopicNameExtractor); then
+    # ``topic`` only names the sink in describe()
+    topic_extractor: TopicNameExtractor | None = None
 
     def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
-        self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
-        self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
+        if self.topic_extractor is None:
+            self.key_serde = bind_serde(self.key_serde, self.topic, is_key=True)
+            self.value_serde = bind_serde(self.value_serde, self.topic, is_key=False)
 
 
 Node = SourceNode | ProcessorNode | SinkNode
@@ -192,7 +200,10 @@ class Topology:
         *parents: str,
         internal: bool = False,
         accepts_changes: bool = False,
+        topic_extractor: TopicNameExtractor | None = None,
     ) -> str:
+        """A sink writing to ``topic``, or to ``topic_extractor(key, value, record_context)``
+        per record (Kafka's ``TopicNameExtractor``; the topics must exist)."""
         self._add(
             SinkNode(
                 name,
@@ -202,6 +213,7 @@ class Topology:
                 list(parents),
                 internal,
                 accepts_changes=accepts_changes,
+                topic_extractor=topic_extractor,
             )
         )
         return name
@@ -280,6 +292,22 @@ class Topology:
 
     def topic_of(self, node: SourceNode | SinkNode, application_id: str) -> str:
         return internal_topic(application_id, node.topic) if node.internal else node.topic
+
+    def sink_target(self, node: SinkNode, application_id: str) -> str | TopicNameExtractor:
+        """Where ``node`` writes a record: its one topic, or its topic extractor, checked."""
+        extractor = node.topic_extractor
+        if extractor is None:
+            return self.topic_of(node, application_id)
+
+        def checked(key: Any, value: Any, context: Any) -> str:
+            topic = extractor(key, value, context)
+            if not isinstance(topic, str) or not topic:
+                raise ConfigError(
+                    f"the topic extractor of sink {node.name} returned {topic!r}, not a topic name"
+                )
+            return topic
+
+        return checked
 
     def subtopologies(self, application_id: str) -> list[SubTopology]:
         """Connected components, numbered in the order their first node was added."""

@@ -66,7 +66,7 @@ class App:
     """A Kafka Streams-style application. Configure with Kafka Streams' names::
 
     app = App({"application.id": "wordcount", "bootstrap.servers": "localhost:9092"})
-    app.stream("text", value_serde="str").flat_map(...).group_by_key().count("counts")
+    app.stream("text", value_serde="str").flat_map(...).group_by_key().count(store="counts")
     """
 
     def __init__(

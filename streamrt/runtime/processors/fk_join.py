@@ -75,7 +75,7 @@ class SubscriptionSendProcessor(Processor):
 
     def __init__(
         self,
-        fk_of: Callable[[Any], Any],
+        fk_of: Callable[[Any, Any], Any],  # (key, value) -> foreign key
         fk_serde: Serde[Any],
         pk_serde: Serde[Any],
         value_serde: Serde[Any],
@@ -91,10 +91,10 @@ class SubscriptionSendProcessor(Processor):
         self.sink = sink
         self.local = local
 
-    def _fk(self, value: Any) -> bytes | None:
+    def _fk(self, key: Any, value: Any) -> bytes | None:
         if value is None:
             return None
-        fk = self.fk_of(value)
+        fk = self.fk_of(key, value)
         return None if fk is None else self.fk_serde.serialize(fk)
 
     def _send(self, fk: bytes, instruction: int, digest: bytes, pk: bytes) -> None:
@@ -114,7 +114,7 @@ class SubscriptionSendProcessor(Processor):
         change = as_change(value)
         pk = self.pk_serde.serialize(key) or b""
         digest = value_hash(self.value_serde.serialize(change.new))
-        new_fk, old_fk = self._fk(change.new), self._fk(change.old)
+        new_fk, old_fk = self._fk(key, change.new), self._fk(key, change.old)
         if self.left:
             self._left_join(change, new_fk, old_fk, digest, pk)
         else:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from streamrt.errors import ConfigError
+from streamrt.runtime.windows import to_ms
 
 __all__ = ("JoinKind", "JoinWindows", "Joiner", "KeyJoiner", "ValueJoinerWithKey", "key_joiner")
 
@@ -55,25 +57,29 @@ class JoinWindows:
             raise ConfigError(f"JoinWindows: grace must be >= 0, got {self.grace_ms}")
 
     @classmethod
-    def of_time_difference_with_no_grace(cls, difference_ms: int) -> JoinWindows:
-        return cls.of_time_difference_and_grace(difference_ms, 0)
+    def of_time_difference_with_no_grace(cls, difference: int | timedelta) -> JoinWindows:
+        """Durations here are ms (int) or a ``timedelta``, as everywhere in the DSL."""
+        return cls.of_time_difference_and_grace(difference, 0)
 
     @classmethod
-    def of_time_difference_and_grace(cls, difference_ms: int, grace_ms: int) -> JoinWindows:
+    def of_time_difference_and_grace(
+        cls, difference: int | timedelta, grace: int | timedelta
+    ) -> JoinWindows:
+        difference_ms = to_ms(difference, "JoinWindows time difference")
         if difference_ms < 0:
             raise ConfigError(f"JoinWindows: time difference must be >= 0, got {difference_ms}")
-        return cls(difference_ms, difference_ms, grace_ms)
+        return cls(difference_ms, difference_ms, to_ms(grace, "JoinWindows grace"))
 
     of_time_difference = of_time_difference_with_no_grace
 
-    def before(self, ms: int) -> JoinWindows:
-        return replace(self, before_ms=ms)
+    def before(self, before: int | timedelta) -> JoinWindows:
+        return replace(self, before_ms=to_ms(before, "JoinWindows before"))
 
-    def after(self, ms: int) -> JoinWindows:
-        return replace(self, after_ms=ms)
+    def after(self, after: int | timedelta) -> JoinWindows:
+        return replace(self, after_ms=to_ms(after, "JoinWindows after"))
 
-    def grace(self, ms: int) -> JoinWindows:
-        return replace(self, grace_ms=ms)
+    def grace(self, grace: int | timedelta) -> JoinWindows:
+        return replace(self, grace_ms=to_ms(grace, "JoinWindows grace"))
 
     @property
     def size_ms(self) -> int:

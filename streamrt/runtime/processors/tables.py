@@ -88,14 +88,16 @@ class TableFilterProcessor(_StoringProcessor):
 
 
 class TableMapValuesProcessor(_StoringProcessor):
-    def __init__(self, fn: Callable[[Any], Any], store: str | None) -> None:
+    """``fn(key, value)`` of each new and old value (a value mapper, with or without key)."""
+
+    def __init__(self, fn: Callable[[Any, Any], Any], store: str | None) -> None:
         super().__init__(store)
         self.fn = fn
 
     def process(self, key: Any, value: Any) -> None:
         change = as_change(value)
-        new = None if change.new is None else self.fn(change.new)
-        old = None if change.old is None else self.fn(change.old)
+        new = None if change.new is None else self.fn(key, change.new)
+        old = None if change.old is None else self.fn(key, change.old)
         self.emit(key, Change(new, old, change.is_latest))
 
 
@@ -189,15 +191,17 @@ def filter_getter(
     return ValueGetter(parent.stores, make)
 
 
-def map_values_getter(parent: ValueGetter, fn: Callable[[Any], Any]) -> ValueGetter:
-    """Reads of a mapped table: ``fn`` of the parent's value, with its timestamp."""
+def map_values_getter(parent: ValueGetter, fn: Callable[[Any, Any], Any]) -> ValueGetter:
+    """Reads of a mapped table: ``fn(key, value)`` of the parent's value, with its timestamp."""
 
     def make(ctx: ProcessorContext) -> TimedGet:
         get = parent.make_timed(ctx)
 
         def mapped(key: Any) -> ValueAndTimestamp | None:
             found = get(key)
-            return None if found is None else ValueAndTimestamp(fn(found.value), found.timestamp)
+            if found is None:
+                return None
+            return ValueAndTimestamp(fn(key, found.value), found.timestamp)
 
         return mapped
 

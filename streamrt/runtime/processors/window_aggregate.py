@@ -24,6 +24,7 @@ __all__ = (
     "SessionWindowAggregateProcessor",
     "SlidingWindowAggregateProcessor",
     "TimeWindowAggregateProcessor",
+    "WindowAggregateProcessor",
 )
 
 _NO_TIME = -(2**63)
@@ -41,6 +42,7 @@ class _WindowProcessor(Processor):
         self.send_old_values = send_old_values
         self.observed = _NO_TIME
         self.emitter: FinalEmitter | None = None
+        self.store_clock = True  # stream time never below the store's (see sharing_store)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -60,10 +62,21 @@ class _WindowProcessor(Processor):
             sent_old = old if self.send_old_values else None
             self.context.forward(window, Change(value, sent_old), timestamp=timestamp)
 
+    def sharing_store(self) -> _WindowProcessor:
+        """One of several processors writing one store (a windowed cogroup): as in Kafka
+        Streams, each closes windows by the records *it* saw, while the store still hides
+        windows older than its own stream time minus retention."""
+        self.store_clock = False
+        return self
+
     def _advance(self, timestamp: int, store_time: int) -> int:
         """Advance stream time with ``timestamp``; returns the close time."""
-        self.observed = max(self.observed, timestamp, store_time)
+        shared = store_time if self.store_clock else _NO_TIME
+        self.observed = max(self.observed, timestamp, shared)
         return self.observed - self.grace_ms
+
+
+WindowAggregateProcessor = _WindowProcessor  # what the three have in common, for typing
 
 
 class TimeWindowAggregateProcessor(_WindowProcessor):

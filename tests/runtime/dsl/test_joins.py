@@ -210,7 +210,7 @@ def table_join_app(kind: str) -> App:
     left = a.table("L", key_serde="str", value_serde="str")
     right = a.table("R", key_serde="str", value_serde="str")
     method = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
-    getattr(left, method)(right, pair, materialized="joined").to_stream().to(
+    getattr(left, method)(right, pair, store="joined").to_stream().to(
         "out", key_serde="str", value_serde="str"
     )
     return a
@@ -267,7 +267,7 @@ def test_foreign_key_join(left: bool) -> None:
         products,
         lambda order, product: f"{order['qty']}x{product}",
         foreign_key=lambda order: order["product"],
-        materialized="order-details",
+        store="order-details",
         value_serde="str",
     ).to_stream().to("out", key_serde="str", value_serde="str")
     with TopologyTestDriver(a) as d:
@@ -351,7 +351,7 @@ def test_repartition_topics_take_the_joined_tables_partition_count() -> None:
     validate_copartitioning(a.topology, "cp", {"clicks": 8, "users": 3, **counts})
     b = App({"application.id": "cp"})
     t2 = b.table("users", key_serde="str")
-    b.stream("clicks").repartition(5, name="fixed").join(t2, pair).to("out")
+    b.stream("clicks").repartition(partitions=5, name="fixed").join(t2, pair).to("out")
     subs = b.topology.subtopologies("cp")
     counts = repartition_counts(b.topology, "cp", subs, {"clicks": 8, "users": 3})
     with pytest.raises(CopartitionError, match="cp-fixed-repartition \\(5 partitions\\)"):

@@ -122,3 +122,27 @@ def test_global_table_is_restored_then_updated_and_joined(broker, tmp_path: Path
         app.stop()
     got = [(r.key, r.value) for r in read_all(b, "visits-out")]
     assert got == [(b"v1", b"es=Spain"), (b"v3", b"it=Italy")]
+
+
+def test_to_with_a_topic_extractor_on_the_broker(broker, tmp_path: Path) -> None:
+    """Issue 38: ``to(extractor)`` writes each record to the topic it names (on main the
+    function was taken for a topic name and the first record failed)."""
+    b = broker.bootstrap
+    for topic in ("routed-in", "routed-a", "routed-b"):
+        create_topic(b, topic, 1, **{"retention.ms": "-1"})
+    app = App(settings(b, tmp_path, "routed-it"))
+    app.stream("routed-in", key_serde="str", value_serde="str").to(
+        lambda key, _value, _context: f"routed-{key[0]}"
+    )
+    produce(b, "routed-in", [(b"a1", b"x"), (b"b1", b"y"), (b"a2", b"z")])
+    app.start()
+    try:
+        wait_until(
+            lambda: len(read_all(b, "routed-a")) == 2 and len(read_all(b, "routed-b")) == 1,
+            what="routed records",
+        )
+    finally:
+        app.stop()
+    assert [(r.key, r.value) for r in read_all(b, "routed-a")] == [(b"a1", b"x"), (b"a2", b"z")]
+    assert [(r.key, r.value) for r in read_all(b, "routed-b")] == [(b"b1", b"y")]
+    assert app.fatal_error is None

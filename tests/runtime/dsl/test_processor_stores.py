@@ -54,7 +54,7 @@ def test_range_includes_both_bounds_through_the_store_spec_path() -> None:
     runs without a record cache; the cached store's range is checked on the broker.)"""
     b = StreamsBuilder()
     b.topology.add_store(StoreSpec("kv", serde_for("str"), serde_for("json")))
-    b.stream("in", key_serde="str", value_serde="json").process(PutAll, stores=("kv",))
+    b.stream("in", key_serde="str", value_serde="json").process(PutAll, "kv")
     with drive(b) as d:
         fill(d)
         kv = d.get_key_value_store("kv")
@@ -72,7 +72,7 @@ def test_writes_answer_as_kafkas_delete_put_if_absent_put_all() -> None:
     ``put_if_absent`` the existing one."""
     b = StreamsBuilder()
     b.topology.add_store(StoreSpec("kv", serde_for("str"), serde_for("json")))
-    b.stream("in", key_serde="str", value_serde="json").process(PutAll, stores=("kv",))
+    b.stream("in", key_serde="str", value_serde="json").process(PutAll, "kv")
     with drive(b) as d:
         fill(d, ["a", "b"])
         kv = d.get_key_value_store("kv")
@@ -177,9 +177,9 @@ def test_windowed_table_regrouped_with_a_subtractor_gives_kafkas_totals() -> Non
         b.stream("in", key_serde="str", value_serde="json")
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
-        .count("counts")
+        .count(store="counts")
         .group_by(lambda w, v: (w.key, v), key_serde="str", value_serde="int")
-        .reduce(lambda a, v: a + v, lambda a, v: a - v, materialized="totals")
+        .reduce(lambda a, v: a + v, lambda a, v: a - v, store="totals")
         .to_stream()
         .to("out", key_serde="str", value_serde="json")
     )
@@ -194,9 +194,9 @@ def test_session_table_regrouped_subtracts_merged_sessions() -> None:
         b.stream("in", key_serde="str", value_serde="json")
         .group_by_key()
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 100))
-        .count("sessions")
+        .count(store="sessions")
         .group_by(lambda w, v: (w.key, v), key_serde="str", value_serde="int")
-        .reduce(lambda a, v: a + v, lambda a, v: a - v, materialized="session-totals")
+        .reduce(lambda a, v: a + v, lambda a, v: a - v, store="session-totals")
         .to_stream()
         .to("out", key_serde="str", value_serde="json")
     )
@@ -211,7 +211,7 @@ def test_suppressed_table_regrouped_subtracts_a_buffered_tombstone() -> None:
         b.table("in", store="in-store", key_serde="str", value_serde="json")
         .suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()))
         .group_by(lambda k, v: ("all", v), key_serde="str", value_serde="int")
-        .reduce(lambda a, v: a + v, lambda a, v: a - v, materialized="all-total")
+        .reduce(lambda a, v: a + v, lambda a, v: a - v, store="all-total")
         .to_stream()
         .to("out", key_serde="str", value_serde="json")
     )
@@ -300,11 +300,11 @@ def _join_regroup_totals(materialized: str | None) -> list[Any]:
     products = b.table("products", store="products-store", key_serde="str", value_serde="json")
     joiner = lambda o, p: f"{o}+{p}"  # noqa: E731
     joined = orders.join(
-        products, joiner, foreign_key=lambda v: v.split(":")[0], materialized=materialized
+        products, joiner, foreign_key=lambda v: v.split(":")[0], store=materialized
     )
     (
         joined.group_by(lambda k, v: (k[0], len(v)), key_serde="str", value_serde="int")
-        .reduce(lambda a, v: a + v, lambda a, v: a - v, materialized="totals")
+        .reduce(lambda a, v: a + v, lambda a, v: a - v, store="totals")
         .to_stream()
         .to("out", key_serde="str", value_serde="json")
     )

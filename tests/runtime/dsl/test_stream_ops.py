@@ -36,9 +36,14 @@ def test_foreach_peek_select_key_flat_map_values() -> None:
 
 def test_split_with_default_branch_takes_what_no_predicate_matched() -> None:
     a = app()
-    small, big, rest = a.stream("in", value_serde="int").split(
-        lambda _k, v: v < 10, lambda _k, v: v < 100, default=True
+    branches = (
+        a.stream("in", value_serde="int")
+        .split()
+        .branch(lambda _k, v: v < 10)
+        .branch(lambda _k, v: v < 100)
+        .default_branch()
     )
+    small, big, rest = branches.values()  # the split's name + 1, 2, then 0 (the default)
     small.to("small", value_serde="int")
     big.to("big", value_serde="int")
     rest.to("rest", value_serde="int")
@@ -53,7 +58,13 @@ def test_split_with_default_branch_takes_what_no_predicate_matched() -> None:
 
 def test_split_without_default_drops_unmatched() -> None:
     a = app()
-    (only,) = a.stream("in", value_serde="int").split(lambda _k, v: v < 10)
+    (only,) = (
+        a.stream("in", value_serde="int")
+        .split()
+        .branch(lambda _k, v: v < 10)
+        .no_default_branch()
+        .values()
+    )
     only.to("out", value_serde="int")
     with TopologyTestDriver(a) as d:
         i = d.create_input_topic("in", value_serde="int")
@@ -65,7 +76,7 @@ def test_repartition_with_explicit_partitions_goes_through_an_internal_topic() -
     a = app()
     a.stream("in", key_serde="str", value_serde="str").select_key(
         lambda _k, v: v, key_serde="str"
-    ).repartition(4, name="by-value").to("out")
+    ).repartition(partitions=4, name="by-value").to("out")
     src = a.topology.nodes["by-value-repartition-source"]
     assert src.partitions == 4  # type: ignore[union-attr]
     assert a.topology.repartition_topics("ops") == ["ops-by-value-repartition"]
@@ -75,7 +86,7 @@ def test_repartition_with_explicit_partitions_goes_through_an_internal_topic() -
         d.create_input_topic("in", "str", "str").pipe_input("k", "v", timestamp=5)
         assert d.create_output_topic("out", "str", "str").read_record() == TestRecord("v", "v", 5)
     with pytest.raises(ConfigError):
-        a.stream("x").repartition(0)
+        a.stream("x").repartition(partitions=0)
 
 
 def test_headers_are_readable_forwarded_and_written() -> None:

@@ -10,7 +10,7 @@ from streamrt.testing import TopologyTestDriver
 def test_filter_forwards_tombstones_and_map_values_maps_both() -> None:
     a = App({"application.id": "t"})
     t = a.table("prices", key_serde="str", value_serde="int")
-    cheap = t.filter(lambda _k, v: v < 100, materialized="cheap")
+    cheap = t.filter(lambda _k, v: v < 100, store="cheap")
     cheap.to_stream().to("cheap-out", key_serde="str", value_serde="int")
     cheap.map_values(lambda v: v * 2, value_serde="int").to_stream().to(
         "doubled", key_serde="str", value_serde="int"
@@ -61,10 +61,10 @@ def test_group_by_aggregate_subtracts_old_values_from_old_groups() -> None:
         lambda: 0,
         lambda _k, age, total: total + age,
         lambda _k, age, total: total - age,
-        materialized=Materialized.as_("age-sum"),
+        store=Materialized.as_("age-sum"),
         value_serde="int",
     ).to_stream().to("sums", key_serde="str", value_serde="int")
-    per_region.count(materialized="region-count")
+    per_region.count(store="region-count")
     with TopologyTestDriver(a) as d:
         u = d.create_input_topic("users", "str", "json")
         u.pipe_input("ann", {"region": "eu", "age": 30})
@@ -82,7 +82,7 @@ def test_grouped_table_reduce() -> None:
     a = App({"application.id": "t"})
     a.table("scores", key_serde="str", value_serde="int").group_by(
         lambda k, v: (k[0], v), key_serde="str", value_serde="int"
-    ).reduce(lambda agg, v: agg + v, lambda agg, v: agg - v, materialized="by-initial")
+    ).reduce(lambda agg, v: agg + v, lambda agg, v: agg - v, store="by-initial")
     with TopologyTestDriver(a) as d:
         s = d.create_input_topic("scores", "str", "int")
         s.pipe_input("ann", 3)

@@ -27,7 +27,7 @@ def join_app(grace: int | None, history: int = 100, in_memory: bool = True) -> A
         "users",
         key_serde="str",
         value_serde="str",
-        materialized=Materialized.as_versioned("users-v", history, in_memory=in_memory),
+        store=Materialized.as_versioned("users-v", history, in_memory=in_memory),
     )
     stream = a.stream("clicks", key_serde="str", value_serde="str")
     stream.left_join(table, pair, grace=grace).to("out", key_serde="str", value_serde="str")
@@ -136,7 +136,7 @@ def test_out_of_order_versions_reach_to_stream_but_not_joins_or_groupings() -> N
     t.to_stream().to("all", key_serde="str", value_serde="str")
     t.join(u, pair).to_stream().to("joined", key_serde="str", value_serde="str")
     grouped = t.group_by(lambda k, v: (v, k), key_serde="str", value_serde="str")
-    grouped.count(materialized="c").to_stream().to("counts", key_serde="str", value_serde="int")
+    grouped.count(store="c").to_stream().to("counts", key_serde="str", value_serde="int")
     with TopologyTestDriver(a) as d:
         d.create_input_topic("u", "str", "str").pipe_input("k", "U", timestamp=1)
         t_in = d.create_input_topic("t", "str", "str")

@@ -26,7 +26,7 @@ def versioned_app(bootstrap: str, state: Path) -> App:
         "users",
         key_serde="str",
         value_serde="str",
-        materialized=Materialized.as_versioned("users-v", 1000, in_memory=True),
+        store=Materialized.as_versioned("users-v", 1000, in_memory=True),
     )
     clicks = app.stream("clicks", key_serde="str", value_serde="str")
     clicks.left_join(table, lambda c, u: f"{c}+{u}", grace=50).to(

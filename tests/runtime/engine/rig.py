@@ -322,7 +322,7 @@ def rig(
     """The thread's rig; with ``producers`` it is exactly_once_v2, and every transactional
     producer the thread makes is appended there."""
     app = App({"application.id": APP})
-    app.stream("in", key_serde="str", value_serde="str").group_by_key().count("counts")
+    app.stream("in", key_serde="str", value_serde="str").group_by_key().count(store="counts")
     settings = {"application.id": APP, "state.dir": str(state_dir)}
     if producers is not None:
         settings["processing.guarantee"] = "exactly_once_v2"

@@ -413,7 +413,7 @@ def test_word_count_through_librdkafka_is_exact(
         app.stream("rdc-lines", key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to("rdc-counts", value_serde="int")
     )

@@ -124,7 +124,7 @@ def test_word_count_through_librdkafka_is_exact_and_partitioned_as_java(
         app.stream("rd-lines", key_serde="str", value_serde="str")
         .flat_map(lambda _k, line: [(w, w) for w in line.split()], key_serde="str")
         .group_by_key(name="words")
-        .count("counts")
+        .count(store="counts")
         .to_stream()
         .to("rd-counts", value_serde="int")
     )

@@ -255,7 +255,7 @@ def test_a_tail_of_aborted_records_ends_without_waiting_for_an_empty_fetch(
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_standby_follows_its_changelog(kind: str, broker, tmp_path: Path) -> None:
     app = App({"application.id": APP})
-    app.stream("rc-in", key_serde="str", value_serde="str").group_by_key().count("counts")
+    app.stream("rc-in", key_serde="str", value_serde="str").group_by_key().count(store="counts")
     (sub,) = app.topology.subtopologies(APP)
     topic = changelog_topic(APP, "counts")
     create_topic(broker.bootstrap, topic, 1)
@@ -297,7 +297,7 @@ def test_a_standby_follows_its_changelog(kind: str, broker, tmp_path: Path) -> N
 
 def _factory(settings: dict[str, str]) -> ClientFactory:
     app = App({"application.id": APP})
-    app.stream("rc-in", key_serde="str").group_by_key().count("counts")
+    app.stream("rc-in", key_serde="str").group_by_key().count(store="counts")
     config = StreamsConfig.from_mapping({"application.id": APP, **settings})
     env = ThreadEnv(
         config,

@@ -25,6 +25,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
@@ -94,7 +95,8 @@ final class Dsl {
                 if (!source && !regrouped && from != null && windowed.contains(from)) {
                     windowed.add(id);
                 }
-                if (node.get("op").asText().equals("windowedBy")) {
+                if (node.get("op").asText().equals("windowedBy")
+                        || (node.get("op").asText().equals("cogroup") && node.has("window"))) {
                     windowed.add(id);
                 }
                 if (result instanceof Map) {
@@ -142,7 +144,9 @@ final class Dsl {
                 inputs.add(text(n, "topic"));
                 return builder.globalTable(text(n, "topic"));
             case "to":
-                outputs.add(text(n, "topic"));
+                if (!n.has("extractor")) {
+                    outputs.add(text(n, "topic"));
+                }
                 to(n, from);
                 return null;
             default:
@@ -184,7 +188,15 @@ final class Dsl {
                 return KeyValue.pair(w.key() + "@" + w.window().start() + "/" + w.window().end(), v);
             });
         }
-        s.to(text(n, "topic"), Produced.with((org.apache.kafka.common.serialization.Serde) Serdes.String(), json));
+        Produced produced = Produced.with((org.apache.kafka.common.serialization.Serde) Serdes.String(), json);
+        if (n.has("extractor")) {  // the topics it may name are listed, so they are read
+            for (JsonNode t : n.get("topics")) {
+                outputs.add(t.asText());
+            }
+            s.to(Fns.topicExtractor(text(n, "extractor")), produced);
+            return;
+        }
+        s.to(text(n, "topic"), produced);
     }
 
     private Object streamOp(String op, JsonNode n, KStream<String, Object> s) {
@@ -198,7 +210,18 @@ final class Dsl {
             case "flatMap": return s.flatMap(Fns.flatMapper(text(n, "fn")));
             case "merge": return s.merge((KStream<String, Object>) node(text(n, "other")));
             case "peek": return s.peek((k, v) -> { });
-            case "repartition": return s.repartition();
+            case "repartition":
+                if (n.has("name") || n.has("partitions")) {
+                    Repartitioned<String, Object> r = Repartitioned.with(Serdes.String(), json);
+                    if (n.has("name")) {
+                        r = r.withName(text(n, "name"));
+                    }
+                    if (n.has("partitions")) {
+                        r = r.withNumberOfPartitions(n.get("partitions").asInt());
+                    }
+                    return s.repartition(r);
+                }
+                return s.repartition();
             case "split": return split(n, s);
             case "toTable": return s.toTable();
             case "processValues": return s.processValues(() -> new MapValuesProcessor(Fns.valueMapper(text(n, "fn"))));
@@ -221,13 +244,24 @@ final class Dsl {
         BranchedKStream<String, Object> b = s.split(Named.as("split-"));
         int i = 0;
         for (Iterator<JsonNode> it = n.get("predicates").elements(); it.hasNext(); i++) {
-            b = b.branch(Fns.predicate(it.next().asText()), Branched.as(String.valueOf(i)));
+            b = b.branch(Fns.predicate(it.next().asText()), branched(n, String.valueOf(i)));
         }
         Map<String, KStream<String, Object>> out = n.path("default").asBoolean(false)
-            ? b.defaultBranch(Branched.as("default")) : b.noDefaultBranch();
+            ? b.defaultBranch(branched(n, "default")) : b.noDefaultBranch();
         Map<String, KStream<String, Object>> named = new HashMap<>();
         out.forEach((k, v) -> named.put(k.substring("split-".length()), v));
         return named;
+    }
+
+    /** A branch named ``name``; with "functions": {name: value mapper} its stream is mapped
+     *  inside the branch (Branched.withFunction). */
+    private static Branched<String, Object> branched(JsonNode n, String name) {
+        JsonNode fns = n.path("functions");
+        if (fns.has(name)) {
+            var mapper = Fns.valueMapper(fns.get(name).asText());
+            return Branched.withFunction(ks -> ks.mapValues(mapper), name);
+        }
+        return Branched.as(name);
     }
 
     private Object streamJoin(String op, JsonNode n, KStream<String, Object> s) {
@@ -252,6 +286,9 @@ final class Dsl {
         }
         KTable<String, Object> t = (KTable<String, Object>) other;
         Joined<String, Object, Object> joined = Joined.with(Serdes.String(), json, json);
+        if (n.has("name")) {
+            joined = joined.withName(text(n, "name"));
+        }
         if (n.has("grace_ms")) {
             joined = joined.withGracePeriod(ms(n, "grace_ms"));
         }
@@ -300,7 +337,8 @@ final class Dsl {
             case "filter": return st.filter(Fns.predicate(text(n, "fn")));
             case "filterNot": return st.filterNot(Fns.predicate(text(n, "fn")));
             case "mapValues": return st.mapValues(Fns.valueMapper(text(n, "fn")));
-            case "toStream": return t.toStream();
+            case "toStream":
+                return n.has("fn") ? st.toStream(Fns.keySelector(text(n, "fn"))) : t.toStream();
             case "groupBy":
                 if (text(n, "fn").equals("windowKey")) {  // a windowed table by its record key
                     return t.groupBy((k, v) -> KeyValue.pair(((Windowed<String>) k).key(), v),
@@ -360,7 +398,46 @@ final class Dsl {
             c = c.cogroup((KGroupedStream<String, Object>) node(text(other, "from")),
                 Fns.aggregator(text(other, "fn")));
         }
-        return c.aggregate(Fns.initializer(text(n, "init")), Materialized.with(Serdes.String(), json));
+        if (!n.has("window")) {
+            return c.aggregate(Fns.initializer(text(n, "init")), Materialized.with(Serdes.String(), json));
+        }
+        Object w = windows(n.get("window"));
+        if (w instanceof SessionWindows) {
+            return c.windowedBy((SessionWindows) w).aggregate(Fns.initializer(text(n, "init")),
+                Fns.merger(text(n, "merger")), Materialized.with(Serdes.String(), json));
+        }
+        if (w instanceof SlidingWindows) {
+            return c.windowedBy((SlidingWindows) w).aggregate(Fns.initializer(text(n, "init")),
+                Materialized.with(Serdes.String(), json));
+        }
+        return c.windowedBy((TimeWindows) w).aggregate(Fns.initializer(text(n, "init")),
+            Materialized.with(Serdes.String(), json));
+    }
+
+    /** A window spec as Kafka's windows object (TimeWindows, SlidingWindows or SessionWindows). */
+    private static Object windows(JsonNode w) {
+        String type = text(w, "type");
+        boolean grace = w.has("grace_ms");
+        switch (type) {
+            case "tumbling":
+            case "hopping": {
+                Duration size = ms(w, "size_ms");
+                TimeWindows t = grace ? TimeWindows.ofSizeAndGrace(size, ms(w, "grace_ms"))
+                    : TimeWindows.ofSizeWithNoGrace(size);
+                return type.equals("hopping") ? t.advanceBy(ms(w, "advance_ms")) : t;
+            }
+            case "sliding": {
+                Duration d = ms(w, "diff_ms");
+                return grace ? SlidingWindows.ofTimeDifferenceAndGrace(d, ms(w, "grace_ms"))
+                    : SlidingWindows.ofTimeDifferenceWithNoGrace(d);
+            }
+            case "session": {
+                Duration gap = ms(w, "gap_ms");
+                return grace ? SessionWindows.ofInactivityGapAndGrace(gap, ms(w, "grace_ms"))
+                    : SessionWindows.ofInactivityGapWithNoGrace(gap);
+            }
+            default: throw new IllegalArgumentException("unknown window type " + type);
+        }
     }
 
     private static Object windowedBy(JsonNode w, KGroupedStream<String, Object> g) {

@@ -14,6 +14,7 @@ import org.apache.kafka.streams.kstream.Reducer;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueJoinerWithKey;
 import org.apache.kafka.streams.kstream.ValueMapper;
+import org.apache.kafka.streams.processor.TopicNameExtractor;
 
 /** The named built-ins a scenario may use (no user code): the same names and rules as
  *  tests/differential/builtins.py. A null value reaches a built-in only where Kafka passes it. */
@@ -186,6 +187,15 @@ final class Fns {
             case "value": return (k, v) -> v == null ? null : fmt(v);
             case "prefix": return (k, v) -> v == null ? null : fmt(v).split(":", 2)[0];
             default: throw new IllegalArgumentException("unknown key mapper " + name);
+        }
+    }
+
+    /** Topic-name extractors: "out-" + the key's first character, or + the source topic. */
+    static TopicNameExtractor<Object, Object> topicExtractor(String name) {
+        switch (name) {
+            case "keyFirstChar": return (k, v, ctx) -> "out-" + ((String) k).substring(0, 1);
+            case "sourceTopic": return (k, v, ctx) -> "out-" + ctx.topic();
+            default: throw new IllegalArgumentException("unknown topic extractor " + name);
         }
     }
 }

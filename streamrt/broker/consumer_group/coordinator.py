@@ -1,0 +1,393 @@
+"""The consumer-group coordinator as a pure state machine (the consumer part of Kafka's
+``GroupMetadataManager``): ConsumerGroupHeartbeat, ConsumerGroupDescribe, session and
+rebalance timeouts, and the member checks of OffsetCommit/OffsetFetch.
+
+No sockets, no asyncio, no wall clock: time comes from the injected ``Clock``, timeouts from
+the injected ``Timer`` (whose ops return a ``Result`` like the classic coordinator's), and the
+topics from an injected ``topics()`` (name -> partition count). Groups live in memory only:
+after a restart members get UNKNOWN_MEMBER_ID and rejoin at epoch 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
+from streamrt.broker.consumer_group.config import ConsumerGroupConfig
+from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
+from streamrt.broker.consumer_group.member import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerMember,
+    MemberState,
+    same,
+)
+from streamrt.broker.consumer_group.reconcile import reconcile
+from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
+from streamrt.clock import Clock
+from streamrt.errors import ErrorCode, KafkaError
+
+__all__ = ("ConsumerGroupCoordinator",)
+
+logger = logging.getLogger(__name__)
+Topics = Callable[[], Mapping[str, int]]
+
+
+class Timer(Protocol):
+    """The coordinator core's timer (``coordination.timer``); an op's return value is unused."""
+
+    def schedule(self, key: str, delay_ms: int, op: Callable[[], None]) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
+
+
+def _session_key(group_id: str, member_id: str) -> str:
+    return f"consumer-session-{group_id}-{member_id}"
+
+
+def _rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance-{group_id}-{member_id}"
+
+
+def _new_member_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroupCoordinator:
+    def __init__(
+        self, config: ConsumerGroupConfig, clock: Clock, timer: Timer, topics: Topics
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.timer = timer
+        self.topics = topics
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    # -- queries used by the classic side ------------------------------------------------------
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def drop_if_empty(self, group_id: str) -> None:
+        """A classic JoinGroup takes over an empty consumer group (as Kafka converts it)."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.members:
+            del self.groups[group_id]
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
+
+    def heartbeat(
+        self, req: HeartbeatRequest, classic_group_active: bool = False
+    ) -> HeartbeatAnswer:
+        """One heartbeat; errors come back in the answer (the group is left unchanged)."""
+        try:
+            validate(req, self.config.assignors)
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(req)
+            return self._heartbeat(req, classic_group_active)
+        except KafkaError as exc:
+            return HeartbeatAnswer(exc.code, str(exc.args[0]) if exc.args else None)
+
+    def _group(self, group_id: str, create: bool, classic_group_active: bool) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if classic_group_active:
+            raise KafkaError(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+            )
+        if not create:
+            # Kafka answers GROUP_ID_NOT_FOUND, which librdkafka treats as fatal; Kafka never
+            # loses a group, but this coordinator forgets them on restart (not persisted), so
+            # the member is told to rejoin at epoch 0 instead
+            raise KafkaError(
+                ErrorCode.unknown_member_id,
+                f"Consumer group {group_id} not found (not kept across a broker restart); "
+                "rejoin with epoch 0.",
+            )
+        group = ConsumerGroup(group_id)
+        self.groups[group_id] = group
+        return group
+
+    def _heartbeat(self, req: HeartbeatRequest, classic_group_active: bool) -> HeartbeatAnswer:
+        joining = req.member_epoch == 0
+        group = self._group(req.group_id, joining, classic_group_active)
+        member_id = req.member_id or _new_member_id()
+        replaced: ConsumerMember | None = None
+        if req.instance_id is not None:
+            member, replaced = self._static_member(group, req, member_id)
+        else:
+            member = self._dynamic_member(group, req, member_id)
+        updated = self._apply_fields(member, req)
+        topics = self.topics()
+        bump = joining and replaced is None and member_id not in group.members
+        bump = bump or not _same_subscription(member, updated)
+        if replaced is not None:  # the heir takes the target over; no new group epoch
+            target = group.target.get(replaced.member_id, {})
+            group.remove(replaced.member_id)
+            self._cancel_timers(group.group_id, replaced.member_id)
+            group.target[member_id] = target
+        group.put(updated)
+        subscription = group.subscription(topics)
+        if bump or subscription != group.subscription_metadata:
+            group.subscription_metadata = subscription
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, topics)
+        final = reconcile(
+            updated,
+            group.assignment_epoch,
+            group.target.get(member_id, {}),
+            group.owner_epoch,
+            req.owned,
+        )
+        group.put(final)
+        if final != updated:
+            if final.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group.group_id, final)
+            else:
+                self.timer.cancel(_rebalance_key(group.group_id, member_id))
+        self._schedule_session_timeout(group.group_id, member_id)
+        full = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.owned is not None
+        )
+        send = joining or full or not same(member.assigned, final.assigned)
+        return HeartbeatAnswer(
+            ErrorCode.none,
+            None,
+            member_id,
+            final.member_epoch,
+            self.config.heartbeat_interval_ms,
+            dict(final.assigned) if send else None,
+        )
+
+    def _dynamic_member(
+        self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str
+    ) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if req.member_epoch != 0:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            self._check_size(group)
+            return ConsumerMember(member_id=member_id)
+        if req.member_epoch == 0:
+            # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
+            # the old incarnation goes, its partitions are free, and it starts afresh
+            self._fence(group, member_id)
+            return ConsumerMember(member_id=member_id)
+        self._check_epoch(member, req)
+        return member
+
+    def _static_member(
+        self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str
+    ) -> tuple[ConsumerMember, ConsumerMember | None]:
+        """(the member, the previous member it replaces); Kafka's
+        ``getOrMaybeSubscribeStaticConsumerGroupMember``."""
+        assert req.instance_id is not None
+        existing = group.static_member(req.instance_id)
+        if req.member_epoch == 0:
+            if existing is None:
+                if member_id not in group.members:
+                    self._check_size(group)
+                return group.members.get(member_id) or ConsumerMember(member_id=member_id), None
+            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                raise KafkaError(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {existing.member_id} with instance id {req.instance_id} "
+                    "is not released yet.",
+                )
+            if existing.member_id == member_id:
+                return dataclasses.replace(existing, member_epoch=0, previous_member_epoch=0), None
+            heir = dataclasses.replace(
+                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
+            )
+            return heir, existing
+        if existing is None:
+            raise KafkaError(
+                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+            )
+        if existing.member_id != member_id:
+            raise KafkaError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {member_id} with instance id {req.instance_id} was fenced by "
+                f"member {existing.member_id}.",
+            )
+        self._check_epoch(existing, req)
+        return existing, None
+
+    def _check_size(self, group: ConsumerGroup) -> None:
+        """Kafka's ``throwIfConsumerGroupIsFull`` (``group.consumer.max.size``)."""
+        if len(group.members) >= self.config.max_size:
+            raise KafkaError(
+                ErrorCode.group_max_size_reached,
+                "The consumer group has reached its maximum capacity of "
+                f"{self.config.max_size} members.",
+            )
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:
+        """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: the previous epoch is still
+        accepted if what the member owns fits its assignment (the answer may have been lost)."""
+        if req.member_epoch > member.member_epoch:
+            raise KafkaError(
+                ErrorCode.fenced_member_epoch,
+                f"The consumer group member has a greater member epoch ({req.member_epoch}) "
+                f"than the one known by the group coordinator ({member.member_epoch}).",
+            )
+        if req.member_epoch < member.member_epoch:
+            fits = req.owned is not None and all(
+                ps <= member.assigned.get(t, frozenset()) for t, ps in req.owned.items()
+            )
+            if req.member_epoch != member.previous_member_epoch or not fits:
+                raise KafkaError(
+                    ErrorCode.fenced_member_epoch,
+                    f"The consumer group member has a smaller member epoch ({req.member_epoch}) "
+                    f"than the one known by the group coordinator ({member.member_epoch}).",
+                )
+
+    @staticmethod
+    def _apply_fields(member: ConsumerMember, req: HeartbeatRequest) -> ConsumerMember:
+        changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
+        if req.instance_id is not None:
+            changes["instance_id"] = req.instance_id
+        if req.rack_id is not None:
+            changes["rack_id"] = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+        if req.subscribed_topic_names is not None:
+            changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
+        if req.subscribed_topic_regex is not None:
+            changes["subscribed_topic_regex"] = req.subscribed_topic_regex or None
+        if req.server_assignor is not None:
+            changes["server_assignor"] = req.server_assignor
+        return dataclasses.replace(member, **changes)  # type: ignore[arg-type]
+
+    def _compute_target(self, group: ConsumerGroup, topics: Mapping[str, int]) -> None:
+        """A new target assignment at the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
+        # Kafka's computePreferredServerAssignor: the one most members ask for, else the default
+        asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = max(sorted(asked), key=lambda a: asked[a]) if asked else self.config.assignors[0]
+        specs = {
+            mid: MemberSpec(subscribed_topics(m, topics), group.target.get(mid, {}))
+            for mid, m in group.members.items()
+        }
+        group.target = ASSIGNORS[name](specs, group.subscription(topics))
+        group.assignor_name = name
+        group.assignment_epoch = group.group_epoch
+        group.assignments_computed += 1
+
+    # -- leaving and fencing -------------------------------------------------------------------
+
+    def _leave(self, req: HeartbeatRequest) -> HeartbeatAnswer:
+        group = self._group(req.group_id, False, False)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id,
+                    f"Member {req.member_id} is not a member of group {group.group_id}.",
+                )
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+                )
+            if member.member_id != req.member_id:
+                raise KafkaError(
+                    ErrorCode.fenced_instance_id,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was "
+                    f"fenced by member {member.member_id}.",
+                )
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # a temporary leave: member and assignment stay until its session expires
+            group.put(dataclasses.replace(member, member_epoch=STATIC_LEAVE_EPOCH))
+            self.timer.cancel(_rebalance_key(group.group_id, member.member_id))
+        else:
+            self._fence(group, member.member_id)
+        return HeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch, 0, None)
+
+    def _fence(self, group: ConsumerGroup, member_id: str) -> None:
+        """Remove a member; the group epoch bumps, so the others get a new target."""
+        group.remove(member_id)
+        self._cancel_timers(group.group_id, member_id)
+        group.group_epoch += 1
+        group.subscription_metadata = group.subscription(self.topics())
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(_session_key(group_id, member_id))
+        self.timer.cancel(_rebalance_key(group_id, member_id))
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            if group is not None and member_id in group.members:
+                logger.info("consumer group %s: member %s session expired", group_id, member_id)
+                self._fence(group, member_id)
+
+        self.timer.schedule(
+            _session_key(group_id, member_id), self.config.session_timeout_ms, expire
+        )
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
+        """A member that does not revoke within its rebalance timeout is fenced."""
+        member_id, epoch = member.member_id, member.member_epoch
+
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            current = None if group is None else group.members.get(member_id)
+            if group is not None and current is not None and current.member_epoch == epoch:
+                logger.info(
+                    "consumer group %s: member %s did not revoke in time", group_id, member_id
+                )
+                self._fence(group, member_id)
+
+        self.timer.schedule(
+            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire
+        )
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def validate_offset_request(
+        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    ) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch`` for a consumer
+        group: None if allowed, else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH."""
+        group = self.groups[group_id]
+        if fetch and member_epoch < 0 and member_id is None:
+            return None
+        if not fetch and member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return None
+
+    # -- ConsumerGroupDescribe -----------------------------------------------------------------
+
+    def describe(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        return group
+
+
+def _same_subscription(a: ConsumerMember, b: ConsumerMember) -> bool:
+    return (
+        a.subscribed_topic_names == b.subscribed_topic_names
+        and a.subscribed_topic_regex == b.subscribed_topic_regex
+    )

@@ -1,0 +1,59 @@
+"""A consumer-protocol member and its reconciliation state (Kafka's ``ConsumerGroupMember``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+
+from streamrt.broker.consumer_group.assignors import Assignment
+
+__all__ = ("LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerMember", "MemberState", "same")
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+class MemberState(enum.Enum):
+    """Where a member is on its way to the target assignment (Kafka's ``MemberState``)."""
+
+    STABLE = "stable"
+    #: it must first give up ``pending_revocation`` (its epoch stays until it does)
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    #: it is at the target epoch but waits for partitions other members still hold
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerMember:
+    member_id: str
+    client_id: str = ""
+    client_host: str = ""
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = 300_000
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    #: what the member may consume now
+    assigned: Assignment = dataclasses.field(default_factory=dict)
+    #: what it still holds but must give up
+    pending_revocation: Assignment = dataclasses.field(default_factory=dict)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def held(self) -> Assignment:
+        """Partitions this member counts as owner of: assigned and not yet revoked."""
+        out = dict(self.assigned)
+        for topic, ps in self.pending_revocation.items():
+            out[topic] = out.get(topic, frozenset()) | ps
+        return out
+
+
+def same(a: Mapping[str, frozenset[int]], b: Mapping[str, frozenset[int]]) -> bool:
+    """Equal assignments, ignoring topics with no partitions."""
+    return {t: p for t, p in a.items() if p} == {t: p for t, p in b.items() if p}

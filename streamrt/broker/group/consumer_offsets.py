@@ -1,0 +1,162 @@
+"""OffsetCommit/OffsetFetch of consumer groups: the member epoch is the generation.
+
+Kafka's ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``: a commit from a member
+must carry its current member epoch (else STALE_MEMBER_EPOCH), from a known member (else
+UNKNOWN_MEMBER_ID), over OffsetCommit v9+ (older versions cannot carry a member epoch:
+UNSUPPORTED_VERSION). Commits with epoch -1 are accepted only while the group has no members.
+The offsets themselves live in the classic coordinator's offset table, like Kafka's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.group.offsets import OffsetMetadataManager
+from streamrt.broker.group.pending import PendingTxnOffsets
+from streamrt.broker.group.records import CoordinatorRecord, offset_tombstone
+from streamrt.errors import ErrorCode
+from streamrt.wire.api_keys import ApiKey
+from streamrt.wire.codec import build
+from streamrt.wire.group_responses import response_cls
+
+__all__ = (
+    "commit",
+    "delete",
+    "expired",
+    "fetch_errors",
+    "txn_commit",
+    "with_fetch_errors",
+)
+
+
+def commit(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    now_ms: int,
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """(response, records to append then replay) of an OffsetCommit to a consumer group."""
+    epoch: int = request.generation_id_or_member_epoch
+    error = consumer.validate_offset_request(request.group_id, request.member_id, epoch)
+    if error is None and epoch >= 0 and version < 9:
+        error = ErrorCode.unsupported_version
+    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    response = build(response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics)
+    return response, records
+
+
+def txn_commit(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    now_ms: int,
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """A TxnOffsetCommit to a consumer group (exactly-once with ``group.protocol=consumer``):
+    the generation field carries the member epoch, checked as an OffsetCommit's (Kafka's
+    ``validateOffsetCommit`` with ``isTransactional``); v0-2 carry no member: not checked."""
+    epoch: int = getattr(request, "generation_id", -1)
+    member_id: str = getattr(request, "member_id", "")
+    error = None
+    if version >= 3:
+        error = consumer.validate_offset_request(request.group_id, member_id, epoch)
+    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    response = build(
+        response_cls(ApiKey.TXN_OFFSET_COMMIT, version), throttle_time=0, topics=topics
+    )
+    return response, records
+
+
+def fetch_errors(consumer: ConsumerGroupCoordinator, version: int, request: Any) -> dict[str, Any]:
+    """Group id -> error for the consumer groups of an OffsetFetch v9+ whose member checks fail."""
+    if version < 9:
+        return {}
+    out: dict[str, Any] = {}
+    for g in request.groups:
+        if g.group_id in consumer.groups:
+            error = consumer.validate_offset_request(
+                g.group_id, g.member_id, g.member_epoch, fetch=True
+            )
+            if error is not None:
+                out[g.group_id] = error
+    return out
+
+
+def with_fetch_errors(response: Any, errors: dict[str, Any]) -> Any:
+    """The OffsetFetch response with the refused groups answering their error, no offsets."""
+    if not errors:
+        return response
+    groups = tuple(
+        dataclasses.replace(g, error_code=errors[g.group_id], topics=())
+        if g.group_id in errors
+        else g
+        for g in response.groups
+    )
+    return dataclasses.replace(response, groups=groups)
+
+
+def expired(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    pending: PendingTxnOffsets,
+    topics: Mapping[str, int],
+    now_ms: int,
+    retention_ms: int,
+) -> tuple[tuple[CoordinatorRecord, ...], list[str]]:
+    """Offsets retention of consumer groups, as Kafka's ``cleanupExpiredOffsets`` with
+    ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
+    expires ``retention_ms`` after its commit (or at its explicit expire timestamp). Returns
+    the tombstones and the empty groups left without offsets (Kafka deletes them)."""
+    records: list[CoordinatorRecord] = []
+    gone: list[str] = []
+    for group_id, group in sorted(consumer.groups.items()):
+        if pending.has_group(group_id):
+            continue  # an open transaction will still commit offsets here
+        subscribed = set(group.subscription(topics))
+        committed = offsets.of_group(group_id)
+        expired_count = 0
+        for (topic, partition), value in sorted(committed.items()):
+            if topic in subscribed:
+                continue
+            if value.expire_timestamp >= 0:
+                is_expired = now_ms >= value.expire_timestamp
+            else:
+                is_expired = now_ms - value.commit_timestamp >= retention_ms
+            if is_expired:
+                expired_count += 1
+                records.append(offset_tombstone(group_id, topic, partition))
+        if expired_count == len(committed) and not group.members:
+            gone.append(group_id)
+    return tuple(records), gone
+
+
+def delete(
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetMetadataManager,
+    topics: Mapping[str, int],
+    version: int,
+    request: Any,
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """OffsetDelete on a consumer group (Kafka's ``deleteOffsets``): the offsets of a topic
+    some member subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC); others get tombstones."""
+    group = consumer.groups[request.group_id]
+    subscribed = set(group.subscription(topics))
+    committed = offsets.of_group(request.group_id)
+    records: list[CoordinatorRecord] = []
+    out = []
+    for t in request.topics:
+        rows = []
+        for p in t.partitions:
+            code = ErrorCode.none
+            if t.name in subscribed:
+                code = ErrorCode.group_subscribed_to_topic
+            elif (t.name, p.partition_index) in committed:
+                records.append(offset_tombstone(request.group_id, t.name, p.partition_index))
+            rows.append({"partition_index": p.partition_index, "error_code": code})
+        out.append({"name": t.name, "partitions": rows})
+    cls = response_cls(ApiKey.OFFSET_DELETE, version)
+    return build(cls, error_code=ErrorCode.none, throttle_time=0, topics=out), tuple(records)
