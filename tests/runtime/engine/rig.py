@@ -232,6 +232,9 @@ class FakeClient:
     def init_transactions(self, timeout: float) -> None:
         pass
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        pass  # the transactional producer's connect() waits for a broker: here at once
+
     def begin_transaction(self) -> None:
         pass
 

@@ -316,6 +316,9 @@ class _HangingClient:
     def init_transactions(self, timeout: float) -> None:
         pass
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        pass
+
     def send_offsets_to_transaction(self, parts: object, blob: bytes, timeout: float) -> None:
         self.release.wait()  # ignores its timeout
 
