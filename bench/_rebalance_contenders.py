@@ -5,7 +5,7 @@ record cache off, commit every 100 ms, session 6 s, static group.instance.id per
 2 stream threads, moves restored at once) as one process per instance:
 
 - ``streamrt``: ``streamrt run rebalance_cooperative:app`` with streamrt's own group
-  membership (``STREAMRT_STREAM_THREAD_MEMBERSHIP=streamrt``); eager is ``upgrade.from=2.3``.
+  membership (the only one); eager is ``upgrade.from=2.3``.
 - ``kafka-streams``: Kafka Streams 4.3.1, ``PeerApp rebalance`` (bench/kafka-streams/,
   RebalanceApp.java), cooperative only: Kafka Streams 4.2 removed the eager protocol
   (``upgrade.from`` accepts 2.4 and later; its assignor supports COOPERATIVE only).
@@ -88,7 +88,6 @@ class StreamrtInstance:
         env = {
             **os.environ,
             "PYTHONPATH": f"{HERE.parents[1]}{os.pathsep}{HERE.parent}",
-            "STREAMRT_STREAM_THREAD_MEMBERSHIP": "streamrt",
         }
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
 

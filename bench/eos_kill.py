@@ -17,12 +17,11 @@ per key, changelogged RocksDB store, counts out):
     .venv/bin/python bench/eos_kill.py --kills 20 --events 20000
     .venv/bin/python bench/eos_kill.py --producer librdkafka ...   # its transactional producer
 
-``--producer aiokafka|librdkafka`` runs both parts on streamrt's own membership with
-librdkafka's fetching consumer and that producer (the transactional one under EOS); without
-it, the runtime's defaults. ``--cache-off`` times the throughput rows with the record cache off
-(with it, 64 keys absorb almost every update and the producer sends little). Throughput rows
-also give records per CPU-second of the app: every thread of this process but the main one,
-which only polls for completion (Linux /proc).
+``--producer librdkafka`` is the runtime's one data path since issue 37 (kept so older
+commands run; ``aiokafka`` is refused). ``--cache-off`` times the throughput rows with the
+record cache off (with it, 64 keys absorb almost every update and the producer sends little).
+Throughput rows also give records per CPU-second of the app: every thread of this process but
+the main one, which only polls for completion (Linux /proc).
 """
 
 from __future__ import annotations
@@ -98,14 +97,11 @@ def topics(bootstrap: str) -> None:
 
 
 def data_path(producer: str | None) -> dict[str, str]:
-    """The stream.thread.* settings of ``--producer`` (none: the runtime's defaults)."""
-    if producer is None:
-        return {}
-    return {
-        "stream.thread.membership": "streamrt",
-        "stream.thread.consumer": "librdkafka",
-        "stream.thread.producer": producer,
-    }
+    """``--producer``: librdkafka's is the only one since issue 37 (the stream.thread.* keys
+    are gone); aiokafka's is refused."""
+    if producer == "aiokafka":
+        raise SystemExit("--producer aiokafka: aiokafka's data path was removed (issue 37)")
+    return {}
 
 
 def kill_run(root: Path, kills: int, guarantee: str, path: dict[str, str]) -> dict[str, object]:

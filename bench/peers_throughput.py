@@ -15,16 +15,14 @@ Contenders (``--contenders``, comma-separated):
 - ``streamrt-1t``, ``streamrt-2t``, ``streamrt-4t``: one process, ``num.stream.threads`` 1/2/4;
   ``streamrt-2x1``: two processes x 1 thread; ``streamrt-2p``, ``streamrt-4p``: one instance
   with 2/4 stream threads in ``stream.thread.mode=process`` (each thread a child process);
-  all on aiokafka's data path (``stream.thread.*=aiokafka``, the default before issue 24).
+  all on the stream threads' one data path since issue 37 (librdkafka's consumer and
+  producer, the group kept by streamrt's own member; aiokafka's path, which the published
+  ``streamrt-1t`` figures before issue 24 measured, is gone with its
+  ``stream.thread.*`` keys). ``streamrt-1t-rdk`` (any ``streamrt-…-rdk``) and the ``+rdk``
+  lever are kept as names of that same path, so older commands still run.
   Levers (the harness's monkeypatches, never the runtime's code): ``+b1m``/``+b16k``
   producer ``max_batch_size``, ``+l20``/``+l5`` ``linger_ms``,
-  ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``; ``+rdk`` sets
-  ``stream.thread.producer=librdkafka`` (a runtime setting, not a monkeypatch);
-  ``streamrt-1t-rdk`` (any ``streamrt-…-rdk``): the librdkafka data path (the runtime's
-  default since issue 24), the thread's
-  consumer and producer both librdkafka's and the group kept by streamrt's own member
-  (``stream.thread.membership=streamrt``, ``stream.thread.consumer=librdkafka``,
-  ``stream.thread.producer=librdkafka``);
+  ``+orjson`` for the JSON serde, e.g. ``streamrt-1t+b1m+l20+orjson``;
 - ``quix``: Quix Streams 3.28.1 (its own venv, ``make bench-venv``: it needs confluent-kafka
   < 2.13), ``sdf.filter/apply(stateful=True)/group_by`` + ``to_topic``;
 - ``faust``: faust-streaming 0.15.3, agents + RocksDB tables;
@@ -250,22 +248,6 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
     return streamrt_launch(name, base, mods, env, args)
 
 
-#: ``streamrt-…-rdk``: librdkafka's fetching consumer (own membership) and producer, the
-#: runtime's default data path since issue 24 (spelled out, so it stays this whatever it is)
-RDK_DATA_PATH = {
-    "stream.thread.membership": "streamrt",
-    "stream.thread.consumer": "librdkafka",
-    "stream.thread.producer": "librdkafka",
-}
-#: ``streamrt-…`` without ``-rdk``: aiokafka's clients and membership, what the published
-#: ``streamrt-1t`` figures measured (the runtime's default before issue 24)
-AIOKAFKA_DATA_PATH = {
-    "stream.thread.membership": "aiokafka",
-    "stream.thread.consumer": "aiokafka",
-    "stream.thread.producer": "aiokafka",
-}
-
-
 def streamrt_launch(
     name: str, base: str, mods: list[str], env: dict[str, str], args: argparse.Namespace
 ) -> Launch:
@@ -275,7 +257,7 @@ def streamrt_launch(
     if not m:
         raise SystemExit(f"unknown contender {name!r}")
     instances, threads = int(m.group(1) or 1), int(m.group(2))
-    config: dict[str, Any] = dict(RDK_DATA_PATH if m.group(4) else AIOKAFKA_DATA_PATH)
+    config: dict[str, Any] = {}  # the one data path (``-rdk``: its older name)
     if m.group(3) == "p":
         config["stream.thread.mode"] = "process"
     producer: dict[str, Any] = {}
@@ -283,7 +265,7 @@ def streamrt_launch(
         if mod == "orjson":
             env["PEERS_JSON"] = "orjson"
         elif mod == "rdk":
-            config["stream.thread.producer"] = "librdkafka"
+            pass  # librdkafka's producer: the only one since issue 37
         elif mod in LEVERS:
             producer[LEVERS[mod][0]] = LEVERS[mod][1]
         else:

@@ -115,29 +115,6 @@ def apache_kafka_cluster(_apache_kafka_3: object) -> Iterator[object]:
     yield from _checked(_apache_kafka_3)
 
 
-#: thread_membership's params → (stream.thread.membership, .consumer, .producer)
-THREAD_CLIENTS = {
-    "aiokafka": ("aiokafka", "aiokafka", "aiokafka"),  # the old default: aiokafka throughout
-    "streamrt": ("streamrt", "aiokafka", "aiokafka"),  # streamrt's member, aiokafka's clients
-    "streamrt+librdkafka": ("streamrt", "librdkafka", "librdkafka"),  # the default data path
-}
-
-
-@pytest.fixture(params=sorted(THREAD_CLIENTS))
-def thread_membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test once per stream thread data path: aiokafka's consumer as the member with
-    aiokafka's clients; streamrt's own member with aiokafka's; streamrt's own member with
-    librdkafka fetching and producing (the default; under exactly_once_v2 librdkafka's
-    transactional producer, asked for explicitly). All three settings are set, through the
-    environment (``STREAMRT_STREAM_THREAD_MEMBERSHIP``, ``..._CONSUMER``, ``..._PRODUCER``),
-    which every ``App`` reads, so in-process instances and ``streamrt run`` subprocesses both
-    get them."""
-    names = ("MEMBERSHIP", "CONSUMER", "PRODUCER")
-    for name, value in zip(names, THREAD_CLIENTS[str(request.param)], strict=True):
-        monkeypatch.setenv(f"STREAMRT_STREAM_THREAD_{name}", value)
-    return str(request.param)
-
-
 @pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
 def any_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     """A ``BrokerEndpoint(kind, bootstrap)`` on each broker: differential tests run on both.

@@ -8,11 +8,11 @@ Every value is checked once, at start, and a bad one is refused with a message n
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,9 @@ from streamrt.runtime.timestamps import TimestampExtractor, resolve_extractor
 from streamrt.state.store import IN_MEMORY, ROCKS_DB, StoreKind
 
 __all__ = (
-    "AIOKAFKA",
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE_V2",
-    "LIBRDKAFKA",
-    "STREAMRT",
-    "STREAM_THREAD_CONSUMERS",
-    "STREAM_THREAD_MEMBERSHIPS",
-    "STREAM_THREAD_PRODUCERS",
+    "REMOVED_KEYS",
     "StreamsConfig",
     "is_setting_key",
     "load_config_file",
@@ -45,11 +40,10 @@ _GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
 _GUARANTEE_ALIASES = {"exactly_once_beta": EXACTLY_ONCE_V2}
 #: Kafka Streams' commit.interval.ms default under exactly-once (30000 otherwise).
 EOS_COMMIT_INTERVAL_MS = 100
-AIOKAFKA, LIBRDKAFKA = "aiokafka", "librdkafka"
-STREAM_THREAD_PRODUCERS = (AIOKAFKA, LIBRDKAFKA)
-STREAM_THREAD_CONSUMERS = (AIOKAFKA, LIBRDKAFKA)
-STREAMRT = "streamrt"
-STREAM_THREAD_MEMBERSHIPS = (AIOKAFKA, STREAMRT)
+#: Keys of earlier releases that chose the stream threads' Kafka clients (aiokafka or
+#: librdkafka). librdkafka is now the one client and streamrt's own member keeps the group, so
+#: a config that still sets one is refused at start, by name, rather than silently ignored.
+REMOVED_KEYS = ("stream.thread.membership", "stream.thread.consumer", "stream.thread.producer")
 #: Kafka Streams' ``upgrade.from`` values: from these the group stays on the eager protocol
 #: (KIP-429 came in 2.4); from the later ones it is cooperative.
 EAGER_UPGRADE_FROM = (
@@ -87,18 +81,12 @@ class StreamsConfig:
     # thread: stream threads are OS threads of this process (one GIL); process: each runs in a
     # child process supervised by this one (runtime/process_thread.py)
     stream_thread_mode: str = "thread"
-    # The data path (docs/benchmarks.md, "The data path"). By default streamrt's own member keeps
-    # each stream thread's group membership (streamrt.membership: static, cooperative) and
-    # librdkafka (confluent-kafka) fetches and produces: about half the CPU per record of
-    # aiokafka. stream.thread.membership=aiokafka keeps aiokafka's consumer as the member (eager
-    # only; the consumer then defaults to aiokafka too); stream.thread.consumer=aiokafka and
-    # stream.thread.producer=aiokafka choose aiokafka's clients. Unset consumer and producer
-    # resolve in effective_thread_consumer / effective_thread_producer (exactly_once_v2 keeps
-    # aiokafka's transactional producer by default; librdkafka's, runtime/engine/rdkafka_txn.py,
-    # when asked for, with streamrt's own membership only).
-    stream_thread_producer: str | None = None
-    stream_thread_membership: str = STREAMRT
-    stream_thread_consumer: str | None = None
+    # The stream threads' Kafka clients are fixed: streamrt's own member keeps the group and
+    # librdkafka (confluent-kafka) fetches, produces and runs the transactions
+    # (docs/architecture.md, "Kafka clients"). The removed keys' Python fields, refused:
+    stream_thread_producer: InitVar[str | None] = None
+    stream_thread_membership: InitVar[str | None] = None
+    stream_thread_consumer: InitVar[str | None] = None
     # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
     # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
     upgrade_from: str | None = None
@@ -142,7 +130,16 @@ class StreamsConfig:
     # prefixes), passed to the clients; may hold secrets, so never in repr (see redacted()).
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(
+        self,
+        stream_thread_producer: str | None,
+        stream_thread_membership: str | None,
+        stream_thread_consumer: str | None,
+    ) -> None:
+        given = (stream_thread_membership, stream_thread_consumer, stream_thread_producer)
+        for key, value in zip(REMOVED_KEYS, given, strict=True):
+            if value is not None:
+                raise ConfigError(_removed(key))
         alias = _GUARANTEE_ALIASES.get(self.processing_guarantee)
         if alias is not None:
             object.__setattr__(self, "processing_guarantee", alias)
@@ -150,13 +147,15 @@ class StreamsConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
         """Build from Kafka-style keys (``application.id``), refusing unknown or bad values."""
-        known = {f.replace("_", "."): f for f in cls.__dataclass_fields__ if f != "extra"}
+        known = {f.replace("_", "."): f for f in _FIELDS}
         kwargs: dict[str, Any] = {}
         extra: dict[str, str] = {}
         for key, raw in values.items():
             if raw is None:
                 continue
             key = _ALIASES.get(key, key)
+            if key.replace("_", ".") in REMOVED_KEYS:
+                raise ConfigError(_removed(key))
             name = known.get(key)
             if name is None:
                 if key == _DEPRECATED_CACHE_KEY:  # the pre-3.4 name; the new one wins
@@ -194,8 +193,7 @@ class StreamsConfig:
         except ConfigError as exc:
             raise ConfigError(f"client settings: {exc}") from None
         _raise_first(self._limit_rules())
-        _raise_first(self._producer_rules())
-        _raise_first(self._membership_rules())
+        _raise_first(self._upgrade_rules())
         self.error_handlers()  # dlq without a topic name is refused here
         self.timestamp_extractor()
 
@@ -233,59 +231,10 @@ class StreamsConfig:
         )
         return rules
 
-    def _producer_rules(self) -> list[tuple[bool, str]]:
-        """(broken, message) for ``stream.thread.producer``."""
-        producer = self.effective_thread_producer
+    def _upgrade_rules(self) -> list[tuple[bool, str]]:
+        """(broken, message) for ``upgrade.from``."""
+        upgrade = self.upgrade_from
         return [
-            (
-                producer not in STREAM_THREAD_PRODUCERS,
-                f"stream.thread.producer {producer!r} must be one of "
-                f"{', '.join(STREAM_THREAD_PRODUCERS)}",
-            ),
-            (
-                # only when asked for: unset, exactly_once_v2 resolves to aiokafka's producer
-                self.stream_thread_producer == LIBRDKAFKA
-                and self.exactly_once
-                and self.stream_thread_membership != STREAMRT,
-                "stream.thread.producer 'librdkafka' is at_least_once only with "
-                "stream.thread.membership=aiokafka: under exactly_once_v2 its transactional "
-                "producer commits the offsets with the group member's generation and ids, "
-                "which only streamrt's own member gives it; set "
-                "stream.thread.membership=streamrt (or stream.thread.producer=aiokafka)",
-            ),
-            (
-                producer == LIBRDKAFKA and not _has_confluent_kafka(),
-                "stream.thread.producer 'librdkafka' needs confluent-kafka, a dependency of "
-                "streamrt (reinstall streamrt), or choose stream.thread.producer=aiokafka",
-            ),
-        ]
-
-    def _membership_rules(self) -> list[tuple[bool, str]]:
-        """(broken, message) for ``stream.thread.membership``/``.consumer``, ``upgrade.from``."""
-        membership, upgrade = self.stream_thread_membership, self.upgrade_from
-        consumer = self.effective_thread_consumer
-        return [
-            (
-                membership not in STREAM_THREAD_MEMBERSHIPS,
-                f"stream.thread.membership {membership!r} must be one of "
-                f"{', '.join(STREAM_THREAD_MEMBERSHIPS)}",
-            ),
-            (
-                consumer not in STREAM_THREAD_CONSUMERS,
-                f"stream.thread.consumer {consumer!r} must be one of "
-                f"{', '.join(STREAM_THREAD_CONSUMERS)}",
-            ),
-            (
-                consumer == LIBRDKAFKA and membership != STREAMRT,
-                "stream.thread.consumer 'librdkafka' needs stream.thread.membership=streamrt: "
-                "librdkafka's consumer only fetches (assign mode); with "
-                "stream.thread.membership=aiokafka the group member is aiokafka's consumer",
-            ),
-            (
-                consumer == LIBRDKAFKA and not _has_confluent_kafka(),
-                "stream.thread.consumer 'librdkafka' needs confluent-kafka, a dependency of "
-                "streamrt (reinstall streamrt), or choose stream.thread.consumer=aiokafka",
-            ),
             (
                 upgrade is not None
                 and upgrade not in EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM,
@@ -295,35 +244,10 @@ class StreamsConfig:
         ]
 
     @property
-    def effective_thread_producer(self) -> str:
-        """The client the stream threads produce with: ``stream.thread.producer`` if set;
-        unset, librdkafka, except under exactly_once_v2, which keeps aiokafka's transactional
-        producer by default.
-
-        The one place that rule lives. librdkafka's transactional producer (branch rdkeos,
-        merged: ``rdkafka_txn.py``) works with streamrt's own membership when asked for; to make
-        it the default under exactly_once_v2 too, make the EOS line
-        ``self.exactly_once and self.stream_thread_membership != STREAMRT``."""
-        if self.stream_thread_producer is not None:
-            return self.stream_thread_producer
-        if self.exactly_once:
-            return AIOKAFKA
-        return LIBRDKAFKA
-
-    @property
-    def effective_thread_consumer(self) -> str:
-        """The client the stream threads fetch with: ``stream.thread.consumer`` if set; unset,
-        librdkafka under streamrt's own membership, aiokafka's consumer (the group member
-        itself) under ``stream.thread.membership=aiokafka``."""
-        if self.stream_thread_consumer is not None:
-            return self.stream_thread_consumer
-        return LIBRDKAFKA if self.stream_thread_membership == STREAMRT else AIOKAFKA
-
-    @property
     def rebalance_protocol(self) -> str:
-        """``eager`` or ``cooperative``: aiokafka's membership is eager only; streamrt's is
-        cooperative unless ``upgrade.from`` names a version before 2.4 (as Kafka Streams)."""
-        if self.stream_thread_membership != STREAMRT or self.upgrade_from in EAGER_UPGRADE_FROM:
+        """``eager`` or ``cooperative``: cooperative unless ``upgrade.from`` names a version
+        before 2.4 (as Kafka Streams)."""
+        if self.upgrade_from in EAGER_UPGRADE_FROM:
             return "eager"
         return "cooperative"
 
@@ -404,11 +328,7 @@ class StreamsConfig:
 
     def redacted(self) -> dict[str, Any]:
         """Every setting under its Kafka name, secrets ``[hidden]``: safe for logs and events."""
-        out: dict[str, Any] = {
-            f.replace("_", "."): getattr(self, f) for f in self.__dataclass_fields__ if f != "extra"
-        }
-        out["stream.thread.producer"] = self.effective_thread_producer  # what runs, not None
-        out["stream.thread.consumer"] = self.effective_thread_consumer
+        out: dict[str, Any] = {f.replace("_", "."): getattr(self, f) for f in _FIELDS}
         out.update(redact(self.extra))
         return out
 
@@ -423,10 +343,16 @@ class StreamsConfig:
         return Path(self.state_dir) / self.application_id
 
 
-def _has_confluent_kafka() -> bool:
-    """confluent-kafka (librdkafka) is installed: a core dependency, absent only from an
-    install made before it became one."""
-    return importlib.util.find_spec("confluent_kafka") is not None
+#: The settings' field names (not ``extra``, not the removed keys' refused InitVars).
+_FIELDS = tuple(f.name for f in dataclasses.fields(StreamsConfig) if f.name != "extra")
+
+
+def _removed(key: str) -> str:
+    return (
+        f"{key} no longer exists: librdkafka (confluent-kafka) is the one Kafka client of the "
+        "stream threads and streamrt's own member keeps the group; remove the setting "
+        '(docs/operations.md, "Upgrading from aiokafka membership")'
+    )
 
 
 def _raise_first(rules: list[tuple[bool, str]]) -> None:
@@ -451,9 +377,10 @@ def _coerce(key: str, name: str, raw: Any) -> Any:
 
 def is_setting_key(key: str) -> bool:
     """A key :meth:`StreamsConfig.from_mapping` accepts (its own, an alias, a client key)."""
-    known = {f.replace("_", ".") for f in StreamsConfig.__dataclass_fields__ if f != "extra"}
+    known = {f.replace("_", ".") for f in _FIELDS}
     return (
         _ALIASES.get(key, key) in known
+        or key in REMOVED_KEYS  # read, so that start-up refuses it by name
         or key == _DEPRECATED_CACHE_KEY
         or key.startswith(_CLIENT_PREFIXES)
         or client_settings.is_client_key(key)

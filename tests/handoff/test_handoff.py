@@ -33,7 +33,7 @@ from tests.kafka_helpers import wait_until
 pytestmark = pytest.mark.slow
 
 
-def test_handoff_takes_over_without_rebalance_or_restore(thread_membership, tmp_path: Path) -> None:
+def test_handoff_takes_over_without_rebalance_or_restore(tmp_path: Path) -> None:
     with instance(tmp_path) as (inst, tail, metrics):
         old = inst.spawn()
         wait_running(tail, old)
@@ -70,9 +70,7 @@ def test_handoff_takes_over_without_rebalance_or_restore(thread_membership, tmp_
         assert new.alive()
 
 
-def test_handoff_under_exactly_once_counts_each_event_once(
-    thread_membership, tmp_path: Path
-) -> None:
+def test_handoff_under_exactly_once_counts_each_event_once(tmp_path: Path) -> None:
     """The successor starts its transactional producer only once released (its InitProducerId
     fences the old one's transactional id), so the old one's last transaction commits first."""
     eos = ["--config", "processing.guarantee=exactly_once_v2"]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from streamrt.errors import ConfigError
 from streamrt.runtime import App
@@ -19,35 +18,38 @@ from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 
 class _Recorded:
-    """Real aiokafka clients that remember the keyword arguments they were built with."""
+    """The stream thread's real librdkafka clients, remembering the config each was built with
+    (and a consumer's records per poll)."""
 
     def __init__(self) -> None:
-        self.producers: list[dict[str, Any]] = []
-        self.consumers: list[dict[str, Any]] = []
+        self.built: dict[str, tuple[dict[str, Any], int]] = {}
         rec = self
 
-        class Producer(AIOKafkaProducer):  # type: ignore[misc]
-            def __init__(self, **kw: Any) -> None:
-                rec.producers.append(kw)
-                super().__init__(**kw)
+        class Producer(clients.LibrdkafkaProducer):
+            def __init__(self, config: dict[str, Any], *args: Any) -> None:
+                rec.built["producer"] = (config, 0)
+                super().__init__(config, *args)
 
-        class Consumer(AIOKafkaConsumer):  # type: ignore[misc]
-            def __init__(self, *topics: str, **kw: Any) -> None:
-                rec.consumers.append(kw)
-                super().__init__(*topics, **kw)
+        class Consumer(clients.LibrdkafkaConsumer):
+            def __init__(self, config: dict[str, Any], max_records: int) -> None:
+                rec.built["main"] = (config, max_records)
+                super().__init__(config, max_records)
 
-        self.Producer, self.Consumer = Producer, Consumer
+        class Restore(clients.LibrdkafkaRestoreConsumer):
+            def __init__(self, config: dict[str, Any], max_records: int) -> None:
+                rec.built["restore"] = (config, max_records)
+                super().__init__(config, max_records)
 
-    def consumer(self, suffix: str) -> dict[str, Any]:
-        return next(c for c in self.consumers if c["client_id"].endswith(suffix))
+        self.Producer, self.Consumer, self.Restore = Producer, Consumer, Restore
 
 
 def test_producer_and_consumer_settings_reach_the_clients(
     broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rec = _Recorded()
-    monkeypatch.setattr(clients, "AIOKafkaProducer", rec.Producer)
-    monkeypatch.setattr(clients, "AIOKafkaConsumer", rec.Consumer)
+    monkeypatch.setattr(clients, "LibrdkafkaProducer", rec.Producer)
+    monkeypatch.setattr(clients, "LibrdkafkaConsumer", rec.Consumer)
+    monkeypatch.setattr(clients, "LibrdkafkaRestoreConsumer", rec.Restore)
     create_topic(broker.bootstrap, "cs-in", 1)
     create_topic(broker.bootstrap, "cs-out", 1)
     produce(broker.bootstrap, "cs-in", [(b"k", b"v")])
@@ -63,11 +65,6 @@ def test_producer_and_consumer_settings_reach_the_clients(
             "restore.consumer.max.poll.records": "444",
             "main.consumer.fetch.max.wait.ms": "250",
             "request.timeout.ms": "41000",  # bare: every client
-            # aiokafka's clients, whose keyword arguments this test records (librdkafka's
-            # settings: tests/runtime/engine/test_librdkafka_*.py)
-            "stream.thread.membership": "aiokafka",
-            "stream.thread.consumer": "aiokafka",
-            "stream.thread.producer": "aiokafka",
         }
     )
     app.stream("cs-in").to("cs-out")
@@ -77,16 +74,16 @@ def test_producer_and_consumer_settings_reach_the_clients(
     finally:
         app.stop()
     assert app.fatal_error is None
-    (producer,) = rec.producers
-    assert producer["linger_ms"] == 7 and producer["compression_type"] == "gzip"
-    assert producer["max_batch_size"] == PRODUCER_DEFAULTS["max_batch_size"]
-    assert producer["acks"] == "all" and producer["request_timeout_ms"] == 41000
-    main, restore = rec.consumer("thread-1"), rec.consumer("-restore")
-    assert main["max_poll_records"] == 33 and main["fetch_max_wait_ms"] == 250
-    assert main["group_id"] == "cs" and main["enable_auto_commit"] is False
-    assert restore["max_poll_records"] == 444 and "fetch_max_wait_ms" not in restore
-    assert restore["max_partition_fetch_bytes"] >= 16 * 1024 * 1024
-    assert main["request_timeout_ms"] == restore["request_timeout_ms"] == 41000
+    producer, _ = rec.built["producer"]
+    assert producer["linger.ms"] == 7 and producer["compression.type"] == "gzip"
+    assert producer["batch.size"] == PRODUCER_DEFAULTS["max_batch_size"]
+    assert producer["acks"] == "all" and producer["request.timeout.ms"] == 41000
+    (main, main_records), (restore, restore_records) = rec.built["main"], rec.built["restore"]
+    assert main_records == 33 and main["fetch.wait.max.ms"] == 250
+    assert main["group.id"] == "cs" and main["enable.auto.commit"] is False
+    assert restore_records == 444 and "fetch.wait.max.ms" not in restore
+    assert restore["max.partition.fetch.bytes"] >= 16 * 1024 * 1024
+    assert main["socket.timeout.ms"] == restore["socket.timeout.ms"] == 41000
 
 
 def test_security_keys_are_accepted_and_hidden() -> None:

@@ -1,9 +1,9 @@
-"""Cooperative rebalancing (KIP-429) on ``stream.thread.membership=streamrt``, end to end.
+"""Cooperative rebalancing (KIP-429) on streamrt's own membership, end to end.
 
 Two instances count a steady feed; a third joins. Cooperatively, only the tasks that move are
 revoked (first generation) and assigned to the newcomer (the next one); every other task keeps
 processing through both rounds. Eagerly (``upgrade.from`` before 2.4), every task stops.
-On both brokers (embedded, Apache Kafka), real aiokafka fetching, real RocksDB.
+On both brokers (embedded, Apache Kafka), real librdkafka fetching, real RocksDB.
 """
 
 from __future__ import annotations
@@ -129,17 +129,10 @@ def generation_after(events: list[dict[str, Any]], index: int) -> int:
     raise AssertionError(f"no rebalance_complete after event {index}")
 
 
-@pytest.mark.parametrize("consumer", ["aiokafka", "librdkafka"])  # stream.thread.consumer
 @pytest.mark.parametrize("upgrade_from", [None, "2.3"], ids=["cooperative", "eager"])
 def test_a_third_instance_moves_only_what_it_takes(
-    upgrade_from: str | None,
-    consumer: str,
-    any_broker,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    upgrade_from: str | None, any_broker, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", "streamrt")
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_CONSUMER", consumer)
     bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "events", PARTITIONS)
     create_topic(bootstrap, "event-counts-out", PARTITIONS)

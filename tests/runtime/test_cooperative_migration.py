@@ -68,7 +68,6 @@ def off(updates: dict[str, list[int]], expected: dict[str, int]) -> dict[str, tu
 def test_rolling_bounce_from_eager_to_cooperative_loses_and_duplicates_nothing(
     any_broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", "streamrt")
     bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "events", PARTITIONS)
     create_topic(bootstrap, "event-counts-out", PARTITIONS)

@@ -1,5 +1,5 @@
-"""The exactly-once commit order, driven without a broker (the producer is the one fake):
-flush → offsets into the transaction → commit → stores (offset after the marker)."""
+"""The exactly-once commit order, driven without a broker (the transactional collector is the
+one fake): flush → offsets into the transaction → commit → stores (offset after the marker)."""
 
 from __future__ import annotations
 
@@ -10,49 +10,59 @@ import pytest
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.eos import (
-    TransactionalCollector,
-    abort_transaction,
-    commit_transaction,
-)
+from streamrt.runtime.engine.eos import abort_transaction, commit_transaction
 from streamrt.state import TopicPartition
 
 CHANGELOG = TopicPartition("app-counts-changelog", 0)
 
 
-class Metadata:
-    def __init__(self, offset: int) -> None:
-        self.topic, self.partition, self.offset = CHANGELOG.topic, CHANGELOG.partition, offset
+class JournalSink:
+    """A transactional collector (``TransactionalSink``) that journals each step: records wait
+    until the drain, which begins the transaction; each gets the next changelog offset."""
 
-
-class FakeTransactionalProducer:
     def __init__(self, journal: list[str], fail_commit: bool = False) -> None:
         self.journal, self.fail_commit = journal, fail_commit
-        self.next_offset = 0
+        self.in_transaction = False
+        self.producer: Any = None
+        self._queue: list[str] = []
+        self._next_offset = 0
 
-    async def begin_transaction(self) -> None:
-        self.journal.append("begin")
+    def send(self, topic: str, key: Any, value: Any, part: Any, ts: int, h: Any = None) -> None:
+        self._queue.append(topic)
 
-    async def send(self, topic: str, **kw: Any) -> asyncio.Future[Metadata]:
-        self.journal.append(f"send {topic}")
-        fut: asyncio.Future[Metadata] = asyncio.get_running_loop().create_future()
-        fut.set_result(Metadata(self.next_offset))
-        self.next_offset += 1
-        return fut
+    async def begin(self) -> None:
+        if not self.in_transaction:
+            self.journal.append("begin")
+            self.in_transaction = True
 
-    async def flush(self) -> None:
+    async def drain(self) -> None:
+        if self._queue:
+            await self.begin()
+        for topic in self._queue:
+            self.journal.append(f"send {topic}")
+            self._next_offset += 1
+        self._queue.clear()
+
+    async def flush(self) -> dict[TopicPartition, int]:
+        await self.drain()
         self.journal.append("flush")
+        return {CHANGELOG: self._next_offset} if self._next_offset else {}
 
-    async def send_offsets_to_transaction(self, offsets: Any, group_id: str) -> None:
-        self.journal.append(f"offsets {group_id} {sorted(o for o in offsets.values())}")
+    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        self.journal.append(f"offsets {group_id} {sorted(offsets.values())}")
 
-    async def commit_transaction(self) -> None:
+    async def commit(self) -> None:
         self.journal.append("commit")
         if self.fail_commit:
             raise RuntimeError("ProducerFenced")
+        self.in_transaction = False
 
-    async def abort_transaction(self) -> None:
+    async def abort(self) -> None:
         self.journal.append("abort")
+
+    def reset(self, producer: Any = None) -> None:
+        self._queue.clear()
+        self.in_transaction = False
 
 
 class FakeTask:
@@ -80,7 +90,7 @@ class FakeTask:
 
 def test_commit_order_and_the_offset_after_the_marker() -> None:
     journal: list[str] = []
-    collector = TransactionalCollector(FakeTransactionalProducer(journal))  # type: ignore[arg-type]
+    collector = JournalSink(journal)
     task = FakeTask(journal)
 
     async def go() -> dict[TopicPartition, int]:
@@ -108,7 +118,7 @@ def test_commit_order_and_the_offset_after_the_marker() -> None:
 
 def test_input_without_output_still_commits_its_offsets_in_a_transaction() -> None:
     journal: list[str] = []
-    collector = TransactionalCollector(FakeTransactionalProducer(journal))  # type: ignore[arg-type]
+    collector = JournalSink(journal)
     asyncio.run(commit_transaction(collector, [FakeTask(journal)], "app"))
     assert journal == [
         "flush cache",
@@ -122,7 +132,7 @@ def test_input_without_output_still_commits_its_offsets_in_a_transaction() -> No
 
 def test_nothing_processed_means_no_transaction() -> None:
     journal: list[str] = []
-    collector = TransactionalCollector(FakeTransactionalProducer(journal))  # type: ignore[arg-type]
+    collector = JournalSink(journal)
     task = FakeTask(journal)
     task.offsets = {}
     assert asyncio.run(commit_transaction(collector, [task], "app")) == {}
@@ -131,8 +141,7 @@ def test_nothing_processed_means_no_transaction() -> None:
 
 def test_a_failed_commit_never_flushes_the_stores_and_the_abort_discards() -> None:
     journal: list[str] = []
-    producer = FakeTransactionalProducer(journal, fail_commit=True)
-    collector = TransactionalCollector(producer)  # type: ignore[arg-type]
+    collector = JournalSink(journal, fail_commit=True)
     task = FakeTask(journal)
 
     async def go() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def restore_events(bootstrap: str, instance: str) -> list[dict]:
 
 
 def test_sigkill_mid_stream_keeps_the_output_exact_and_restores_only_the_tail(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     broker = broker_factory(BROKER)
     setup(broker.bootstrap)
@@ -200,7 +201,7 @@ def test_sigkill_mid_stream_keeps_the_output_exact_and_restores_only_the_tail(
 
 
 def test_a_second_process_with_the_same_instance_id_fences_the_first(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     broker = broker_factory(BROKER)
     setup(broker.bootstrap)
@@ -232,7 +233,7 @@ def test_a_second_process_with_the_same_instance_id_fences_the_first(
 
 
 def test_a_fenced_producer_loses_its_transaction_and_the_thread_recovers(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     """An outside producer takes the thread's transactional.id: the open transaction is
     aborted, its staged store writes are discarded, the thread re-creates its producer and
@@ -268,3 +269,45 @@ def test_a_fenced_producer_loses_its_transaction_and_the_thread_recovers(
         assert app.state.name == "RUNNING"
     finally:
         app.stop()
+
+
+def test_a_record_at_timestamp_zero_is_refused_by_name_and_nothing_of_it_is_committed(
+    broker, tmp_path: Path
+) -> None:
+    """librdkafka cannot write CreateTime 0 in a transaction (it stamps 0 as "now"), and a side
+    producer would be outside it: under exactly_once_v2 such a record fails as that record
+    (topic, partition, offset), backs off, ends in ERROR, and nothing of it is committed."""
+    from streamrt.runtime import AppState
+    from tests.runtime import poison_app
+
+    create_topic(broker.bootstrap, "orders", 1, **{"retention.ms": "-1"})  # keeps 1970
+    create_topic(broker.bootstrap, "doubled", 1)
+    orders = [(b"a", b'{"amount": 1}'), (b"z", b'{"amount": 5}'), (b"c", b'{"amount": 3}')]
+    now = int(time.time() * 1000)
+    produce(broker.bootstrap, "orders", orders, timestamps=[now, 0, now])
+    settings = {
+        "bootstrap.servers": broker.bootstrap,
+        "state.dir": str(tmp_path),
+        "processing.guarantee": "exactly_once_v2",
+        "errors.retry.max.attempts": "1",
+        "errors.retry.backoff.ms": "100",
+        "errors.retry.backoff.max.ms": "5000",
+    }
+    events: list[dict] = []
+    app = poison_app.make_app(settings)
+    app.on_event(events.append)
+    app.start()
+    try:
+        try:
+            wait_until(lambda: app.state is AppState.ERROR, what="instance in ERROR")
+        except AssertionError:
+            raise AssertionError([(e["type"], e["fields"]) for e in events]) from None
+        failed = [e["fields"] for e in events if e["type"] == "thread_failed"]
+        assert {f["key"] for f in failed} == {"record orders-0@1"}
+        reason = app.health().reason or ""
+        assert "orders-0@1" in reason and "a record for doubled has timestamp 0" in reason
+    finally:
+        app.stop()
+    committed = read_committed(broker.bootstrap, "doubled")
+    assert b"z" not in [r.key for r in committed]
+    assert all(r.timestamp != 0 for r in committed)

@@ -99,36 +99,18 @@ def test_the_leader_holds_back_whatever_its_own_protocol_and_eager_members_own_n
 
 
 @pytest.mark.parametrize(
-    ("values", "membership", "protocol"),
+    ("values", "protocol"),
     [
-        ({}, "streamrt", "cooperative"),  # the default: streamrt's own member
-        ({"stream.thread.membership": "aiokafka"}, "aiokafka", "eager"),
-        ({"stream.thread.membership": "streamrt"}, "streamrt", "cooperative"),
-        ({"stream.thread.membership": "streamrt", "upgrade.from": "2.3"}, "streamrt", "eager"),
-        (
-            {"stream.thread.membership": "streamrt", "upgrade.from": "3.9"},
-            "streamrt",
-            "cooperative",
-        ),
-        # aiokafka's consumer is eager only
-        ({"stream.thread.membership": "aiokafka", "upgrade.from": "2.4"}, "aiokafka", "eager"),
+        ({}, "cooperative"),  # the default
+        ({"upgrade.from": "2.3"}, "eager"),
+        ({"upgrade.from": "3.9"}, "cooperative"),
     ],
 )
-def test_membership_and_rebalance_protocol_config(
-    values: dict[str, str], membership: str, protocol: str
-) -> None:
+def test_rebalance_protocol_config(values: dict[str, str], protocol: str) -> None:
     config = StreamsConfig.from_mapping({"application.id": "app", **values})
-    assert config.stream_thread_membership == membership
     assert config.rebalance_protocol == protocol
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "message"),
-    [
-        ("stream.thread.membership", "kafka", "stream.thread.membership 'kafka' must be one of"),
-        ("upgrade.from", "2.3.1", "upgrade.from '2.3.1' must be one of Kafka's versions"),
-    ],
-)
-def test_bad_membership_settings_are_refused(key: str, value: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        StreamsConfig.from_mapping({"application.id": "app", key: value})
+def test_a_bad_upgrade_from_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"upgrade\.from '2\.3\.1' must be one of"):
+        StreamsConfig.from_mapping({"application.id": "app", "upgrade.from": "2.3.1"})

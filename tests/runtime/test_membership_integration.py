@@ -92,9 +92,7 @@ def group_instance_ids(bootstrap: str) -> list[str]:
     return asyncio.run(go())
 
 
-def test_two_instances_two_threads_share_eight_partitions(
-    thread_membership, any_broker, tmp_path
-) -> None:
+def test_two_instances_two_threads_share_eight_partitions(any_broker, tmp_path) -> None:
     broker = any_broker
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(160))
@@ -127,9 +125,7 @@ def test_two_instances_two_threads_share_eight_partitions(
         b.stop()
 
 
-def test_bounce_within_session_timeout_restores_nothing(
-    thread_membership, any_broker, tmp_path
-) -> None:
+def test_bounce_within_session_timeout_restores_nothing(any_broker, tmp_path) -> None:
     broker = any_broker
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(200))
@@ -192,7 +188,7 @@ def committed_input(bootstrap: str) -> int:
     return asyncio.run(go())
 
 
-def test_crash_restores_only_the_changelog_tail(thread_membership, any_broker, tmp_path) -> None:
+def test_crash_restores_only_the_changelog_tail(any_broker, tmp_path) -> None:
     broker = any_broker
     setup_topics(broker.bootstrap, partitions=2)
     produce(broker.bootstrap, "events", events(300))
@@ -253,9 +249,7 @@ def test_lost_disk_restores_everything(any_broker, tmp_path) -> None:
         app.stop()
 
 
-def test_duplicate_instance_id_stops_one_process_with_a_clear_message(
-    thread_membership, any_broker, tmp_path
-) -> None:
+def test_duplicate_instance_id_stops_one_process_with_a_clear_message(any_broker, tmp_path) -> None:
     broker = any_broker
     setup_topics(broker.bootstrap, partitions=2)
     first = run_process(broker.bootstrap, tmp_path / "one", "twin")

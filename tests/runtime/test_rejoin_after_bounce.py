@@ -1,6 +1,6 @@
 """Issue 43 end to end: the broker bounced during a cooperative rebalance loses no task.
 
-Two in-process instances on ``stream.thread.membership=streamrt`` (cooperative): a owns all
+Two in-process instances on streamrt's own membership (cooperative): a owns all
 six tasks, b joins; in round one a revokes the three tasks b will get, and the broker is
 stopped as a says so (before a's second-round JoinGroup), then started again on the same port
 and data dir. Within one session timeout of its return every task has an owner again
@@ -51,7 +51,6 @@ def _owned_once(apps: list[App]) -> bool:
 def test_tasks_are_owned_again_after_a_bounce_between_cooperative_rounds(
     broker: BrokerThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", "streamrt")
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "events", PARTITIONS)
     create_topic(bootstrap, "event-counts-out", PARTITIONS)

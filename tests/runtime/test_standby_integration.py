@@ -66,7 +66,7 @@ def changelog_records(bootstrap: str, partition: int) -> int:
 
 @pytest.mark.parametrize("standbys", [1, 0])
 def test_lost_instance_moves_to_its_standby_and_restores_only_the_lag(
-    thread_membership, broker_factory, tmp_path, standbys: int
+    broker_factory, tmp_path, standbys: int
 ) -> None:
     broker = broker_factory()  # fast group timings (conftest)
     setup_topics(broker.bootstrap, partitions=2)
@@ -174,7 +174,7 @@ def clocked_app(settings_: dict[str, str], clock: ManualClock) -> App:
 
 
 def test_warm_up_then_probing_rebalance_moves_a_task_only_once_caught_up(
-    thread_membership, broker_factory, tmp_path
+    broker_factory, tmp_path
 ) -> None:
     """A fresh instance joins a busy one: balance wants a task on it, but its state is far
     behind, so it gets warm-ups first; the probing rebalance then moves a warmed-up task."""

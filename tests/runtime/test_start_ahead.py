@@ -60,7 +60,7 @@ def test_the_exactly_once_producer_starts_while_the_thread_joins(
 
     monkeypatch.setattr(TransactionalLibrdkafkaProducer, "start", slow_start)
     settings = _settings(broker.bootstrap, tmp_path / "s") | EOS
-    app = make_app(settings | {"stream.thread.producer": "librdkafka"})
+    app = make_app(settings)
     seen: list[dict[str, Any]] = []
     app.on_event(seen.append)
     app.start()
@@ -181,7 +181,7 @@ def test_a_held_successor_connects_its_transactional_producer_before_the_release
 
     monkeypatch.setattr(confluent_kafka, "Producer", SpyProducer)
     settings = _settings(broker.bootstrap, tmp_path / "s") | EOS
-    app = make_app(settings | {"stream.thread.producer": "librdkafka"})
+    app = make_app(settings)
     seen: list[dict[str, Any]] = []
     app.on_event(seen.append)
     app.prestart()

@@ -72,18 +72,12 @@ def at_least(counts: dict[str, int], want: dict[str, int]) -> bool:
     return all(counts.get(k, 0) >= n for k, n in want.items())
 
 
-AIOKAFKA = {
-    f"STREAMRT_STREAM_THREAD_{k}": "aiokafka" for k in ("MEMBERSHIP", "CONSUMER", "PRODUCER")
-}
-
-
 @pytest.mark.parametrize(
     ("protocol", "guarantee"),
     [
         ("cooperative", "at_least_once"),
         ("eager", "at_least_once"),
         ("cooperative", "exactly_once_v2"),
-        ("aiokafka", "at_least_once"),  # stream.thread.membership=aiokafka: eager
     ],
 )
 def test_a_zombie_commit_loses_no_count(
@@ -109,7 +103,7 @@ def test_a_zombie_commit_loses_no_count(
             instance,
             {"state.dir": str(state), "group.instance.id": instance, **settings},
             target="tests.runtime.pausing_app:app",
-            environ={**(AIOKAFKA if protocol == "aiokafka" else {}), **environ},
+            environ=environ,
         )
 
     produce(bootstrap, "events", events(40, 0))

@@ -74,18 +74,19 @@ def counted(bootstrap: str, n: int) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("guarantee", "membership"),
-    [("exactly_once_v2", "streamrt"), ("at_least_once", "aiokafka")],
+    ("guarantee", "protocol"),
+    [("exactly_once_v2", "cooperative"), ("at_least_once", "eager")],
     ids=["eos-cooperative", "alos-eager"],
 )
 def test_a_task_moved_to_an_added_thread_restores_nothing(
     guarantee: str,
-    membership: str,
+    protocol: str,
     any_broker,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("STREAMRT_STREAM_THREAD_MEMBERSHIP", membership)
+    if protocol == "eager":  # Kafka Streams' switch: upgrade.from a version before 2.4
+        monkeypatch.setenv("STREAMRT_UPGRADE_FROM", "2.3")
     bootstrap = any_broker.bootstrap
     create_topic(bootstrap, "events", PARTITIONS)
     create_topic(bootstrap, "event-counts-out", PARTITIONS)

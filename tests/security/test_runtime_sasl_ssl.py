@@ -28,19 +28,9 @@ def _security(pki: Pki) -> dict[str, str]:
     }
 
 
-#: aiokafka: aiokafka throughout; librdkafka: librdkafka's producer beside aiokafka's member;
-#: rdk-both: librdkafka's producer and fetching consumer (streamrt's own group membership, the
-#: default). Each spelled out, so each keeps its path whatever the defaults are.
-_AIOKAFKA = {"stream.thread.membership": "aiokafka", "stream.thread.consumer": "aiokafka"}
-_CLIENTS = {
-    "aiokafka": {**_AIOKAFKA, "stream.thread.producer": "aiokafka"},
-    "librdkafka": {**_AIOKAFKA, "stream.thread.producer": "librdkafka"},
-    "rdk-both": {
-        "stream.thread.producer": "librdkafka",
-        "stream.thread.membership": "streamrt",
-        "stream.thread.consumer": "librdkafka",
-    },
-}
+#: the stream threads' one client stack (librdkafka, streamrt's own membership), under both
+#: guarantees
+_CLIENTS = {"rdk-both": {}, "rdk-eos": {"processing.guarantee": "exactly_once_v2"}}
 
 
 @pytest.mark.parametrize("producer", sorted(_CLIENTS))

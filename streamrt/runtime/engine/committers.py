@@ -1,7 +1,7 @@
 """One committer per processing guarantee, behind one interface (:class:`Committer`).
 
 ``at_least_once``: :func:`~streamrt.runtime.engine.commit.commit` (flush, stores, offsets by
-the group consumer). ``exactly_once_v2``: one transaction per commit
+the thread's group member). ``exactly_once_v2``: one transaction per commit
 (:mod:`~streamrt.runtime.engine.eos`), an abort when it fails, and the recovery of a lost
 transaction (Kafka Streams' TaskMigrated/TaskCorrupted handling). What follows every commit,
 whatever the guarantee (repartition purge, the ``commit`` event), is written once, here.
@@ -14,19 +14,13 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
-import aiokafka.errors as kafka_errors
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.clients import Producer, ThreadClients
-from streamrt.runtime.engine.collector import Collector, ProducerCollector
-from streamrt.runtime.engine.commit import TaskMigratedError, commit
+from streamrt.runtime.engine.collector import Collector
+from streamrt.runtime.engine.commit import commit
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.eos import (
-    TransactionalCollector,
     TransactionalSink,
     abort_transaction,
     commit_transaction,
@@ -34,7 +28,11 @@ from streamrt.runtime.engine.eos import (
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import is_fenced
 from streamrt.runtime.engine.purge import RepartitionPurger
-from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
+from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector
+from streamrt.runtime.engine.rdkafka_txn import (
+    LibrdkafkaTransactionalCollector,
+    TransactionalLibrdkafkaProducer,
+)
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 
@@ -50,8 +48,8 @@ logger = logging.getLogger(__name__)
 
 
 class GroupOffsets(Protocol):
-    """The group's side of a commit: whoever keeps the thread's membership (aiokafka's
-    consumer, or streamrt's own member) commits and reads offsets with its identity."""
+    """The group's side of a commit: streamrt's own member commits and reads offsets with its
+    identity (:class:`~streamrt.runtime.engine.own_membership.StreamrtMembership`)."""
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
 
@@ -78,11 +76,11 @@ class Committer(abc.ABC):
         purger: RepartitionPurger | None,
         emit: Emit,
         *,
-        offsets: GroupOffsets | None = None,
+        offsets: GroupOffsets,
     ) -> None:
         self.collector = collector  # the tasks send through it
         self.consumer = consumer
-        self.offsets: GroupOffsets = offsets or _ConsumerOffsets(consumer)
+        self.offsets = offsets
         self.purger = purger
         self.emit = emit
 
@@ -132,38 +130,6 @@ class Committer(abc.ABC):
         raise exc
 
 
-class _ConsumerOffsets:
-    """aiokafka's group consumer as :class:`GroupOffsets`."""
-
-    def __init__(self, consumer: AIOKafkaConsumer) -> None:
-        self._consumer = consumer
-
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """aiokafka refuses a commit of a stale generation, an unknown member or during a
-        rebalance alike (CommitFailedError): under its eager protocol each is a migration."""
-        try:
-            await self._consumer.commit({KafkaTP(*tp): off for tp, off in offsets.items()})
-        except kafka_errors.CommitFailedError as exc:
-            logger.warning("offset commit refused, tasks migrated", extra=fields(error=str(exc)))
-            raise TaskMigratedError(str(exc)) from exc
-
-    async def check_generation(self) -> None:
-        if not await kafka_adapter.in_generation(self._consumer):
-            logger.warning("membership lost before a commit")
-            raise TaskMigratedError("Heartbeat: UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION")
-
-    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        out: dict[TopicPartition, int] = {}
-        for tp in partitions:
-            offset = await self._consumer.committed(KafkaTP(*tp))
-            if offset is not None:
-                out[tp] = offset
-        return out
-
-    async def check_membership(self) -> None:
-        await kafka_adapter.check_static_membership(self._consumer)
-
-
 class AtLeastOnceCommitter(Committer):
     """The numbered commit of :mod:`~streamrt.runtime.engine.commit`; then the standbys
     refresh their checkpoint hints (the subscription reads them)."""
@@ -192,7 +158,7 @@ class ExactlyOnceCommitter(Committer):
         new_producer: Callable[[], Any],
         thread_name: str,
         *,
-        offsets: GroupOffsets | None = None,
+        offsets: GroupOffsets,
     ) -> None:
         super().__init__(collector, consumer, purger, emit, offsets=offsets)
         self._group_id = group_id
@@ -233,10 +199,9 @@ class ExactlyOnceCommitter(Committer):
         task_ids = sorted(tasks.tasks)
         await abort_transaction(self.collector, list(tasks.tasks.values()))
         await tasks.close(task_ids)
-        # Always a new producer, fenced or not: after an abortable error (e.g. a refused
-        # TxnOffsetCommit) aiokafka forgets the transaction's partitions, so its abort sends
-        # no EndTxn and the broker keeps the transaction open; the next commit would commit
-        # the lost records along with their reprocessing. A new InitProducerId aborts it.
+        # Always a new producer, fenced or not: a new InitProducerId aborts whatever the lost
+        # transaction left open on the broker, so the next commit cannot carry the lost
+        # records along with their reprocessing.
         await self.offsets.check_membership()
         await self._renew_producer()
         self.emit("tasks_lost", tasks=task_ids, error=repr(exc))
@@ -284,15 +249,17 @@ def committer_for(
     emit: Emit,
     new_producer: Callable[[], Producer],
     thread_name: str,
-    offsets: GroupOffsets | None = None,
+    offsets: GroupOffsets,
 ) -> Committer:
     """The committer of ``processing.guarantee``, over the collector of the thread's producer;
-    ``offsets``: the group's side (default: the thread's group consumer); ``new_producer``
-    makes another producer of the same kind (a lost transaction renews it)."""
+    ``offsets``: the group's side (the thread's member); ``new_producer`` makes another
+    producer of the same kind (a lost transaction renews it)."""
     producer = clients.producer
     if config.exactly_once:
+        if not isinstance(producer, TransactionalLibrdkafkaProducer):  # ClientFactory's choice
+            raise TypeError(f"exactly_once_v2 needs a transactional producer, not {producer!r}")
         return ExactlyOnceCommitter(
-            transactional_collector(producer),
+            LibrdkafkaTransactionalCollector(producer),
             clients.consumer,
             clients.purger,
             emit,
@@ -301,24 +268,5 @@ def committer_for(
             thread_name,
             offsets=offsets,
         )
-    collector: Collector = (
-        LibrdkafkaCollector(producer)
-        if isinstance(producer, LibrdkafkaProducer)
-        else ProducerCollector(producer)
-    )
+    collector = LibrdkafkaCollector(producer)
     return AtLeastOnceCommitter(collector, clients.consumer, clients.purger, emit, offsets=offsets)
-
-
-def transactional_collector(producer: Producer) -> TransactionalSink:
-    """The transactional collector over the thread's producer, whichever client it is."""
-    if isinstance(producer, AIOKafkaProducer):
-        return TransactionalCollector(producer)
-    # imported here: confluent-kafka is an optional dependency
-    from streamrt.runtime.engine.rdkafka_txn import (
-        LibrdkafkaTransactionalCollector,
-        TransactionalLibrdkafkaProducer,
-    )
-
-    if not isinstance(producer, TransactionalLibrdkafkaProducer):  # ClientFactory's choice
-        raise TypeError(f"exactly_once_v2 needs a transactional producer, not {producer!r}")
-    return LibrdkafkaTransactionalCollector(producer)

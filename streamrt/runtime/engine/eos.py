@@ -8,8 +8,7 @@ order, and why:
 0. flush each task's record cache (its updates become this transaction's sends);
 1. flush the producer: every output and changelog record of the transaction is delivered;
 2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the group member's generation,
-   member id and ``group.instance.id``: aiokafka's through
-   :func:`kafka_adapter.install_group_metadata_offsets`, librdkafka's through
+   member id and ``group.instance.id``, through
    :func:`~streamrt.runtime.engine.rdkafka_txn.group_metadata_bytes`), then
    ``commit_transaction``;
 3. only now each task's StateManager writes its staged data with the changelog offset reached
@@ -30,21 +29,16 @@ aborted batch, ``last + 2`` is still at or before the marker's end: the restore 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaProducer
-from aiokafka.structs import TopicPartition as KafkaTP
-
-from streamrt.runtime.engine.collector import Collector, ProducerCollector
+from streamrt.runtime.engine.collector import Collector
 from streamrt.state import TopicPartition
 
 __all__ = (
     "TRANSACTION_TIMEOUT_MS",
     "TransactionLostError",
-    "TransactionalCollector",
     "TransactionalSink",
     "abort_transaction",
     "commit_transaction",
@@ -64,9 +58,8 @@ class TransactionLostError(Exception):
 
 class TransactionalSink(Collector, Protocol):
     """What :func:`commit_transaction` and :func:`abort_transaction` need from a thread's
-    transactional collector, whichever client's producer is under it (aiokafka's
-    :class:`TransactionalCollector`, librdkafka's
-    :class:`~streamrt.runtime.engine.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
+    transactional collector
+    (:class:`~streamrt.runtime.engine.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
 
     in_transaction: bool
 
@@ -89,53 +82,6 @@ class TransactionalSink(Collector, Protocol):
     def reset(self, producer: Any = None) -> None:
         """Forget the lost transaction's records; with ``producer``: use that one from now."""
         ...
-
-
-class TransactionalCollector(ProducerCollector):
-    """A collector whose sends always happen inside a transaction of its producer."""
-
-    def __init__(self, producer: AIOKafkaProducer) -> None:
-        super().__init__(producer)
-        self.in_transaction = False
-
-    async def begin(self) -> None:
-        """Begin a transaction unless one is open."""
-        if not self.in_transaction:
-            await self.producer.begin_transaction()
-            self.in_transaction = True
-
-    async def drain(self) -> None:
-        if self._queue:
-            await self.begin()
-        await super().drain()
-
-    def reset(self, producer: AIOKafkaProducer | None = None) -> None:
-        """After an abort (or with a re-created producer): forget everything queued or in
-        flight for the lost transaction."""
-        if producer is not None:
-            self.producer = producer
-        self._queue.clear()
-        for fut in self._inflight:  # their failure is the lost transaction's, already handled
-            fut.add_done_callback(_retrieve)
-        self._inflight.clear()
-        self.in_transaction = False
-
-    async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
-        await self.producer.send_offsets_to_transaction(
-            {KafkaTP(*tp): off for tp, off in offsets.items()}, group_id
-        )
-
-    async def commit(self) -> None:
-        await self.producer.commit_transaction()
-        self.in_transaction = False
-
-    async def abort(self) -> None:
-        await self.producer.abort_transaction()
-
-
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
 
 
 class TransactionalTask(Protocol):

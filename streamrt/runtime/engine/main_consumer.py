@@ -1,11 +1,10 @@
 """MainConsumer: what a stream thread and its tasks use of the thread's main (input) consumer.
 
-Why an interface: with ``stream.thread.membership=streamrt`` the group is kept by streamrt's
-own member, so the consumer only fetches in manual-assign mode, and aiokafka's
-``AIOKafkaConsumer`` and :class:`~streamrt.runtime.engine.rdkafka_consumer.LibrdkafkaConsumer`
-(``stream.thread.consumer=librdkafka``) are interchangeable behind these methods. Records are
-handed over as aiokafka's ``ConsumerRecord`` reads: ``topic``, ``partition``, ``offset``,
-``timestamp``, ``timestamp_type``, ``key``, ``value``, ``headers`` attributes.
+Why an interface: the group is kept by streamrt's own member, so the consumer only fetches in
+manual-assign mode; the thread, its tasks and the member listener see only these methods of
+:class:`~streamrt.runtime.engine.rdkafka_consumer.LibrdkafkaConsumer` (and the broker-less
+test rig its stand-in). Records carry the fields of aiokafka's ``ConsumerRecord``: ``topic``,
+``partition``, ``offset``, ``timestamp``, ``timestamp_type``, ``key``, ``value``, ``headers``.
 """
 
 from __future__ import annotations

@@ -7,32 +7,65 @@ stay are put back at their positions and paused again if they were: their tasks 
 
 Revoked (eager: everything, before the join; cooperative: only what moves, after the sync)
 commits and closes those tasks; lost closes them dirty, nothing committed (Kafka Streams'
-handleLostAll); assigned hands the leader's task set to the TaskManager, as the aiokafka path.
+handleLostAll); assigned hands the leader's task set (the assignment's user data, not the
+partitions) to the TaskManager.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any, Protocol
 
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.membership.member import RebalanceListener as MemberRebalanceListener
 from streamrt.membership.protocol import TopicPartition as MemberTP
+from streamrt.runtime.engine.assignor import AssignmentInfo
 from streamrt.runtime.engine.committers import Committer
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.own_membership import StreamrtMembership
-from streamrt.runtime.engine.rebalance_listener import RebalanceListener, RebalancingThread
+from streamrt.runtime.engine.start_ahead import StartAhead
 from streamrt.runtime.engine.task import TopicPartition
 from streamrt.runtime.engine.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
 
-__all__ = ("MemberListener",)
+__all__ = ("MemberListener", "RebalancingThread")
 
 logger = logging.getLogger(__name__)
 
 _POSITION_WAIT_S = 1.0
+
+
+class RebalancingThread(Protocol):
+    """What the listener needs of its stream thread."""
+
+    name: str
+    rebalances: int
+    start_ahead: StartAhead
+
+    @property
+    def state(self) -> ThreadState: ...
+
+    @property
+    def generation(self) -> int | None: ...
+
+    @property
+    def assignment_info(self) -> AssignmentInfo | None: ...
+
+    @property
+    def commit_lock(self) -> asyncio.Lock: ...
+
+    def transition(self, new: ThreadState) -> None: ...
+
+    def mark(self, name: str) -> None: ...
+
+    def emit(self, type_: str, **kv: Any) -> None: ...
+
+    def tasks_running(self) -> None: ...
+
+    async def before_join(self) -> None: ...
 
 
 class MemberListener(MemberRebalanceListener):
@@ -51,7 +84,6 @@ class MemberListener(MemberRebalanceListener):
         self.committer = committer
         self.consumer = consumer
         self.membership = membership
-        self._assigned = RebalanceListener(thread, tasks, committer)
 
     async def on_join_prepare(self) -> None:
         """A rebalance begins (cooperative: nothing is revoked yet, so it is said here; eager:
@@ -104,7 +136,24 @@ class MemberListener(MemberRebalanceListener):
         await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
             await self._reassign(committed)
-        await self._assigned.on_partitions_assigned([KafkaTP(*tp) for tp in added])
+        await self._start_tasks(added)
+
+    async def _start_tasks(self, added: list[TopicPartition]) -> None:
+        """Hand the leader's task set (the assignment's user data) to the TaskManager."""
+        thread = self.thread
+        info = thread.assignment_info
+        wanted = sorted(set(info.tasks)) if info else []
+        thread.transition(ThreadState.PARTITIONS_ASSIGNED)
+        thread.mark("assigned")
+        logger.info(
+            "partitions assigned", extra=fields(thread=thread.name, partitions=added, tasks=wanted)
+        )
+        thread.emit("rebalance_complete", generation=thread.generation)
+        thread.emit("assignment", partitions=added, tasks=wanted)
+        async with thread.commit_lock:
+            await self.tasks.assign(wanted, info.standby_tasks if info else ())
+            if self.tasks.all_running:
+                thread.tasks_running()
 
     @property
     def _eager(self) -> bool:

@@ -1,11 +1,11 @@
-"""``stream.thread.membership=streamrt``: a stream thread's group membership kept by
-:class:`streamrt.membership.GroupMember` instead of aiokafka's consumer.
+"""A stream thread's group membership, kept by :class:`streamrt.membership.GroupMember`.
 
-The thread's consumer then fetches in manual-assign mode (public ``assign``/``seek``; no
-subscribe, no aiokafka coordinator): the member joins, syncs (the runtime's assignor, through
+The thread's librdkafka consumer only fetches, in manual-assign mode (``assign``/``seek``;
+no subscribe, no client-side group coordinator): the member joins, syncs (the runtime's
+assignor, through
 :class:`~streamrt.runtime.engine.member_assignor.MemberStreamsAssignor`), heartbeats, commits
 with its generation and member id, and the :class:`MemberListener` turns its callbacks into
-consumer assignments and task changes. Under the cooperative protocol (the default here) only
+consumer assignments and task changes. Under the cooperative protocol (the default) only
 the tasks of revoked partitions stop; the others keep processing through the rebalance.
 """
 
@@ -24,11 +24,11 @@ from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
 from streamrt.membership.member import GroupMember, RebalanceListener
 from streamrt.membership.requests import COORDINATOR_MOVED
-from streamrt.runtime.engine import kafka_adapter
 from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
 from streamrt.runtime.engine.commit import CommitDeferredError, TaskMigratedError
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
+from streamrt.runtime.engine.rdkafka_txn import GroupMetadata
 from streamrt.runtime.engine.task import TopicPartition
 
 __all__ = ("StreamrtMembership", "is_fenced")
@@ -40,19 +40,20 @@ _LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
 
 
 def is_fenced(exc: BaseException) -> bool:
-    """FENCED_INSTANCE_ID from either membership (ours, or aiokafka's as the adapter sees it)."""
+    """FENCED_INSTANCE_ID: raised by our member, or by the transactional producer mapped to
+    :class:`FencedInstanceError` (perhaps as the cause of another error)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, FencedInstanceError):
             return True
         seen = seen.__cause__
-    return kafka_adapter.is_fenced(exc)
+    return False
 
 
 def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> MemberConfig:
-    """The member's settings from the streams config: the group's as the aiokafka consumer
-    gets them, and the main consumer's client settings (``consumer.``/``main.consumer.``
-    prefixes or bare: timeouts, rack, TLS/SASL)."""
+    """The member's settings from the streams config: the group's, and the main consumer's
+    client settings (``consumer.``/``main.consumer.`` prefixes or bare: timeouts, rack,
+    TLS/SASL)."""
     cfg = env.config
     consumer = cfg.client_config().for_role("main.consumer")
     security = {k: v for k, v in consumer.items() if k.startswith(_SECURITY)}
@@ -108,9 +109,9 @@ class StreamrtMembership:
     def cooperative(self) -> bool:
         return self.member.cooperative
 
-    def group_metadata(self) -> kafka_adapter.GroupMetadata:
+    def group_metadata(self) -> GroupMetadata:
         """What a TxnOffsetCommit v3 carries (KIP-447): our member's generation and ids."""
-        return kafka_adapter.GroupMetadata(
+        return GroupMetadata(
             self.member.generation, self.member.member_id, self.member.config.group_instance_id
         )
 

@@ -1,9 +1,9 @@
-"""librdkafka (confluent-kafka) as a stream thread's main consumer: ``stream.thread.consumer``.
+"""librdkafka (confluent-kafka) as a stream thread's main consumer.
 
 Why: aiokafka decodes every fetched record batch in Python on the stream thread (about a tenth
 of its CPU on the sessions fold, issue 24); librdkafka fetches, decompresses and decodes in C on
-its own threads and hands over ready messages. Only with ``stream.thread.membership=streamrt``:
-streamrt's member keeps the group and commits, so this consumer runs in assign mode. librdkafka
+its own threads and hands over ready messages. streamrt's own member keeps the group and
+commits, so this consumer runs in assign mode. librdkafka
 insists on a ``group.id`` (the application id, so group ACLs match) but never joins it: it is
 never subscribed, auto-commit and the offset store are off, and close() sends nothing.
 

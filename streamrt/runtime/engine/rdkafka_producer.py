@@ -3,21 +3,20 @@
 Why: on the sessions fold aiokafka's producer (accumulator, batch builder, request encoding,
 socket writes, all Python on the stream thread) is about half of the thread's CPU; librdkafka
 batches, encodes and sends in C on its own threads (docs/bench/history.md, "The data path").
-The default under at-least-once (``stream.thread.producer``, ``StreamsConfig.
-effective_thread_producer``). Under exactly_once_v2 (own membership only, when asked for) it
-is transactional: :mod:`.rdkafka_txn`. The main consumer is librdkafka's too by default
-(:mod:`.rdkafka_consumer`, own membership only), and then so is the restore consumer
-(:mod:`.rdkafka_restore`).
+The stream threads' one producer: under exactly_once_v2 it is transactional
+(:mod:`.rdkafka_txn`). The main and restore consumers are librdkafka's too
+(:mod:`.rdkafka_consumer`, :mod:`.rdkafka_restore`).
 
 :class:`LibrdkafkaCollector` hands each record to librdkafka at once (order per partition is
 librdkafka's); a record its local queue has no room for waits, in order, for :meth:`drain`.
 :meth:`LibrdkafkaCollector.flush` waits for every delivery report and returns the offsets
-reached per partition, as :class:`~streamrt.runtime.engine.collector.ProducerCollector`
-does; a failed delivery raises there, so a commit stops before the offsets move.
+reached per partition (:class:`~streamrt.runtime.engine.collector.Collector`); a failed
+delivery raises there, so a commit stops before the offsets move.
 
 Differences from aiokafka: librdkafka writes a record timestamp of 0 as "now", so a record at
 exactly 0 goes through :mod:`.zero_timestamp` (in order, slowly) when the producer has a
-:class:`~.zero_timestamp.ZeroTimestampSender` (the stream threads' always does); keyed records
+:class:`~.zero_timestamp.ZeroTimestampSender` (the at-least-once stream threads' always does;
+exactly_once_v2 refuses such records); keyed records
 are partitioned with murmur2 as Java and aiokafka do.
 """
 

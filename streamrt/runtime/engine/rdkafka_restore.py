@@ -4,9 +4,8 @@ Why: a full restore on aiokafka spent a third of the thread decoding fetched bat
 and a fifth in asyncio (docs/bench/history.md, "Runtime: heavy-state app per thread"). librdkafka
 fetches, decompresses and decodes on its own threads and keeps prefetching (up to
 ``queued.max.messages.kbytes``) while the stream thread writes what it took into RocksDB, so
-fetch and write overlap. Used whenever the main consumer is librdkafka's
-(``StreamsConfig.effective_thread_consumer``), with the restore consumer's settings
-(``restore.consumer.`` prefix, security) and ``read_committed`` under exactly_once_v2.
+fetch and write overlap. The stream threads' one restore consumer, with the restore consumer's
+settings (``restore.consumer.`` prefix, security) and ``read_committed`` under exactly_once_v2.
 
 No group: librdkafka insists on a ``group.id`` (the application id, as the main consumer's) but
 the consumer is never subscribed and commits nothing. Partitions are started with

@@ -1,7 +1,6 @@
-"""exactly_once_v2 on librdkafka's transactional producer (``stream.thread.producer=librdkafka``
-with ``stream.thread.membership=streamrt``).
+"""exactly_once_v2 on librdkafka's transactional producer: the one exactly-once path.
 
-Why only with streamrt's own membership: a KIP-447 TxnOffsetCommit carries the group member's
+Why it needs streamrt's own membership: a KIP-447 TxnOffsetCommit carries the group member's
 generation, member id and ``group.instance.id``, and librdkafka takes them only as the opaque
 ``consumer_group_metadata`` a confluent ``Consumer`` writes. With our own member we know all
 three, so :func:`group_metadata_bytes` writes that blob (librdkafka's public, versioned
@@ -9,7 +8,15 @@ three, so :func:`group_metadata_bytes` writes that blob (librdkafka's public, ve
 commit, and the group coordinator checks it as it checks a Java consumer's.
 
 librdkafka's transactional calls block (network round trips, up to their timeout): each runs
-off the thread's event loop (``asyncio.to_thread``), so the member keeps heartbeating.
+off the thread's event loop, so the member keeps heartbeating, in a daemon thread of its own
+that the thread waits for at most its timeout plus a grace. Why not trust the timeout alone:
+librdkafka's ``send_offsets_to_transaction`` ignores it when the group coordinator goes away
+mid-transaction (librdkafka issues #5456, #5511, open in 2.16); after a broker restart it hung
+for minutes, and the thread with it (measured: the EOS chaos test's broker kill, a 78 s stall).
+A call that does not answer in time loses the transaction; the producer is then ``stuck`` and
+is replaced without waiting for it (a new ``init_transactions`` fences it and aborts what it
+left open). The in-transaction calls are bounded by the transaction timeout: past it the
+coordinator aborts the transaction anyway.
 Errors are mapped to what the :class:`~streamrt.runtime.engine.committers.ExactlyOnceCommitter`
 recovers: FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops);
 anything else -> :class:`ProducerFencedError` (fenced, fatal) or
@@ -20,10 +27,13 @@ lost, the tasks close dirty and a new producer's ``init_transactions`` aborts it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
+import threading
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -31,7 +41,6 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 
 from streamrt.membership.config import FencedInstanceError
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
-from streamrt.runtime.engine.kafka_adapter import GroupMetadata
 from streamrt.runtime.engine.rdkafka_producer import (
     DeliveryError,
     LibrdkafkaCollector,
@@ -40,6 +49,7 @@ from streamrt.runtime.engine.rdkafka_producer import (
 from streamrt.state import TopicPartition
 
 __all__ = (
+    "GroupMetadata",
     "LibrdkafkaTransactionalCollector",
     "ProducerFencedError",
     "TransactionalLibrdkafkaProducer",
@@ -51,13 +61,33 @@ logger = logging.getLogger(__name__)
 
 #: librdkafka's ``rd_kafka_consumer_group_metadata_write`` magic, format version 2
 _MAGIC = b"CGMDv2:"
-#: how long one blocking transactional call may take (Kafka's max.block.ms default)
+#: how long ``init_transactions`` may take (Kafka's max.block.ms default)
 CALL_TIMEOUT_S = 60.0
+#: how long a call inside a transaction (send offsets, commit, abort) may take: the
+#: transaction timeout, after which the coordinator aborts the transaction anyway
+TXN_CALL_TIMEOUT_S = TRANSACTION_TIMEOUT_MS / 1000
+#: ``send_offsets_to_transaction``, the call librdkafka can leave hanging (module doc): a
+#: shorter bound, so a thread stalls seconds, not the transaction timeout, after a broker
+#: restart (it normally answers in milliseconds; a slow one only costs a lost transaction)
+SEND_OFFSETS_TIMEOUT_S = 5.0
+#: how much longer than its own timeout a call is waited for before it counts as stuck
+STUCK_GRACE_S = 1.0
 #: how long :meth:`TransactionalLibrdkafkaProducer.connect` waits for a broker connection
 CONNECT_TIMEOUT_S = 5.0
 #: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
 #: (librdkafka's own ``_FENCED`` comes as a fatal error, which ``lost`` maps the same way)
 _FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    """What the group coordinator checks on a TxnOffsetCommit v3 (the Java consumer's
+    ``groupMetadata()``): a stale generation, an unknown member or a replaced static
+    instance is refused."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
 
 
 class ProducerFencedError(TransactionLostError):
@@ -119,6 +149,7 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
     def __init__(self, config: dict[str, Any], metadata: Callable[[], GroupMetadata]) -> None:
         super().__init__(config)
         self._metadata = metadata
+        self.stuck = False  # a call never answered: the client is abandoned, not waited for
 
     async def connect(self) -> None:
         """Create the client and wait until it has a broker connection, without the
@@ -140,15 +171,22 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
 
     async def stop(self) -> None:
         """Records of an uncommitted transaction are worthless: purge them and close (no
-        flush: a fenced producer's flush raises, and a committed transaction was flushed)."""
+        flush: a fenced producer's flush raises, and a committed transaction was flushed).
+        A stuck client is closed in the background: its close would wait for the stuck call."""
         producer, self._producer = self._producer, None
         if producer is None:
             return
+        if self.stuck:
+            threading.Thread(target=_close_quietly, args=(producer,), daemon=True).start()
+            logger.warning("transactional producer abandoned: a call never answered")
+            return
         producer.purge(in_queue=True, in_flight=True, blocking=False)
         try:
-            await asyncio.to_thread(_close_quietly, producer)
+            await _bounded(_close_quietly, (producer,), CALL_TIMEOUT_S)
         except KafkaException as exc:  # fenced or fatal: nothing of it is used again
             logger.info("transactional producer closed with %s", exc)
+        except TimeoutError:
+            logger.warning("transactional producer close did not end; left to finish alone")
 
     def begin(self) -> None:
         """Begin a transaction (local to the client: no round trip)."""
@@ -165,27 +203,44 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         parts = [RdTopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
         send = self._producer.send_offsets_to_transaction
         await self._call(
-            "send_offsets_to_transaction", send, parts, blob, CALL_TIMEOUT_S,
+            "send_offsets_to_transaction", send, parts, blob, SEND_OFFSETS_TIMEOUT_S,
             instance_id=metadata.group_instance_id,
         )  # fmt: skip
 
     async def commit(self) -> None:
-        await self._call("commit_transaction", self._producer.commit_transaction, CALL_TIMEOUT_S)
+        commit = self._producer.commit_transaction
+        await self._call("commit_transaction", commit, TXN_CALL_TIMEOUT_S)
 
     async def abort(self) -> None:
         """Abort (librdkafka purges what is queued), serve the purged records' reports, and
-        forget them: they belong to the aborted transaction, not to the next flush."""
-        await self._call("abort_transaction", self._producer.abort_transaction, CALL_TIMEOUT_S)
+        forget them: they belong to the aborted transaction, not to the next flush. A stuck
+        client cannot abort (its stuck call holds the transaction): the caller renews it."""
+        if self.stuck:
+            raise ProducerFencedError("abort_transaction: the producer is stuck in a call")
+        abort = self._producer.abort_transaction
+        await self._call("abort_transaction", abort, TXN_CALL_TIMEOUT_S)
         self._producer.flush(0)
         self.forget()
 
     async def _call(
-        self, what: str, call: Callable[..., Any], *args: Any, instance_id: str | None = None
+        self,
+        what: str,
+        call: Callable[..., Any],
+        *args: Any,
+        instance_id: str | None = None,
     ) -> None:
+        """``call(*args)``, whose last argument is its timeout in seconds, waited for at most
+        that long plus :data:`STUCK_GRACE_S` (see the module doc)."""
         try:
-            await asyncio.to_thread(call, *args)
+            await _bounded(call, args, float(args[-1]))
         except KafkaException as exc:
             raise lost(exc, what, instance_id) from exc
+        except TimeoutError:
+            self.stuck = True
+            raise ProducerFencedError(
+                f"{what}: no answer within {args[-1]:.0f} s (+{STUCK_GRACE_S:.0f} s); the "
+                "producer is replaced (librdkafka issue #5456)"
+            ) from None
 
 
 class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
@@ -266,6 +321,36 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
         self._waiting.clear()
         self._refused = None
         self.in_transaction = False
+
+
+async def _bounded(call: Callable[..., Any], args: tuple[Any, ...], timeout_s: float) -> None:
+    """Run ``call(*args)`` in a daemon thread of its own; wait ``timeout_s`` +
+    :data:`STUCK_GRACE_S` for it (TimeoutError; the thread is left to finish alone, and a
+    daemon thread never holds up the process's exit). Its exception is raised here."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            call(*args)
+        except BaseException as exc:  # handed to the waiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, error)
+
+    # a late answer after a timeout is nobody's: retrieve it, so asyncio does not report it
+    done.add_done_callback(lambda f: f.cancelled() or f.exception())
+    threading.Thread(target=run, name="rdkafka-txn-call", daemon=True).start()
+    await asyncio.wait_for(asyncio.shield(done), timeout_s + STUCK_GRACE_S)
 
 
 def _close_quietly(producer: Any) -> None:

@@ -10,6 +10,7 @@ from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.metered_task import MeteredTask
 from streamrt.runtime.engine.standby import StandbyTask
 from streamrt.runtime.engine.task import StreamTask, TaskId
+from streamrt.runtime.engine.zero_timestamp import ZeroTimestampGuard
 from streamrt.runtime.stores import RecordCache, RecordCollector
 
 __all__ = ("TaskFactory",)
@@ -24,22 +25,27 @@ class TaskFactory:
     cache: RecordCache
 
     def active(self, task_id: TaskId) -> StreamTask:
-        """A task; at ``metrics.recording.level`` DEBUG one that also counts per node."""
+        """A task; at ``metrics.recording.level`` DEBUG one that also counts per node. Under
+        exactly_once_v2 its sends pass a :class:`ZeroTimestampGuard` (engine/zero_timestamp)."""
         cfg = self.env.config
         kind = StreamTask if cfg.metrics_recording_level == "INFO" else MeteredTask
-        return kind(
+        guard = ZeroTimestampGuard(self.collector, str(task_id)) if cfg.exactly_once else None
+        task = kind(
             task_id,
             self.env.subtopologies[task_id.subtopology],
             self.env.topology,
             cfg.application_id,
             Path(cfg.state_dir),
-            self.collector,
+            guard or self.collector,
             default_store=cfg.default_dsl_store,
             errors=self.env.errors,
             cache=self.cache,
             timestamp_extractor=cfg.timestamp_extractor(),
             clock=self.env.clock,
         )
+        if guard is not None:
+            guard.watch(task.record)
+        return task
 
     def standby(self, task_id: str) -> StandbyTask:
         cfg = self.env.config

@@ -20,7 +20,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka.errors import IllegalStateError
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
@@ -52,7 +51,7 @@ async def caught_up(partition: KafkaTP) -> int | None:
 
 
 class ConsumerLags:
-    """The lag an aiokafka consumer's last fetch reported for a partition (Kafka's
+    """The lag the consumer's last fetch reported for a partition (Kafka's
     ``ConsumerRecords.Metadata.lag()``): its end (the high watermark, or the last stable
     offset under read_committed) minus its position; None before the first fetch."""
 
@@ -71,7 +70,7 @@ class ConsumerLags:
             return None
         try:  # no wait when the position is known (a fetched partition); never block the loop
             position: int = await asyncio.wait_for(consumer.position(partition), 0.05)
-        except (TimeoutError, IllegalStateError, LookupError):  # LookupError: librdkafka's
+        except (TimeoutError, LookupError):  # LookupError: librdkafka's
             return None
         lag: int = max(0, end - position)
         return lag

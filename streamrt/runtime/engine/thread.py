@@ -19,13 +19,8 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
-import aiokafka.errors as kafka_errors
-from aiokafka import AIOKafkaConsumer
-
 from streamrt.logs import fields
-from streamrt.runtime.config import STREAMRT
-from streamrt.runtime.engine import kafka_adapter
-from streamrt.runtime.engine.assignor import AssignmentInfo, StreamsPartitionAssignor
+from streamrt.runtime.engine.assignor import AssignmentInfo
 from streamrt.runtime.engine.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
 from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
@@ -36,7 +31,6 @@ from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.member_listener import MemberListener
 from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
-from streamrt.runtime.engine.rebalance_listener import RebalanceListener
 from streamrt.runtime.engine.start_ahead import StartAhead
 from streamrt.runtime.engine.task import StreamTask
 from streamrt.runtime.engine.task_factory import TaskFactory
@@ -94,7 +88,7 @@ class StreamThread:
         )
         self._tasks: TaskManager | None = None  # from the start of the loop on
         self._clients: ThreadClients | None = None
-        self._own: StreamrtMembership | None = None  # stream.thread.membership=streamrt
+        self._own: StreamrtMembership | None = None  # from the start of the loop on
         self._stop_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -164,22 +158,14 @@ class StreamThread:
         return self._os_thread.is_alive()
 
     @property
-    def _consumer(self) -> MainConsumer | None:
-        return self._clients.consumer if self._clients is not None else None
-
-    @property
     def member_id(self) -> str | None:
         """The consumer's member id in the group (assigned by the coordinator), once joined."""
-        if self._own is not None:
-            return self._own.member_id
-        return kafka_adapter.member_id(self._consumer)
+        return self._own.member_id if self._own is not None else None
 
     @property
     def generation(self) -> int | None:
         """The group generation this thread's consumer last joined."""
-        if self._own is not None:
-            return self._own.generation
-        return kafka_adapter.generation(self._consumer)
+        return self._own.generation if self._own is not None else None
 
     @property
     def assignment_info(self) -> AssignmentInfo | None:
@@ -273,12 +259,10 @@ class StreamThread:
             await self._list_changelog_ends()
 
     async def _list_changelog_ends(self) -> None:
-        clients = cast(ThreadClients, self._clients)
-        if self._own is not None:  # a manual-assign consumer has no source topic metadata
-            counts = await self._own.partition_counts(self.env.subtopologies)
-            partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
-        else:
-            partitions_of = cast(AIOKafkaConsumer, clients.consumer).partitions_for_topic
+        clients, own = cast(ThreadClients, self._clients), cast(StreamrtMembership, self._own)
+        # a manual-assign consumer has no source topic metadata: the member's
+        counts = await own.partition_counts(self.env.subtopologies)
+        partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
         await self.member.refresh_changelog_ends(clients.offsets_consumer, partitions_of)
 
     # -- the thread's own loop -----------------------------------------------------------------
@@ -310,15 +294,17 @@ class StreamThread:
         if self._stop_requested.is_set():
             return
         assignor = self.member.assignor()
-        own = self._own = self._own_membership(assignor)
+        own = self._own = StreamrtMembership(
+            self.env, self.client_id, self.thread_instance_id, assignor
+        )
         factory = ClientFactory(
             self.env,
             self.client_id,
             self.thread_instance_id,
             self.transactional_id,
-            own.group_metadata if own else lambda: kafka_adapter.group_metadata(self._consumer),
+            own.group_metadata,
         )
-        clients = self._clients = factory.build(assignor, manual=own is not None)
+        clients = self._clients = factory.build()
         committer = committer_for(
             self.env.config, clients, self.emit, factory.thread_producer, self.name, offsets=own
         )
@@ -337,13 +323,8 @@ class StreamThread:
         # last stable offset before the restore reads them (start_ahead.py).
         eos = self.env.config.exactly_once
         opened = await clients.start(producer=not eos)
-        if own is not None:  # the first join's listing, beside the rest of the start-up
-            self.start_ahead.list_ends(self._list_changelog_ends)
-        listener: RebalanceListener | MemberListener = (
-            MemberListener(self, tasks, committer, clients.consumer, own)
-            if own
-            else RebalanceListener(self, tasks, committer)
-        )
+        self.start_ahead.list_ends(self._list_changelog_ends)  # the first join's listing
+        listener = MemberListener(self, tasks, committer, clients.consumer, own)
         try:
             if await self._join(factory, clients, listener):
                 await self._run_loop(clients.consumer, tasks, committer)
@@ -351,10 +332,7 @@ class StreamThread:
         finally:
             # before "committed" lets a hand-off successor join: from now on this consumer
             # never joins again (a late rejoin would take the instance id back and fence it)
-            if own is not None:
-                await own.retire()
-            else:
-                kafka_adapter.retire_static_member(clients.consumer)
+            await own.retire()
             self.prepared.set()
             self.committed.set()
             await self.start_ahead.settle()
@@ -364,27 +342,16 @@ class StreamThread:
             await committer.close(producer_started=opened or self.start_ahead.producer_started)
             self.mark("clients_closed")
 
-    def _own_membership(self, assignor: StreamsPartitionAssignor) -> StreamrtMembership | None:
-        """streamrt's own group member, if ``stream.thread.membership`` asks for it."""
-        if self.env.config.stream_thread_membership != STREAMRT:
-            return None
-        return StreamrtMembership(self.env, self.client_id, self.thread_instance_id, assignor)
-
     async def _join(
         self,
         factory: ClientFactory,
         clients: ThreadClients,
-        listener: RebalanceListener | MemberListener,
+        listener: MemberListener,
     ) -> bool:
         """Connect, load metadata and find the group coordinator; a held thread then waits for
         release(). Subscribes (or starts our member), unless asked to stop first (False)."""
-        consumer, own = clients.consumer, self._own
-        await consumer.start()
-        if own is not None:
-            await own.find_coordinator()
-        else:
-            kafka_adapter.install_static_heartbeat(consumer)
-            await kafka_adapter.find_coordinator(consumer)
+        await clients.consumer.start()
+        await listener.membership.find_coordinator()
         if not self._hold.is_set():
             await factory.warm_offsets_consumer(clients.offsets_consumer)
         self.mark("prepared")
@@ -396,11 +363,7 @@ class StreamThread:
         if self.env.config.exactly_once:  # beside the join (start_ahead.py)
             producer = clients.producer
             self.start_ahead.start_producer(lambda: retry_bootstrap(producer.start, "producer"))
-        topics = list(dict.fromkeys(t for s in self.env.subtopologies for t in s.source_topics))
-        if isinstance(listener, MemberListener):
-            listener.membership.start(listener)
-        else:
-            cast(AIOKafkaConsumer, consumer).subscribe(topics, listener=listener)
+        listener.membership.start(listener)
         self.mark("join_requested")
         if self._expected_tasks and self._tasks is not None:
             self._tasks.start_open_ahead(self._expected_tasks)
@@ -426,11 +389,6 @@ class StreamThread:
         self.emit("tasks_migrated", tasks=sorted(tasks.tasks), error=str(exc))
         if self._own is not None:  # its listener closes the tasks of the lost partitions,
             await self._own.lose_all()  # unless its group loop did already (and rejoined)
-            return
-        async with self.commit_lock:
-            await c.lose(tasks, list(tasks.tasks))
-        if self._consumer is not None:
-            kafka_adapter.request_rejoin(cast(AIOKafkaConsumer, self._consumer))
 
     async def _run_loop(
         self, consumer: MainConsumer, tasks: TaskManager, committer: Committer
@@ -443,15 +401,7 @@ class StreamThread:
                 return
             except TaskMigratedError as exc:
                 await self._migrated(exc, tasks, committer)
-            except (
-                kafka_errors.KafkaError,
-                kafka_errors.IllegalOperation,
-                TransactionLostError,
-            ) as exc:
-                # IllegalOperation: a send into a transaction the producer no longer has (a
-                # newer incarnation's InitProducerId fenced it between two sends); aiokafka
-                # raises it instead of ProducerFenced, and it is just as lost.
-                # TransactionLostError: librdkafka's transactional errors, mapped.
+            except TransactionLostError as exc:  # librdkafka's transactional errors, mapped
                 if not committer.recovers(exc):
                     raise
                 try:
@@ -465,16 +415,12 @@ class StreamThread:
     ) -> None:
         schedule = CommitSchedule(self.env.clock, self.env.config.commit_interval_ms)
         own = self._own
-        rejoin = (
-            (lambda: own.request_rejoin("probing rebalance"))
-            if own is not None
-            else (lambda: kafka_adapter.request_rejoin(consumer))
-        )
+        assert own is not None  # set before the loop starts
+        rejoin = lambda: own.request_rejoin("probing rebalance")  # noqa: E731
         meter = LoopMeter(self.sensors)
         await self.start_ahead.producer_ready()
         while not self._stop_requested.is_set():
-            if own is not None:
-                own.raise_if_failed()
+            own.raise_if_failed()
             # While stores restore, do not block on the (paused) inputs: restoring is the work.
             # A task waiting for a lock (a previous owner still closing it) retries every 10 ms;
             # one waiting for input on another partition (max.task.idle.ms) looks again as often.
@@ -493,7 +439,7 @@ class StreamThread:
                     self.mark("first_record")
                 meter.punctuate(tasks, self.env.clock.now_ms())
                 await committer.collector.drain()
-                if schedule.due() and not (own is not None and own.rebalancing):
+                if schedule.due() and not own.rebalancing:
                     await meter.commit(committer.commit(tasks))
                     schedule.committed()
                 self.member.maybe_probe(rejoin)

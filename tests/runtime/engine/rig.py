@@ -1,40 +1,51 @@
 """One stream thread of a count app with its Kafka clients faked, for broker-less tests.
 
-A real (unstarted) StreamThread, its real TaskManager, RebalanceListener and committer, real
-tasks with RocksDB stores on disk; only the Kafka clients are fakes: the group consumer
-(pause/resume/seek/commit), the restore consumer (changelogs held in memory) and the producer.
+A real (unstarted) StreamThread, its real TaskManager, MemberListener and committer over the
+real librdkafka collectors (transactional under exactly_once_v2), real tasks with RocksDB
+stores on disk: the default path. Only the Kafka clients are fakes: confluent-kafka's
+``Producer`` under the real :class:`LibrdkafkaProducer`, the main consumer (assign, pause,
+seek), the restore consumer (changelogs held in memory) and streamrt's group member (its
+assignment and offsets).
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-from aiokafka.errors import KafkaConnectionError, ProducerFenced
 from aiokafka.structs import TopicPartition as KafkaTP
+from confluent_kafka import KafkaError, KafkaException
 
 from streamrt.runtime import App, ThreadState
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.collector import ProducerCollector
 from streamrt.runtime.engine.committers import AtLeastOnceCommitter, Committer, ExactlyOnceCommitter
 from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.eos import TransactionalCollector
-from streamrt.runtime.engine.rebalance_listener import RebalanceListener
-from streamrt.runtime.engine.restore_consumer import AiokafkaRestoreConsumer
+from streamrt.runtime.engine.member_listener import MemberListener
+from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
+from streamrt.runtime.engine.rdkafka_txn import (
+    GroupMetadata,
+    LibrdkafkaTransactionalCollector,
+    TransactionalLibrdkafkaProducer,
+)
+from streamrt.runtime.engine.restore_consumer import ChangelogBatch
+from streamrt.runtime.engine.task import TaskId
 from streamrt.runtime.engine.task_factory import TaskFactory
 from streamrt.runtime.engine.task_manager import TaskEvents, TaskManager
 from streamrt.runtime.engine.thread import StreamThread
 from streamrt.runtime.stores import RecordCache
+from streamrt.state import TopicPartition
 
 APP = "tm"
 INPUT = KafkaTP("in", 0)
 CHANGELOG = KafkaTP(f"{APP}-counts-changelog", 0)
+Logs = dict[KafkaTP, list[Any]]
 
 
 def count(n: int) -> bytes:
@@ -44,159 +55,236 @@ def count(n: int) -> bytes:
 # -- the fakes: the Kafka clients only ------------------------------------------------------
 
 
-class FakeGroupConsumer:
-    """The group consumer as the TaskManager and the committer use it."""
+class FakeMainConsumer:
+    """The main consumer as the MemberListener, the TaskManager and the committer use it."""
 
-    def __init__(self, assigned: Iterable[KafkaTP]) -> None:
-        self.assigned = set(assigned)
-        self.paused: set[KafkaTP] = set()
-        self.commits: list[dict[KafkaTP, int]] = []
-        self.committed_offsets: dict[KafkaTP, int] = {}
+    def __init__(self) -> None:
+        self.assigned: set[KafkaTP] = set()
+        self._paused: set[KafkaTP] = set()
+        self.positions: dict[KafkaTP, int] = {}
         self.seeks: list[tuple[KafkaTP, int | None]] = []
+
+    def assign(self, partitions: list[KafkaTP]) -> None:
+        self.assigned = set(partitions)
 
     def assignment(self) -> set[KafkaTP]:
         return set(self.assigned)
 
     def pause(self, *partitions: KafkaTP) -> None:
-        self.paused.update(partitions)
+        self._paused.update(partitions)
 
     def resume(self, *partitions: KafkaTP) -> None:
-        self.paused.difference_update(partitions)
+        self._paused.difference_update(partitions)
 
-    def seek(self, tp: KafkaTP, offset: int | None) -> None:
+    def paused(self) -> set[KafkaTP]:
+        return set(self._paused)
+
+    def seek(self, tp: KafkaTP, offset: int) -> None:
         self.seeks.append((tp, offset))
+        self.positions[tp] = offset
 
     async def seek_to_beginning(self, *tps: KafkaTP) -> None:
         self.seeks.extend((tp, None) for tp in tps)
 
-    async def commit(self, offsets: Mapping[KafkaTP, int]) -> None:
-        self.commits.append(dict(offsets))
-        self.committed_offsets.update(offsets)
+    async def position(self, tp: KafkaTP) -> int:
+        if tp not in self.positions:
+            raise LookupError(tp)  # as librdkafka's before the first fetch
+        return self.positions[tp]
 
-    async def committed(self, tp: KafkaTP) -> int | None:
-        return self.committed_offsets.get(tp)
+    def highwater(self, tp: KafkaTP) -> int | None:
+        return None
+
+    def last_stable_offset(self, tp: KafkaTP) -> int | None:
+        return None
 
 
 @dataclass
-class Record:
-    offset: int
-    key: bytes
-    value: bytes | None
-    timestamp: int = -1  # aiokafka's ConsumerRecord has one; restoration keeps it for rows
+class FakeMembership:
+    """streamrt's group member as the listener and the committers use it: the partitions the
+    last assignment gave, the offsets it commits and reads (cooperative, as by default)."""
+
+    member: Any = field(default_factory=lambda: mock.NonCallableMock(assignment=set()))
+    cooperative: bool = True
+    rebalancing: bool = False
+    commits: list[dict[TopicPartition, int]] = field(default_factory=list)
+    committed_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.commits.append(dict(offsets))
+        self.committed_offsets.update(offsets)
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.committed_offsets[tp] for tp in partitions if tp in self.committed_offsets}
+
+    async def check_membership(self) -> None:
+        pass
+
+    async def check_generation(self) -> None:
+        pass
 
 
 class FakeRestoreConsumer:
-    """Changelogs in memory; assign, seek, fetch and positions as aiokafka's consumer."""
+    """Changelogs in memory, behind the RestoreConsumer interface (no group, no commits)."""
 
-    def __init__(self, logs: dict[KafkaTP, list[tuple[bytes, bytes | None]]]) -> None:
+    def __init__(self, logs: Logs) -> None:
         self.logs = logs
-        self.positions: dict[KafkaTP, int | None] = {}
+        self.positions: dict[TopicPartition, int] = {}
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
 
     async def end_offsets(self, tps: list[KafkaTP]) -> dict[KafkaTP, int]:
         return {tp: len(self.logs.get(tp, [])) for tp in tps}
 
-    def assign(self, tps: list[KafkaTP]) -> None:
-        self.positions = dict.fromkeys(tps)
+    async def assign_at(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        self.positions = {tp: at or 0 for tp, at in positions.items()}
 
-    def assignment(self) -> set[KafkaTP]:
-        return set(self.positions)
+    def assignment(self) -> Set[TopicPartition]:
+        return frozenset(self.positions)
 
-    def seek(self, tp: KafkaTP, offset: int) -> None:
-        self.positions[tp] = offset
-
-    async def seek_to_beginning(self, *tps: KafkaTP) -> None:
-        for tp in tps:
-            self.positions[tp] = 0
-
-    async def position(self, tp: KafkaTP) -> int:
-        return self.positions[tp] or 0
-
-    def highwater(self, tp: KafkaTP) -> int:
-        return len(self.logs.get(tp, []))
-
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+    async def fetch(
+        self, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, ChangelogBatch]:
         out = {}
-        for tp, position in self.positions.items():
-            start = position or 0
-            batch = self.logs.get(tp, [])[start : start + 2]  # small batches: several steps
+        for tp, start in self.positions.items():
+            batch = self.logs.get(KafkaTP(*tp), [])[start : start + 2]  # several steps
             if batch:
-                out[tp] = [Record(start + i, k, v) for i, (k, v) in enumerate(batch)]
+                rows = [(k, v, -1) for k, v in batch]
+                out[tp] = ChangelogBatch(rows, start + len(batch), 0)
                 self.positions[tp] = start + len(batch)
         return out
 
+    async def position(self, tp: TopicPartition) -> int | None:
+        return self.positions.get(tp)
 
-@dataclass
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return len(self.logs.get(KafkaTP(*tp), []))
+
+
+@dataclass(frozen=True)
 class Delivered:
-    topic: str
-    partition: int
-    offset: int
+    """A delivery report's message, as confluent-kafka's ``Message`` answers."""
+
+    _topic: str
+    _partition: int
+    _offset: int
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
 
 
-class FakeProducer:
-    """Appends every send to an in-memory log per partition; flush delivers at once."""
+def fenced() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer epoch", fatal=True))
 
-    def __init__(self, logs: dict[KafkaTP, list[tuple[bytes, bytes | None]]]) -> None:
+
+class FakeClient:
+    """confluent-kafka's ``Producer`` in memory: a send is delivered at once (appended to its
+    partition's log); a transactional one waits in the open transaction, which its commit
+    appends to the logs (what a read_committed reader sees) and its abort drops. A ``fenced``
+    client fails to commit or abort, as one whose epoch a newer producer bumped."""
+
+    def __init__(self, logs: Logs, transactional: bool) -> None:
         self.logs = logs
-
-    async def send(self, topic: str, value: Any, key: Any, partition: Any, **_: Any) -> Any:
-        log = self.logs.setdefault(KafkaTP(topic, partition), [])
-        log.append((key, value))
-        fut: asyncio.Future[Delivered] = asyncio.get_running_loop().create_future()
-        fut.set_result(Delivered(topic, partition, len(log) - 1))
-        return fut
-
-    async def flush(self) -> None:
-        return None
-
-
-class FakeTxnProducer(FakeProducer):
-    """A transactional producer: sends wait in the open transaction; its commit appends them
-    to the logs (what a read_committed reader sees), an abort drops them. A ``fenced``
-    producer fails to commit or abort, as a producer whose epoch a newer one bumped."""
-
-    def __init__(self, logs: dict[KafkaTP, list[tuple[bytes, bytes | None]]]) -> None:
-        super().__init__(logs)
+        self.transactional = transactional
         self.pending: list[tuple[KafkaTP, tuple[bytes, bytes | None]]] = []
+        self.reports: list[tuple[Callable[[Any, Any], None], Delivered]] = []
         self.offsets_sent: list[dict[KafkaTP, int]] = []
         self.fenced = False
         self.fail_commit = False  # the next commit fails (a broker gone), the abort works
         self.aborts = 0
-        self.started = self.stopped = False
 
-    async def send(self, topic: str, value: Any, key: Any, partition: Any, **_: Any) -> Any:
-        tp = KafkaTP(topic, partition)
-        self.pending.append((tp, (key, value)))
-        offset = len(self.logs.get(tp, [])) + sum(1 for p, _ in self.pending if p == tp) - 1
-        fut: asyncio.Future[Delivered] = asyncio.get_running_loop().create_future()
-        fut.set_result(Delivered(topic, partition, offset))
-        return fut
+    def produce(self, topic: str, value: Any, key: Any, partition: int, **kw: Any) -> None:
+        tp = KafkaTP(topic, max(partition, 0))
+        if self.transactional:
+            self.pending.append((tp, (key, value)))
+            offset = len(self.logs.get(tp, [])) + sum(1 for p, _ in self.pending if p == tp) - 1
+        else:
+            log = self.logs.setdefault(tp, [])
+            log.append((key, value))
+            offset = len(log) - 1
+        self.reports.append((kw["on_delivery"], Delivered(tp.topic, tp.partition, offset)))
 
-    async def begin_transaction(self) -> None:
+    def poll(self, timeout: float = 0) -> int:
+        reports, self.reports = self.reports, []
+        for report, message in reports:
+            report(None, message)
+        return len(reports)
+
+    def flush(self, timeout: float = 0) -> int:
+        self.poll()
+        return 0
+
+    def purge(self, **_: Any) -> None:
+        self.reports.clear()
+
+    def close(self) -> None:
         pass
 
-    async def send_offsets_to_transaction(self, offsets: Any, group_id: str) -> None:
-        self.offsets_sent.append(dict(offsets))
+    def init_transactions(self, timeout: float) -> None:
+        pass
 
-    async def commit_transaction(self) -> None:
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        pass  # the transactional producer's connect() waits for a broker: here at once
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, parts: Any, metadata: bytes, timeout: float) -> None:
+        self.offsets_sent.append({KafkaTP(p.topic, p.partition): p.offset for p in parts})
+
+    def commit_transaction(self, timeout: float) -> None:
         if self.fenced:
-            raise ProducerFenced()
+            raise fenced()
         if self.fail_commit:
             self.fail_commit = False
-            raise KafkaConnectionError("broker gone")
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker gone"))
         for tp, record in self.pending:
             self.logs.setdefault(tp, []).append(record)
         self.pending.clear()
 
-    async def abort_transaction(self) -> None:
+    def abort_transaction(self, timeout: float) -> None:
         if self.fenced:
-            raise ProducerFenced()
+            raise fenced()
         self.aborts += 1
         self.pending.clear()
 
+
+class RigProducer(LibrdkafkaProducer):
+    """The real librdkafka producer over a :class:`FakeClient`."""
+
+    def __init__(self, client: FakeClient) -> None:
+        super().__init__({})
+        self.client = client
+
     async def start(self) -> None:
+        with mock.patch("confluent_kafka.Producer", lambda _config: self.client):
+            await super().start()
+
+
+class RigTxnProducer(TransactionalLibrdkafkaProducer):
+    """The real transactional librdkafka producer over a :class:`FakeClient`."""
+
+    def __init__(self, client: FakeClient) -> None:
+        super().__init__({}, lambda: GroupMetadata(1, "member-1", None))
+        self.client = client
+        self.started = self.stopped = False
+
+    async def start(self) -> None:
+        with mock.patch("confluent_kafka.Producer", lambda _config: self.client):
+            await super().start()
         self.started = True
 
     async def stop(self) -> None:
+        await super().stop()
         self.stopped = True
 
 
@@ -207,17 +295,22 @@ class FakeTxnProducer(FakeProducer):
 class Rig:
     thread: StreamThread
     tasks: TaskManager
-    listener: RebalanceListener
+    listener: MemberListener
     committer: Committer
-    consumer: FakeGroupConsumer
+    consumer: FakeMainConsumer
+    membership: FakeMembership
     events: list[tuple[str, dict[str, Any]]]
 
     def assign(self, active: Iterable[str] = (), standby: Iterable[str] = ()) -> None:
-        """What the leader's assignment tells this thread (through the real assignor)."""
+        """What the leader's assignment tells this thread (through the real assignor), and the
+        input partitions the member then holds."""
         info = AssignmentInfo(tuple(active), (), {}, tuple(standby))
         self.thread.member.assignor().on_assignment(
             ConsumerProtocolMemberAssignment(0, [], info.encode())
         )
+        self.membership.member.assignment = {
+            (INPUT.topic, TaskId.parse(t).partition) for t in info.tasks
+        }
 
     def types(self) -> list[str]:
         return [t for t, _ in self.events]
@@ -226,8 +319,8 @@ class Rig:
 def rig(
     state_dir: Path,
     index: int,
-    logs: dict[KafkaTP, list[Any]],
-    producers: list[FakeTxnProducer] | None = None,
+    logs: Logs,
+    producers: list[RigTxnProducer] | None = None,
 ) -> Rig:
     """The thread's rig; with ``producers`` it is exactly_once_v2, and every transactional
     producer the thread makes is appended there."""
@@ -248,42 +341,48 @@ def rig(
     )
     thread = StreamThread(env, index)
     thread.transition(ThreadState.STARTING)  # as start() does, without an OS thread
-    consumer = FakeGroupConsumer([INPUT])
-    committer = committer_for(config, thread, consumer, logs, producers)
+    consumer, membership = FakeMainConsumer(), FakeMembership()
+    committer = committer_for(config, thread, consumer, membership, logs, producers)
     tasks = TaskManager.build(
         TaskFactory(env, committer.collector, RecordCache(0)),
         consumer,
-        AiokafkaRestoreConsumer(FakeRestoreConsumer(logs)),  # type: ignore[arg-type]
+        FakeRestoreConsumer(logs),
         TaskEvents(thread.emit, thread.mark, thread.tasks_running),
         thread.name,
     )
-    listener = RebalanceListener(thread, tasks, committer)
-    return Rig(thread, tasks, listener, committer, consumer, events)
+    listener = MemberListener(thread, tasks, committer, consumer, membership)  # type: ignore[arg-type]
+    return Rig(thread, tasks, listener, committer, consumer, membership, events)
 
 
 def committer_for(
     config: StreamsConfig,
     thread: StreamThread,
-    consumer: FakeGroupConsumer,
-    logs: dict[KafkaTP, list[Any]],
-    producers: list[FakeTxnProducer] | None,
+    consumer: FakeMainConsumer,
+    membership: FakeMembership,
+    logs: Logs,
+    producers: list[RigTxnProducer] | None,
 ) -> Committer:
     if producers is None:
-        collector = ProducerCollector(FakeProducer(logs))  # type: ignore[arg-type]
-        return AtLeastOnceCommitter(collector, consumer, None, thread.emit)  # type: ignore[arg-type]
+        producer = RigProducer(FakeClient(logs, transactional=False))
+        asyncio.run(producer.start())
+        collector = LibrdkafkaCollector(producer)
+        return AtLeastOnceCommitter(collector, consumer, None, thread.emit, offsets=membership)
 
-    def new_producer() -> FakeTxnProducer:
-        producers.append(FakeTxnProducer(logs))
+    def new_producer() -> RigTxnProducer:
+        producers.append(RigTxnProducer(FakeClient(logs, transactional=True)))
         return producers[-1]
 
+    first = new_producer()
+    asyncio.run(first.start())
     return ExactlyOnceCommitter(
-        TransactionalCollector(new_producer()),  # type: ignore[arg-type]
-        consumer,  # type: ignore[arg-type]
+        LibrdkafkaTransactionalCollector(first),
+        consumer,
         None,
         thread.emit,
         config.application_id,
-        new_producer,  # type: ignore[arg-type]
+        new_producer,
         thread.name,
+        offsets=membership,
     )
 
 

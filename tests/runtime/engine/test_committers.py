@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.errors import KafkaConnectionError, ProducerFenced
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.runtime.engine.eos import TransactionLostError
+from streamrt.runtime.engine.rdkafka_txn import ProducerFencedError
 from streamrt.runtime.engine.task import StreamTask
-from tests.runtime.engine.rig import CHANGELOG, INPUT, FakeTxnProducer, Rig, count, rig
+from streamrt.runtime.exception_handlers import RecordFailedError
+from tests.runtime.engine.rig import CHANGELOG, INPUT, Rig, RigTxnProducer, count, rig
 
 
 def running_task(r: Rig) -> StreamTask:
@@ -30,7 +32,7 @@ async def started(r: Rig) -> None:
 
 def test_a_committed_transaction_carries_output_and_offsets(tmp_path: Path) -> None:
     logs: dict[KafkaTP, list[Any]] = {}
-    producers: list[FakeTxnProducer] = []
+    producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
 
     async def scenario() -> None:
@@ -42,23 +44,23 @@ def test_a_committed_transaction_carries_output_and_offsets(tmp_path: Path) -> N
 
     asyncio.run(scenario())
     assert logs[CHANGELOG] == [(b"k", count(1))]
-    assert producers[0].offsets_sent == [{INPUT: 42}] and r.consumer.commits == []
+    assert producers[0].client.offsets_sent == [{INPUT: 42}] and r.membership.commits == []
     assert ("commit", {"offsets": {"in-0": 42}}) in r.events
 
 
 def test_a_failed_commit_aborts_and_discards_the_staged_writes(tmp_path: Path) -> None:
     logs: dict[KafkaTP, list[Any]] = {}
-    producers: list[FakeTxnProducer] = []
+    producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
 
     async def scenario() -> None:
         await started(r)
         running_task(r).process("in", 41, 1000, b"k", b"v")
-        producers[0].fail_commit = True
-        with pytest.raises(KafkaConnectionError):
+        producers[0].client.fail_commit = True
+        with pytest.raises(TransactionLostError, match="broker gone"):
             async with r.thread.commit_lock:
                 await r.committer.commit(r.tasks)
-        assert producers[0].aborts == 1 and "commit" not in r.types()
+        assert producers[0].client.aborts == 1 and "commit" not in r.types()
         assert "transaction_aborted" in r.types()
         running_task(r).process("in", 41, 1000, b"k", b"v")  # the staged count 1 is gone
         async with r.thread.commit_lock:
@@ -73,19 +75,21 @@ def test_a_lost_transaction_reopens_the_tasks_with_a_new_producer_and_rewinds(
     tmp_path: Path,
 ) -> None:
     logs: dict[KafkaTP, list[Any]] = {}
-    producers: list[FakeTxnProducer] = []
+    producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
-    r.consumer.committed_offsets[INPUT] = 40
+    r.membership.committed_offsets[INPUT] = 40
+    lost = ProducerFencedError("commit_transaction: producer fenced")
 
     async def scenario() -> None:
         await started(r)
+        r.consumer.seeks.clear()  # the assignment's seek to the committed offset
         running_task(r).process("in", 40, 1000, b"k", b"v")
         running_task(r).process("in", 41, 1001, b"k", b"v")
         await r.committer.collector.drain()
-        producers[0].fenced = True  # a newer incarnation bumped the epoch
-        assert r.committer.recovers(ProducerFenced())
+        producers[0].client.fenced = True  # a newer incarnation bumped the epoch
+        assert r.committer.recovers(lost)
         async with r.thread.commit_lock:
-            await r.committer.recover(ProducerFenced(), r.tasks)
+            await r.committer.recover(lost, r.tasks)
         assert r.tasks.all_running and set(r.tasks.tasks) == {"0_0"}
         running_task(r).process("in", 40, 1000, b"k", b"v")  # read again after the rewind
         async with r.thread.commit_lock:
@@ -99,4 +103,28 @@ def test_a_lost_transaction_reopens_the_tasks_with_a_new_producer_and_rewinds(
     # the lost transaction's two updates are gone from store and changelog: the count
     # starts again from the committed state
     assert logs[CHANGELOG] == [(b"k", count(1))]
-    assert ("tasks_lost", {"tasks": ["0_0"], "error": repr(ProducerFenced())}) in r.events
+    assert ("tasks_lost", {"tasks": ["0_0"], "error": repr(lost)}) in r.events
+
+
+def test_a_record_at_timestamp_zero_is_refused_by_name_and_nothing_of_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    """librdkafka cannot write CreateTime 0 inside a transaction: the task's send refuses it,
+    naming the input record, before anything of it reaches the producer."""
+    logs: dict[KafkaTP, list[Any]] = {}
+    producers: list[RigTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+
+    async def scenario() -> None:
+        await started(r)
+        running_task(r).process("in", 40, 1000, b"k", b"v")
+        with pytest.raises(RecordFailedError) as failed:  # a new key: its count is at 0
+            running_task(r).process("in", 41, 0, b"z", b"v")
+        message = str(failed.value)
+        assert message.startswith("production of in-0@41 failed (task 0_0")
+        assert f"{CHANGELOG.topic}-0 has timestamp 0" in message
+        await r.committer.collector.drain()
+        assert [v for _tp, (_k, v) in producers[0].client.pending] == [count(1)]
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())

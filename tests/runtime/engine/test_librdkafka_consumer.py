@@ -1,8 +1,8 @@
-"""``stream.thread.consumer=librdkafka``: every main-consumer setting reaches librdkafka,
-security included; the aiokafka membership refuses it; the consumer in assign mode fetches,
-seeks, pauses and skips aborted transactions on a real broker, never joining the group; a
-word count through it (own membership; librdkafka both ways under at-least-once, aiokafka's
-transactional producer under exactly_once_v2) is exact and commits its input, on both brokers."""
+"""The stream threads' librdkafka main consumer: every main-consumer setting reaches librdkafka,
+security included; the consumer in assign mode fetches, seeks, pauses and skips aborted
+transactions on a real broker, never joining the group; a word count through it (librdkafka's
+producer too, transactional under exactly_once_v2) is exact and commits its input, on both
+brokers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.errors import ConfigError
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
@@ -30,7 +29,6 @@ from streamrt.runtime.engine.rdkafka_consumer import (
 )
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
-OWN = {"stream.thread.membership": "streamrt", "stream.thread.consumer": "librdkafka"}
 SETTINGS = {
     "consumer.fetch.max.bytes": "3000000",
     "main.consumer.fetch.min.bytes": "2",
@@ -49,7 +47,7 @@ SETTINGS = {
 
 
 def config_of(read_committed: bool = False, **settings: str) -> tuple[dict[str, Any], int]:
-    cfg = StreamsConfig.from_mapping({"application.id": "rd", **OWN, **settings})
+    cfg = StreamsConfig.from_mapping({"application.id": "rd", **settings})
     return librdkafka_consumer_config(cfg.client_config(), "rd-thread-1", "rd", read_committed)
 
 
@@ -95,21 +93,6 @@ def test_sasl_and_tls_settings_reach_librdkafka() -> None:
     assert config["security.protocol"] == "sasl_plaintext"
     assert config["sasl.mechanisms"] == "SCRAM-SHA-256"
     assert (config["sasl.username"], config["sasl.password"]) == ("bob", "alice-secret")
-
-
-@pytest.mark.parametrize(
-    ("settings", "message"),
-    [
-        (
-            {"stream.thread.membership": "aiokafka"},
-            "stream.thread.consumer 'librdkafka' needs stream.thread.membership=streamrt",
-        ),
-        ({"stream.thread.consumer": "kafka-python"}, "must be one of aiokafka, librdkafka"),
-    ],
-)
-def test_bad_consumer_choices_are_refused(settings: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        StreamsConfig.from_mapping({"application.id": "rd", **OWN, **settings})
 
 
 def _consumer(bootstrap: str, group: str, read_committed: bool = False) -> LibrdkafkaConsumer:
@@ -399,9 +382,8 @@ WORDS = [f"w{i}" for i in range(40)]
 @pytest.mark.parametrize(
     "guarantee",
     [
-        # librdkafka both ways
-        {"stream.thread.producer": "librdkafka"},
-        # aiokafka's transactional producer; the consumer reads committed (markers skipped)
+        {},
+        # librdkafka's transactional producer; the consumer reads committed (markers skipped)
         {"processing.guarantee": "exactly_once_v2"},
     ],
     ids=["at_least_once", "exactly_once_v2"],
@@ -425,7 +407,6 @@ def test_word_count_through_librdkafka_is_exact(
             "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "500",
             **guarantee,
-            **OWN,
         }
     )
     (

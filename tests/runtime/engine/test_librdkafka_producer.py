@@ -1,6 +1,6 @@
-"""``stream.thread.producer=librdkafka``: every producer setting reaches librdkafka, security
-included; exactly-once refuses it; a stateful app on a real broker gives exact results with
-keys partitioned as Java/aiokafka place them, changelogs written and offsets committed."""
+"""The stream threads' librdkafka producer: every producer setting reaches librdkafka, security
+included; a stateful app on a real broker gives exact results with keys partitioned as
+Java/aiokafka place them, changelogs written and offsets committed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
-from streamrt.errors import ConfigError
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
@@ -47,9 +46,7 @@ SETTINGS = {
 
 
 def config_of(**settings: str) -> dict[str, Any]:
-    cfg = StreamsConfig.from_mapping(
-        {"application.id": "rd", "stream.thread.producer": "librdkafka", **settings}
-    )
+    cfg = StreamsConfig.from_mapping({"application.id": "rd", **settings})
     return librdkafka_config(cfg.client_config(), "rd-thread-1-producer")
 
 
@@ -100,24 +97,6 @@ def test_sasl_settings_reach_librdkafka() -> None:
     assert (config["sasl.username"], config["sasl.password"]) == ("bob", "alice-secret")
 
 
-@pytest.mark.parametrize(
-    ("settings", "message"),
-    [
-        # librdkafka's transactional producer needs streamrt's own membership (the default)
-        (
-            {"processing.guarantee": "exactly_once_v2", "stream.thread.membership": "aiokafka"},
-            "at_least_once only",
-        ),
-        ({"stream.thread.producer": "kafka-python"}, "must be one of aiokafka, librdkafka"),
-    ],
-)
-def test_bad_producer_choices_are_refused(settings: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        StreamsConfig.from_mapping(
-            {"application.id": "rd", "stream.thread.producer": "librdkafka", **settings}
-        )
-
-
 WORDS = [f"w{i}" for i in range(40)]
 
 
@@ -139,7 +118,6 @@ def test_word_count_through_librdkafka_is_exact_and_partitioned_as_java(
             "commit.interval.ms": "200",
             "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "500",
-            "stream.thread.producer": "librdkafka",
         }
     )
     (

@@ -1,24 +1,29 @@
 """exactly_once_v2 on librdkafka's transactional producer: the group metadata blob is
 librdkafka's own format, the broker checks the generation, member id and instance id it
-carries (a stale member's TxnOffsetCommit is refused, the transaction lost but abortable), and
-config allows librdkafka + EOS only with streamrt's own membership."""
+carries (a stale member's TxnOffsetCommit is refused, the transaction lost but abortable); a
+zombie is fenced; a record at timestamp 0 is refused by name under exactly_once_v2."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from unittest import mock
 
 import confluent_kafka
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.errors import ConfigError
 from streamrt.membership.config import FencedInstanceError
+from streamrt.membership.member import GroupMember
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine import kafka_adapter
+from streamrt.runtime.engine import rdkafka_txn
 from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.rdkafka_producer import librdkafka_config
 from streamrt.runtime.engine.rdkafka_txn import (
+    GroupMetadata,
     LibrdkafkaTransactionalCollector,
     ProducerFencedError,
     TransactionalLibrdkafkaProducer,
@@ -27,10 +32,36 @@ from streamrt.runtime.engine.rdkafka_txn import (
 )
 from streamrt.state import TopicPartition
 from tests.kafka_helpers import create_topic
+from tests.membership.support import member
 from tests.runtime.eos_support import read_committed
-from tests.runtime.test_kafka_adapter_txn import GROUP, committed, joined
 
-Metadata = kafka_adapter.GroupMetadata
+Metadata = GroupMetadata
+GROUP = "txn-group"
+
+
+async def joined(bootstrap: str, instance: str | None) -> GroupMember:
+    """A member of GROUP (streamrt's, as a stream thread's) that owns "in"."""
+    m = member(bootstrap, GROUP, "in", instance=instance)
+    await asyncio.wait_for(m.start(), 30)
+    return m
+
+
+def metadata_of(m: GroupMember) -> Metadata:
+    return Metadata(m.generation, m.member_id, m.config.group_instance_id)
+
+
+async def committed(bootstrap: str) -> int | None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP)
+    await consumer.start()
+    try:
+        for _ in range(50):  # the commit marker lands just after EndTxn is answered
+            value = await consumer.committed(KafkaTP("in", 0))
+            if value is not None:
+                return int(value)
+            await asyncio.sleep(0.1)
+        return None
+    finally:
+        await consumer.stop()
 
 
 def consumer_blob(group: str, instance: str | None) -> bytes:
@@ -65,8 +96,6 @@ def test_transactional_config_is_accepted_by_librdkafka() -> None:
         {
             "application.id": "rd",
             "processing.guarantee": "exactly_once_v2",
-            "stream.thread.membership": "streamrt",
-            "stream.thread.producer": "librdkafka",
             "producer.linger.ms": "3",
             "producer.enable.idempotence": "false",  # implied by transactions, as in Kafka
         }
@@ -77,23 +106,6 @@ def test_transactional_config_is_accepted_by_librdkafka() -> None:
     assert config["enable.idempotence"] is True
     assert "max.in.flight.requests.per.connection" not in config
     confluent_kafka.Producer(config).flush(0)  # librdkafka checks every name and value
-
-
-@pytest.mark.parametrize(
-    ("membership", "allowed"), [("streamrt", True), ("aiokafka", False)], ids=["own", "aiokafka"]
-)
-def test_librdkafka_eos_needs_streamrts_own_membership(membership: str, allowed: bool) -> None:
-    settings = {
-        "application.id": "rd",
-        "processing.guarantee": "exactly_once_v2",
-        "stream.thread.producer": "librdkafka",
-        "stream.thread.membership": membership,
-    }
-    if allowed:
-        assert StreamsConfig.from_mapping(settings).stream_thread_producer == "librdkafka"
-        return
-    with pytest.raises(ConfigError, match=r"set stream\.thread\.membership=streamrt"):
-        StreamsConfig.from_mapping(settings)
 
 
 async def commit_offsets(
@@ -129,7 +141,7 @@ def test_the_broker_checks_the_members_generation_and_ids(any_broker) -> None:
     async def go() -> None:
         member = await joined(bootstrap, None)
         try:
-            now = kafka_adapter.group_metadata(member)
+            now = metadata_of(member)
             await commit_offsets(bootstrap, "rt-1", 5, now, b"committed")
             assert await committed(bootstrap) == 5
             stale = Metadata(now.generation_id - 1, now.member_id, None)
@@ -140,7 +152,7 @@ def test_the_broker_checks_the_members_generation_and_ids(any_broker) -> None:
                 await commit_offsets(bootstrap, "rt-1", 9, unknown)
             assert await committed(bootstrap) == 5  # the refused commits never landed
         finally:
-            await member.stop()
+            await member.close()
 
     asyncio.run(go())
     assert [r.value for r in read_committed(bootstrap, "out")] == [b"committed"]
@@ -151,16 +163,16 @@ def test_a_replaced_static_member_is_fenced(broker) -> None:
 
     async def go() -> None:
         first = await joined(broker.bootstrap, "inst-1")
-        stale = kafka_adapter.group_metadata(first)
-        await first.stop()
+        stale = metadata_of(first)
+        await first.close()
         second = await joined(broker.bootstrap, "inst-1")  # the same instance id, rejoined
         try:
             with pytest.raises(FencedInstanceError, match="inst-1"):
                 await commit_offsets(broker.bootstrap, "rt-2", 9, stale)
-            await commit_offsets(broker.bootstrap, "rt-2", 7, kafka_adapter.group_metadata(second))
+            await commit_offsets(broker.bootstrap, "rt-2", 7, metadata_of(second))
             assert await committed(broker.bootstrap) == 7
         finally:
-            await second.stop()
+            await second.close()
 
     asyncio.run(go())
 
@@ -291,3 +303,52 @@ def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> Non
 
     asyncio.run(go())
     assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"committed"]
+
+
+class _HangingClient:
+    """confluent-kafka's Producer whose send_offsets_to_transaction never returns, as
+    librdkafka's does when the group coordinator went away (librdkafka #5456)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.closed = threading.Event()
+
+    def init_transactions(self, timeout: float) -> None:
+        pass
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, parts: object, blob: bytes, timeout: float) -> None:
+        self.release.wait()  # ignores its timeout
+
+    def close(self) -> None:
+        self.release.wait()  # a close waits for the stuck call
+        self.closed.set()
+
+
+def test_a_call_that_never_answers_loses_the_transaction_and_the_producer_is_abandoned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(rdkafka_txn, "SEND_OFFSETS_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(rdkafka_txn, "STUCK_GRACE_S", 0.1)
+    client = _HangingClient()
+    producer = TransactionalLibrdkafkaProducer({}, lambda: Metadata(1, "m-1", None))
+
+    async def go() -> None:
+        with mock.patch("confluent_kafka.Producer", lambda _config: client):
+            await producer.start()
+        begun = time.monotonic()
+        with pytest.raises(ProducerFencedError, match="no answer within"):
+            await producer.send_offsets({TopicPartition("in", 0): 5}, GROUP)
+        assert time.monotonic() - begun < 5 and producer.stuck
+        with pytest.raises(ProducerFencedError, match="stuck"):
+            await producer.abort()
+        await asyncio.wait_for(producer.stop(), 5)  # not waiting for the stuck close
+
+    try:
+        asyncio.run(go())
+        assert not client.closed.is_set()
+    finally:
+        client.release.set()
+    assert client.closed.wait(5)  # the abandoned close finished once the call returned

@@ -1,10 +1,9 @@
 """The restore consumer on a real broker, through the interface restoration and standbys use.
 
-Both implementations (librdkafka's, the default data path's, and aiokafka's) restore a store
-from the beginning of its changelog and from a checkpoint, skip aborted records and
-transaction markers under read_committed (the restore ends at the last stable offset), and
-keep a standby following its changelog; the thread's client factory picks librdkafka's
-restore consumer with the main consumer's choice, with the ``restore.consumer.`` settings.
+librdkafka's restore consumer (the stream threads' one) restores a store from the beginning of
+its changelog and from a checkpoint, skips aborted records and transaction markers under
+read_committed (the restore ends at the last stable offset), and keeps a standby following its
+changelog; the thread's client factory builds it with the ``restore.consumer.`` settings.
 """
 
 from __future__ import annotations
@@ -29,32 +28,29 @@ from streamrt.runtime.engine.rdkafka_restore import (
     librdkafka_restore_config,
 )
 from streamrt.runtime.engine.restore import ChangelogRestorer
-from streamrt.runtime.engine.restore_consumer import AiokafkaRestoreConsumer, RestoreConsumer
+from streamrt.runtime.engine.restore_consumer import RestoreConsumer
 from streamrt.runtime.engine.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.graph.topology import changelog_topic
 from streamrt.state import ROCKS_DB, StateManager, TopicPartition
 from tests.kafka_helpers import create_topic, produce
 
 APP = "rc"
-KINDS = ("librdkafka", "aiokafka")
+EOS = {"processing.guarantee": "exactly_once_v2"}
+KINDS = ("librdkafka",)  # the one implementation; the tests keep the parameter
 
 
 def restore_consumer(
     kind: str, bootstrap: str, read_committed: bool = False, **settings: str
 ) -> RestoreConsumer:
-    """The restore consumer a thread of the ``kind`` data path builds."""
+    """The restore consumer a stream thread builds."""
+    assert kind == "librdkafka"
     cfg = StreamsConfig.from_mapping(
         {"application.id": APP, "bootstrap.servers": bootstrap, **settings}
     )
-    if kind == "librdkafka":
-        config, max_records = librdkafka_restore_config(
-            cfg.client_config(), "rc-restore", APP, read_committed
-        )
-        return LibrdkafkaRestoreConsumer(config, max_records)
-    kwargs = cs.consumer_kwargs(cfg.client_config(), "restore.consumer", "rc-restore")
-    if read_committed:
-        kwargs["isolation_level"] = "read_committed"
-    return AiokafkaRestoreConsumer(AIOKafkaConsumer(**kwargs))
+    config, max_records = librdkafka_restore_config(
+        cfg.client_config(), "rc-restore", APP, read_committed
+    )
+    return LibrdkafkaRestoreConsumer(config, max_records)
 
 
 def offsets_consumer(bootstrap: str, read_committed: bool = False) -> AIOKafkaConsumer:
@@ -316,17 +312,11 @@ def _factory(settings: dict[str, str]) -> ClientFactory:
     return ClientFactory(env, "rc-thread-1", "web-1-1", txn, no_metadata)
 
 
-def test_the_restore_consumer_follows_the_main_consumers_client() -> None:
+def test_the_thread_builds_librdkafkas_restore_consumer() -> None:
     async def kinds() -> list[type]:
-        aiokafka = {"stream.thread.consumer": "aiokafka"}
-        old = {"stream.thread.membership": "aiokafka", "stream.thread.consumer": "aiokafka"}
-        return [type(_factory(s).restore_consumer()) for s in ({}, aiokafka, old)]
+        return [type(_factory(s).restore_consumer()) for s in ({}, EOS)]
 
-    assert asyncio.run(kinds()) == [
-        LibrdkafkaRestoreConsumer,
-        AiokafkaRestoreConsumer,
-        AiokafkaRestoreConsumer,
-    ]
+    assert asyncio.run(kinds()) == [LibrdkafkaRestoreConsumer, LibrdkafkaRestoreConsumer]
 
 
 def test_restore_settings_reach_librdkafka_and_exactly_once_reads_committed() -> None:

@@ -29,10 +29,10 @@ def test_an_assignment_creates_the_task_and_restores_it_before_its_input_resumes
         r.assign(["0_0"])
         await r.listener.on_partitions_assigned([INPUT])
         assert set(r.tasks.tasks) == {"0_0"} and r.tasks.restoring == {"0_0"}
-        assert INPUT in r.consumer.paused and r.tasks.task_for(INPUT) is None
+        assert INPUT in r.consumer.paused() and r.tasks.task_for(INPUT) is None
         assert r.thread.state is ThreadState.PARTITIONS_ASSIGNED
         await until_running(r)
-        assert INPUT not in r.consumer.paused
+        assert INPUT not in r.consumer.paused()
         assert r.thread.state is ThreadState.RUNNING
         task = r.tasks.task_for(INPUT)
         assert task is not None
@@ -57,7 +57,7 @@ def test_an_empty_changelog_means_the_task_runs_at_once(tmp_path: Path) -> None:
         r.assign(["0_0"])
         await r.listener.on_partitions_assigned([INPUT])
         assert r.tasks.all_running and r.thread.state is ThreadState.RUNNING
-        assert INPUT not in r.consumer.paused
+        assert INPUT not in r.consumer.paused()
         await r.tasks.close_all()
 
     asyncio.run(scenario())
@@ -79,7 +79,7 @@ def test_a_revocation_commits_what_was_processed_then_closes_the_task(tmp_path: 
         await r.listener.on_partitions_revoked([INPUT])
 
     asyncio.run(scenario())
-    assert r.consumer.commits == [{INPUT: 43}]  # committed after the stores were flushed
+    assert r.membership.commits == [{INPUT: 43}]  # committed after the stores were flushed
     assert logs[CHANGELOG] == [(b"k", count(1)), (b"k", count(2))]
     assert r.tasks.tasks == {} and r.thread.rebalances == 1
     # closed: the directory is free and its checkpoint names the changelog offset reached
@@ -133,10 +133,10 @@ def test_a_task_whose_directory_is_locked_opens_once_the_owner_closes_it(
         assert successor.tasks.locked == {"0_0"} and successor.tasks.open_tasks() == []
         assert successor.thread.state is ThreadState.PARTITIONS_ASSIGNED
         await successor.tasks.step()  # still locked: retried, warned once
-        assert successor.tasks.locked == {"0_0"} and INPUT in successor.consumer.paused
+        assert successor.tasks.locked == {"0_0"} and INPUT in successor.consumer.paused()
         await owner.listener.on_partitions_revoked([INPUT])
         await successor.tasks.step()
-        assert successor.tasks.locked == set() and INPUT not in successor.consumer.paused
+        assert successor.tasks.locked == set() and INPUT not in successor.consumer.paused()
         assert successor.thread.state is ThreadState.RUNNING
         await successor.tasks.close_all()
 
