@@ -16,6 +16,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.changelog_reader import ChangelogReader
+from streamrt.runtime.engine.end_offsets import end_offsets_through_faults
 from streamrt.runtime.engine.restore_consumer import (
     ChangelogBatch,
     gc_paused,
@@ -68,7 +69,7 @@ class ChangelogRestorer(ChangelogReader):
         if not positions:
             return True
         tps = [KafkaTP(*tp) for tp in positions]
-        ends = await self.offsets.end_offsets(tps)
+        ends = await end_offsets_through_faults(self.offsets, tps)
         todo: dict[TopicPartition, int] = {}
         for tp, position in positions.items():
             end = ends[KafkaTP(*tp)]

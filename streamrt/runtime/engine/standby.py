@@ -24,6 +24,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.changelog_reader import ChangelogReader
+from streamrt.runtime.engine.end_offsets import end_offsets_through_faults
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
@@ -163,7 +164,8 @@ class StandbyUpdater(ChangelogReader):
                     extra=fields(thread=self.thread_name, task=task_id, error=str(exc)),
                 )
                 continue
-            ends = await self.offsets.end_offsets([KafkaTP(*tp) for tp in task.changelogs])
+            changelogs = [KafkaTP(*tp) for tp in task.changelogs]
+            ends = await end_offsets_through_faults(self.offsets, changelogs)
             task.ends = {tp: ends[KafkaTP(*tp)] for tp in task.changelogs}
             for tp in task.changelogs:
                 self._by_changelog[tp] = task

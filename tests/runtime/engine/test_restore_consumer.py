@@ -17,6 +17,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import NodeNotReadyError
 
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
@@ -352,3 +353,43 @@ def test_restore_settings_reach_librdkafka_and_exactly_once_reads_committed() ->
     restore = _factory({"processing.guarantee": "exactly_once_v2"}).restore_consumer()
     assert isinstance(restore, LibrdkafkaRestoreConsumer)
     assert restore.config["isolation.level"] == "read_committed"
+
+
+class _LeaderDownFor:
+    """The offsets consumer's answers while a changelog's leader is down: ``NodeNotReadyError``
+    for the first ``failures`` calls (what aiokafka raised on a 3-broker Apache Kafka while
+    one broker restarted), then the real consumer's answer."""
+
+    def __init__(self, offsets: AIOKafkaConsumer, failures: int) -> None:
+        self.offsets = offsets
+        self.failures = failures
+        self.calls = 0
+
+    async def end_offsets(self, partitions: list[Any]) -> dict[Any, int]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise NodeNotReadyError("Attempt to send a request to node which is not ready")
+        ends: dict[Any, int] = await self.offsets.end_offsets(partitions)
+        return ends
+
+
+def test_a_restore_check_waits_out_a_leader_that_is_down(broker, tmp_path: Path) -> None:
+    """The restore check retries a retriable ListOffsets error instead of failing the thread
+    (it killed the instance in the bounce test), and then restores as usual."""
+    topic = "rc-leader-down"
+    create_topic(broker.bootstrap, topic, 1)
+    records = [(f"k{i}".encode(), b"v") for i in range(50)]
+    produce(broker.bootstrap, topic, records)
+    state = task_state(tmp_path, "0_0", TopicPartition(topic, 0))
+
+    async def go() -> int:
+        async with started("librdkafka", broker.bootstrap) as (consumer, offsets):
+            down = _LeaderDownFor(offsets, failures=3)
+            restorer = ChangelogRestorer(consumer, "t", offsets=down)
+            assert not await restorer.add(state)
+            assert down.calls == 4
+            await restore_all(restorer)
+            return restorer.stats.records
+
+    assert asyncio.run(go()) == len(records)
+    state.close()
