@@ -20,9 +20,9 @@ import statistics
 import time
 import uuid
 
-from streamrt.broker.consumer_group.config import ConsumerGroupConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.consumer_group.requests import HeartbeatRequest
+from streamrt.broker.consumer_group_config import ConsumerGroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.timer import ManualTimer
 from streamrt.clock import ManualClock

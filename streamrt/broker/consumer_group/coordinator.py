@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from typing import Protocol, TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
-from streamrt.broker.consumer_group.config import ConsumerGroupConfig
 from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
 from streamrt.broker.consumer_group.member import (
     LEAVE_EPOCH,
@@ -39,8 +38,8 @@ from streamrt.broker.consumer_group.persist import (
 from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
-from streamrt.broker.group.records import CoordinatorRecord
-from streamrt.broker.group.result import Result
+from streamrt.broker.consumer_group_config import ConsumerGroupConfig
+from streamrt.broker.coordination.result import CoordinatorRecord, Result
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 

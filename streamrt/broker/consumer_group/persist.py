@@ -18,7 +18,7 @@ from streamrt.broker.consumer_group import records as rec
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.group import ConsumerGroup
 from streamrt.broker.consumer_group.member import LEAVE_EPOCH, ConsumerMember, same
-from streamrt.broker.group.records import CoordinatorRecord
+from streamrt.broker.coordination.result import CoordinatorRecord
 
 __all__ = ("GroupImage", "image", "rebuild", "records_between", "replay")
 

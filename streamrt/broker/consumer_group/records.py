@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import ConsumerMember, MemberState
 from streamrt.broker.coordination.record_reader import RecordReader
-from streamrt.broker.group.records import CoordinatorRecord, RecordWriter
+from streamrt.broker.coordination.record_writer import RecordWriter
+from streamrt.broker.coordination.result import CoordinatorRecord
 
 __all__ = (
     "CONSUMER_RECORD_TYPES",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from streamrt.broker.consumer_group.regex import InvalidRegex, compile_regex
-from streamrt.broker.group.records import CoordinatorRecord
+from streamrt.broker.coordination.result import CoordinatorRecord
 from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = ("HeartbeatAnswer", "HeartbeatRequest", "validate")

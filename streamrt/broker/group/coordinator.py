@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from streamrt.broker.coordination.result import Result
 from streamrt.broker.group import admin, txn_offsets
 from streamrt.broker.group.group import ClassicGroup, Member, Parked
 from streamrt.broker.group.join_request import JoinRequest
@@ -24,7 +25,6 @@ from streamrt.broker.group.records import (
     CoordinatorRecord,
 )
 from streamrt.broker.group.replay import replay_record
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.group.static_members import StaticReplacement, update_member
 from streamrt.broker.group.timer import Timer, heartbeat_key

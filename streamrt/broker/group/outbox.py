@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamrt.broker.coordination.result import AppendCallback, Completion, Result
 from streamrt.broker.group.group import Member
 from streamrt.broker.group.records import CoordinatorRecord
-from streamrt.broker.group.result import AppendCallback, Completion, Result
 from streamrt.errors import ErrorCode
 from streamrt.wire.group_responses import join_response, sync_response
 

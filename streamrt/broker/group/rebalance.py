@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from streamrt.broker.config import BrokerConfig
+from streamrt.broker.coordination.result import Result
 from streamrt.broker.group.group import ClassicGroup, Member
 from streamrt.broker.group.outbox import Outbox
 from streamrt.broker.group.records import (
@@ -21,7 +22,6 @@ from streamrt.broker.group.records import (
     MemberMetadata,
     group_metadata_record,
 )
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.group.timer import Timer, heartbeat_key, join_key, sync_key
 from streamrt.clock import Clock

@@ -10,10 +10,10 @@ every version 0-4, so a log written by Kafka itself can be loaded.
 from __future__ import annotations
 
 import dataclasses
-import struct
-import uuid
 
 from streamrt.broker.coordination.record_reader import RecordReader
+from streamrt.broker.coordination.record_writer import RecordWriter
+from streamrt.broker.coordination.result import CoordinatorRecord
 
 __all__ = (
     "CoordinatorRecord",
@@ -33,15 +33,6 @@ __all__ = (
 
 GROUP_METADATA_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION = 3
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CoordinatorRecord:
-    """One record for ``__consumer_offsets``; ``value is None`` is a tombstone."""
-
-    key: bytes
-    value: bytes | None
-    group_id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,59 +76,6 @@ class OffsetCommitValue:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int
-
-
-class RecordWriter:
-    """Kafka primitive encoder; ``flexible`` switches to compact strings, bytes and arrays."""
-
-    def __init__(self, version: int, flexible: bool = False) -> None:
-        self.parts: list[bytes] = [struct.pack(">h", version)]
-        self.flexible = flexible
-
-    def int8(self, v: int) -> None:
-        self.parts.append(struct.pack(">b", v))
-
-    def int16(self, v: int) -> None:
-        self.parts.append(struct.pack(">h", v))
-
-    def int32(self, v: int) -> None:
-        self.parts.append(struct.pack(">i", v))
-
-    def int64(self, v: int) -> None:
-        self.parts.append(struct.pack(">q", v))
-
-    def uvarint(self, v: int) -> None:
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self.parts.append(bytes(out))
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            self.uvarint(0) if self.flexible else self.int16(-1)
-            return
-        raw = v.encode()
-        self.uvarint(len(raw) + 1) if self.flexible else self.int16(len(raw))
-        self.parts.append(raw)
-
-    def uuid_(self, v: uuid.UUID) -> None:
-        self.parts.append(v.bytes)
-
-    def bytes_(self, v: bytes) -> None:
-        self.uvarint(len(v) + 1) if self.flexible else self.int32(len(v))
-        self.parts.append(v)
-
-    def array_length(self, n: int) -> None:
-        self.uvarint(n + 1) if self.flexible else self.int32(n)
-
-    def tagged_fields(self) -> None:
-        if self.flexible:
-            self.uvarint(0)
-
-    def done(self) -> bytes:
-        return b"".join(self.parts)
 
 
 def _group_key(group_id: str) -> bytes:

@@ -17,21 +17,21 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
-from streamrt.broker.consumer_group.config import ConsumerGroupConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.consumer_group.listing import with_consumer_groups
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
+from streamrt.broker.consumer_group_config import ConsumerGroupConfig
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
 from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
+from streamrt.broker.coordination.result import Result
 from streamrt.broker.group import consumer_offsets
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.group import ClassicGroup
 from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 
+from streamrt.broker.coordination.result import Result
 from streamrt.broker.group.group import ClassicGroup, Member
 from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.outbox import Outbox
 from streamrt.broker.group.rebalance import RebalanceEngine
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.group.timer import Timer, heartbeat_key
 from streamrt.errors import ErrorCode

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import Protocol
 
-from streamrt.broker.group.result import Result
+from streamrt.broker.coordination.result import Result
 from streamrt.clock import ManualClock
 
 __all__ = (

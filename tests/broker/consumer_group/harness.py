@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamrt.broker.consumer_group.config import ConsumerGroupConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
+from streamrt.broker.consumer_group_config import ConsumerGroupConfig
 from streamrt.broker.group.timer import ManualTimer
 from streamrt.clock import ManualClock
 from streamrt.errors import ErrorCode

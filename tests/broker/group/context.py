@@ -12,9 +12,9 @@ import importlib
 from typing import Any
 
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
+from streamrt.broker.coordination.result import Result
 from streamrt.broker.group.coordinator import GroupConfig, GroupCoordinator
 from streamrt.broker.group.records import CoordinatorRecord
-from streamrt.broker.group.result import Result
 from streamrt.broker.group.timer import ManualTimer
 from streamrt.clock import ManualClock
 from streamrt.errors import ErrorCode

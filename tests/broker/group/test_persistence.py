@@ -133,7 +133,8 @@ _CORE = (
     "offsets.py",
     "records.py",
     "timer.py",
-    "result.py",
+    "../coordination/result.py",
+    "../coordination/record_writer.py",
     "outbox.py",
     "admin.py",
     "../../wire/group_responses.py",  # the response builders the coordinator returns

@@ -6,10 +6,19 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.errors import ErrorCode
 
-__all__ = ("EMPTY_RESULT", "AppendCallback", "Completion", "Result")
+__all__ = ("EMPTY_RESULT", "AppendCallback", "Completion", "CoordinatorRecord", "Result")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CoordinatorRecord:
+    """One record for ``__consumer_offsets``; ``value is None`` is a tombstone."""
+
+    key: bytes
+    value: bytes | None
+    group_id: str
+
 
 #: (opaque handle of a parked request, the kio response that answers it); a ``None`` response
 #: abandons the request: Kafka never answers it (a superseded JoinGroup).
