@@ -253,7 +253,7 @@ def remove_from_page(browser: Browser, apps: list[App], shots: Path) -> None:
     browser.click(button)  # confirm
     browser.wait_js(
         "document.getElementById('message').textContent.includes('web-3-thread-1: removed')",
-        30,
+        60,  # a bound: the removal is one LeaveGroup, but the page and a loaded machine are slow
         "the removal's result on the page",
     )
     survivors = {f"web-{i}-thread-{n}" for i in (1, 2) for n in (1, 2)}

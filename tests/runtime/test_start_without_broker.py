@@ -22,7 +22,14 @@ def test_an_instance_started_before_its_broker_waits_for_it(tmp_path: Path) -> N
     proc = run_counting_process(bootstrap, state, "early", {"session.timeout.ms": "6000"})
     broker: BrokerThread | None = None
     try:
-        time.sleep(3.0)  # the instance tries, finds no broker, and must not give up
+        # the instance tries, finds no broker, and must not give up (waited for by its log: a
+        # loaded machine can take seconds just to start the interpreter)
+        wait_until(
+            lambda: "no broker reachable yet, retrying" in stderr_of(state, "early"),
+            60,
+            "the instance retrying without a broker",
+        )
+        time.sleep(1.0)
         assert proc.poll() is None, stderr_of(state, "early")
         broker = BrokerThread(
             tmp_path / "broker", {"group.initial.rebalance.delay.ms": "0"}, port=port
