@@ -13,7 +13,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime import App
 from streamrt.runtime.client_settings import PRODUCER_DEFAULTS
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine import clients
+from streamrt.runtime.engine.clients import clients
 from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 
