@@ -26,9 +26,9 @@ class _Recorded:
         rec = self
 
         class Producer(clients.LibrdkafkaProducer):
-            def __init__(self, config: dict[str, Any], *args: Any) -> None:
+            def __init__(self, config: dict[str, Any], *args: Any, **kwargs: Any) -> None:
                 rec.built["producer"] = (config, 0)
-                super().__init__(config, *args)
+                super().__init__(config, *args, **kwargs)
 
         class Consumer(clients.LibrdkafkaConsumer):
             def __init__(self, config: dict[str, Any], max_records: int) -> None:
