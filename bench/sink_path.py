@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from streamrt.runtime import App
-from streamrt.runtime.engine.task import StreamTask, TaskId
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 
 
 class _Count:

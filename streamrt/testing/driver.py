@@ -26,8 +26,8 @@ from streamrt.clock import ManualClock
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
-from streamrt.runtime.engine.partition_group import PartitionGroup
-from streamrt.runtime.engine.task import StreamTask, TaskId
+from streamrt.runtime.engine.tasks.partition_group import PartitionGroup
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
 from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology, internal_topic
 from streamrt.runtime.instance.app import App

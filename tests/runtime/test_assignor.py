@@ -7,8 +7,8 @@ from pathlib import Path
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-import streamrt.runtime.engine.assignor as assignor_module
-from streamrt.runtime.engine.assignor import (
+import streamrt.runtime.engine.assignment.assignor as assignor_module
+from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     StreamsPartitionAssignor,
     SubscriptionInfo,

@@ -7,7 +7,7 @@ import asyncio
 from aiokafka import AIOKafkaConsumer
 
 from streamrt.broker.embedded import BrokerThread
-from streamrt.runtime.engine.changelog_ends import ChangelogEnds
+from streamrt.runtime.engine.restore.changelog_ends import ChangelogEnds
 from tests.kafka_helpers import create_topic, produce
 
 

@@ -13,7 +13,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime import App
 from streamrt.runtime.client_settings import PRODUCER_DEFAULTS
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine import clients
+from streamrt.runtime.engine.clients import clients
 from tests.kafka_helpers import create_topic, produce, read_all, wait_until
 
 
@@ -26,9 +26,9 @@ class _Recorded:
         rec = self
 
         class Producer(clients.LibrdkafkaProducer):
-            def __init__(self, config: dict[str, Any], *args: Any) -> None:
+            def __init__(self, config: dict[str, Any], *args: Any, **kwargs: Any) -> None:
                 rec.built["producer"] = (config, 0)
-                super().__init__(config, *args)
+                super().__init__(config, *args, **kwargs)
 
         class Consumer(clients.LibrdkafkaConsumer):
             def __init__(self, config: dict[str, Any], max_records: int) -> None:

@@ -11,13 +11,13 @@ import pytest
 
 from streamrt.clock import ManualClock
 from streamrt.runtime import App
-from streamrt.runtime.engine.commit import (
+from streamrt.runtime.engine.commit.commit import (
     CommitDeferredError,
     CommitSchedule,
     TaskMigratedError,
     commit,
 )
-from streamrt.runtime.engine.task import StreamTask, TaskId
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.state import TopicPartition
 
 CHANGELOG = TopicPartition("app-counts-changelog", 0)

@@ -9,12 +9,12 @@ from streamrt.errors import ConfigError
 from streamrt.membership.assignment import MemberSubscription
 from streamrt.membership.protocol import ConsumerSubscription
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.assignor import (
+from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     StreamsPartitionAssignor,
     SubscriptionInfo,
 )
-from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
+from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssignor
 
 
 def streams(received: list[AssignmentInfo], me: str = "a-thread-1") -> StreamsPartitionAssignor:

@@ -9,7 +9,7 @@ from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTP
 
-from streamrt.runtime.engine.purge import purge_repartition_records
+from streamrt.runtime.engine.clients.purge import purge_repartition_records
 from tests.apache_kafka.support import BrokerEndpoint
 
 

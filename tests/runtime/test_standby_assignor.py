@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from streamrt.runtime.engine.assignor import (
+from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     PlacementConfig,
     StreamsPartitionAssignor,

@@ -1,6 +1,6 @@
-"""What a stream thread starts beside its join (runtime/engine/start_ahead.py): the exactly-once
-producer's start runs while the thread joins (tasks still wait for it), and a held hand-off
-successor lists its changelog ends while it waits, not at its join. Embedded broker, the
+"""What a stream thread starts beside its join (runtime/engine/rebalance/start_ahead.py): the
+exactly-once producer's start runs while the thread joins (tasks still wait for it), and a held
+hand-off successor lists its changelog ends while it waits, not at its join. Embedded broker, the
 counting app in-process, librdkafka's transactional producer."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from streamrt.runtime.engine.group_member import GroupMember
-from streamrt.runtime.engine.own_membership import StreamrtMembership
-from streamrt.runtime.engine.rdkafka_txn import TransactionalLibrdkafkaProducer
+from streamrt.runtime.engine.clients.rdkafka_txn import TransactionalLibrdkafkaProducer
+from streamrt.runtime.engine.rebalance.group_member import GroupMember
+from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
 from tests.kafka_helpers import create_topic, produce, wait_until
 from tests.runtime.counting_app import make_app
 from tests.runtime.eos_support import EOS, count_updates, exactness

@@ -10,7 +10,12 @@ import pytest
 
 from streamrt.clock import ManualClock
 from streamrt.runtime import App, Branched, Processor, TimeWindows, Windowed
-from streamrt.runtime.engine.task import DeserializationError, StreamTask, TaskId, TopicPartition
+from streamrt.runtime.engine.tasks.task import (
+    DeserializationError,
+    StreamTask,
+    TaskId,
+    TopicPartition,
+)
 from streamrt.state import StateLockedError
 
 
@@ -210,7 +215,7 @@ def test_processor_api_with_store_and_punctuation(tmp_path: Path) -> None:
 
 def test_checkpoint_hint_reports_store_offsets_for_the_subscription(tmp_path) -> None:
     """The assignor's local-state offsets come from the hint written after the stores."""
-    from streamrt.runtime.engine.group_member import local_task_offsets
+    from streamrt.runtime.engine.rebalance.group_member import local_task_offsets
     from streamrt.state import read_checkpoint_hint, write_checkpoint_hint
 
     app_dir = tmp_path / "app"

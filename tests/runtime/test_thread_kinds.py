@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.thread import ThreadEnv
+from streamrt.runtime.engine.thread.thread import ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.graph.topology import Topology
 from streamrt.runtime.instance.process_thread import ChildLaunch, ProcessStreamThread

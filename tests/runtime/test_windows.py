@@ -28,7 +28,7 @@ from streamrt.runtime import (
     Windowed,
 )
 from streamrt.runtime.dsl import WindowedSerde
-from streamrt.runtime.engine.task import StreamTask, TopicPartition
+from streamrt.runtime.engine.tasks.task import StreamTask, TopicPartition
 from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime.instance.internal_topics import changelog_config
 from streamrt.serde import StrSerde

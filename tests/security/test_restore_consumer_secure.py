@@ -10,11 +10,11 @@ from aiokafka import AIOKafkaConsumer
 
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.rdkafka_restore import (
+from streamrt.runtime.engine.clients.rdkafka_restore import (
     LibrdkafkaRestoreConsumer,
     librdkafka_restore_config,
 )
-from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore.restore import ChangelogRestorer
 from streamrt.state import ROCKS_DB, StateManager, TopicPartition
 from tests.kafka_helpers import create_topic, produce
 from tests.security.conftest import USERS, Pki, address

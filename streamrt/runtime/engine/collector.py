@@ -1,7 +1,7 @@
 """Collector: what a thread's record collector does, whichever guarantee it runs under.
 
 Processing is synchronous; sends are queued in order and drained by the thread so order per
-partition is kept (:class:`~streamrt.runtime.engine.rdkafka_producer.LibrdkafkaCollector`).
+partition is kept (:class:`~streamrt.runtime.engine.clients.rdkafka_producer.LibrdkafkaCollector`).
 ``flush`` reports the end offset delivered per partition; each task's state manager takes the
 ones of the changelog partitions it registered (the collector does not know which topics are
 changelogs).

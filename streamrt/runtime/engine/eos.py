@@ -9,7 +9,7 @@ order, and why:
 1. flush the producer: every output and changelog record of the transaction is delivered;
 2. ``send_offsets_to_transaction`` (TxnOffsetCommit v3 with the group member's generation,
    member id and ``group.instance.id``, through
-   :func:`~streamrt.runtime.engine.rdkafka_txn.group_metadata_bytes`), then
+   :func:`~streamrt.runtime.engine.clients.rdkafka_txn.group_metadata_bytes`), then
    ``commit_transaction``;
 3. only now each task's StateManager writes its staged data with the changelog offset reached
    (one WriteBatch per store) and the checkpoint hint.
@@ -59,7 +59,7 @@ class TransactionLostError(Exception):
 class TransactionalSink(Collector, Protocol):
     """What :func:`commit_transaction` and :func:`abort_transaction` need from a thread's
     transactional collector
-    (:class:`~streamrt.runtime.engine.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
+    (:class:`~streamrt.runtime.engine.clients.rdkafka_txn.LibrdkafkaTransactionalCollector`)."""
 
     in_transaction: bool
 

@@ -2,7 +2,7 @@
 
 Why an interface: the group is kept by streamrt's own member, so the consumer only fetches in
 manual-assign mode; the thread, its tasks and the member listener see only these methods of
-:class:`~streamrt.runtime.engine.rdkafka_consumer.LibrdkafkaConsumer` (and the broker-less
+:class:`~streamrt.runtime.engine.clients.rdkafka_consumer.LibrdkafkaConsumer` (and the broker-less
 test rig its stand-in). Records carry the fields of aiokafka's ``ConsumerRecord``: ``topic``,
 ``partition``, ``offset``, ``timestamp``, ``timestamp_type``, ``key``, ``value``, ``headers``.
 """

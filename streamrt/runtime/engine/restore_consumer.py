@@ -1,11 +1,12 @@
 """RestoreConsumer: what restoration and standbys use of a thread's restore consumer.
 
-Why an interface: :class:`~streamrt.runtime.engine.restore.ChangelogRestorer` and
-:class:`~streamrt.runtime.engine.standby.StandbyUpdater` see only these methods, implemented by
-librdkafka's :class:`~streamrt.runtime.engine.rdkafka_restore.LibrdkafkaRestoreConsumer` (the
-fetch and the record decoding run in C on librdkafka's threads while the stream thread writes
-the previous batch into RocksDB). It reads no group and commits nothing: partitions are
-assigned at the offsets the stores hold (``None``: the changelog's start).
+Why an interface: :class:`~streamrt.runtime.engine.restore.restore.ChangelogRestorer` and
+:class:`~streamrt.runtime.engine.restore.standby.StandbyUpdater` see only these methods,
+implemented by librdkafka's
+:class:`~streamrt.runtime.engine.clients.rdkafka_restore.LibrdkafkaRestoreConsumer` (the fetch and
+the record decoding run in C on librdkafka's threads while the stream thread writes the previous
+batch into RocksDB). It reads no group and commits nothing: partitions are assigned at the offsets
+the stores hold (``None``: the changelog's start).
 
 A fetch hands over :class:`ChangelogBatch` es: the records' key and value bytes as the broker
 sent them plus their timestamps, exactly what ``StateManager.restore_batch`` writes, and the

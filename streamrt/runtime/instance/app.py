@@ -25,7 +25,7 @@ from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
-from streamrt.runtime.engine.thread import FatalThreadError, ThreadEnv
+from streamrt.runtime.engine.thread.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.env_config import read_env
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.graph.topology import Topology

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from streamrt.errors import StreamrtError
-from streamrt.runtime.engine.thread import ThreadNotRunningError
+from streamrt.runtime.engine.thread.thread import ThreadNotRunningError
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 
 __all__ = ("persist_stores", "wait_final_commits")

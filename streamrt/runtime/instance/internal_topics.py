@@ -21,7 +21,7 @@ from streamrt.logs import fields
 from streamrt.replication import resolve_replication_factor
 from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.bootstrap import started_admin
+from streamrt.runtime.engine.clients.bootstrap import started_admin
 from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.instance.source_topics import wait_for_source_topics

@@ -3,9 +3,9 @@
 Started by :class:`~streamrt.runtime.instance.process_thread.ProcessStreamThread` as
 ``python -m streamrt.runtime.instance.process_child FD`` with one end of a socket pair. It
 imports the App (``MODULE:ATTR``), applies the parent's settings, and runs exactly one
-:class:`~streamrt.runtime.engine.thread.StreamThread` with the parent's instance id and the thread
-index it was given, so it joins as ``<instance id>-thread-<n>``. It forwards every event with
-a status snapshot, answers store reads, and stops (commits, no LeaveGroup) on ``stop``, on
+:class:`~streamrt.runtime.engine.thread.thread.StreamThread` with the parent's instance id and
+the thread index it was given, so it joins as ``<instance id>-thread-<n>``. It forwards every event
+with a status snapshot, answers store reads, and stops (commits, no LeaveGroup) on ``stop``, on
 SIGTERM, or when the parent goes away (end of file on the socket). Restarts are the parent's job.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from streamrt.clock import SystemClock
 from streamrt.errors import ConfigError
 from streamrt.logs import configure_logging, fields
-from streamrt.runtime.engine.thread import FatalThreadError, StreamThread, ThreadEnv
+from streamrt.runtime.engine.thread.thread import FatalThreadError, StreamThread, ThreadEnv
 from streamrt.runtime.instance.process_thread import STATUS_INTERVAL_S, load_app_object
 from streamrt.runtime.instance.store_reads import StoreRead, read_on_thread
 from streamrt.runtime.instance.supervisor import failure_key

@@ -9,8 +9,8 @@ supervises the children through these handles exactly as it supervises threads (
 same ERROR rules), serves the one REST endpoint and aggregates state and metrics.
 
 The handle satisfies :class:`~streamrt.runtime.instance.thread_handle.ThreadHandle`, as
-:class:`~streamrt.runtime.engine.thread.StreamThread` does. Its state, metadata and assignment are
-the child's, pushed over a socket pair (pickled messages,
+:class:`~streamrt.runtime.engine.thread.thread.StreamThread` does. Its state, metadata and
+assignment are the child's, pushed over a socket pair (pickled messages,
 :class:`multiprocessing.connection.Connection`) with every event and twice a second;
 interactive queries are sent to the child as
 :class:`~streamrt.runtime.instance.store_reads.StoreRead` and answered there on the owning
@@ -38,8 +38,8 @@ from typing import Any
 
 from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields
-from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.thread import FatalThreadError
+from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
+from streamrt.runtime.engine.thread.thread import FatalThreadError
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState

@@ -19,7 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
-from streamrt.runtime.engine.bootstrap import started_admin
+from streamrt.runtime.engine.clients.bootstrap import started_admin
 
 __all__ = (
     "MissingSourceTopicsError",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamrt.errors import StreamrtError
-from streamrt.runtime.engine.thread import StreamThread, ThreadNotRunningError
+from streamrt.runtime.engine.thread.thread import StreamThread, ThreadNotRunningError
 
 __all__ = ("StoreNotReadyError", "StoreRead", "read_on_thread")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.thread import FatalThreadError
+from streamrt.runtime.engine.thread.thread import FatalThreadError
 from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime.instance.process_thread import ChildThreadError
 from streamrt.runtime.instance.thread_handle import ThreadHandle

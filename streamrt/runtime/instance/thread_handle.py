@@ -1,9 +1,10 @@
 """ThreadHandle: what the instance needs of one stream thread, whichever way it runs.
 
-A stream thread runs in this process (:class:`~streamrt.runtime.engine.thread.StreamThread`) or in a
-child process of its own (:class:`~streamrt.runtime.instance.process_thread.ProcessStreamThread`,
-``stream.thread.mode=process``). The App, its supervisor, hand-off, health and the query facade
-see either through this protocol, so none of them asks which kind it has.
+A stream thread runs in this process
+(:class:`~streamrt.runtime.engine.thread.thread.StreamThread`) or in a child process of its own
+(:class:`~streamrt.runtime.instance.process_thread.ProcessStreamThread`,
+``stream.thread.mode=process``). The App, its supervisor, hand-off, health and the query facade see
+either through this protocol, so none of them asks which kind it has.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 from collections.abc import Collection
 from typing import Protocol
 
-from streamrt.runtime.engine.assignor import AssignmentInfo
+from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
 from streamrt.runtime.metadata import ThreadMetadata, ThreadState
 
 __all__ = ("ThreadHandle",)

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from streamrt.runtime.engine.thread import StreamThread, ThreadEnv
+from streamrt.runtime.engine.thread.thread import StreamThread, ThreadEnv
 from streamrt.runtime.exception_handlers import ErrorStats
 from streamrt.runtime.instance.process_thread import (
     ChildLaunch,

@@ -24,21 +24,25 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streamrt.runtime import App, ThreadState
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.committers import AtLeastOnceCommitter, Committer, ExactlyOnceCommitter
-from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.member_listener import MemberListener
-from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
-from streamrt.runtime.engine.rdkafka_txn import (
+from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
+from streamrt.runtime.engine.clients.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
+from streamrt.runtime.engine.clients.rdkafka_txn import (
     GroupMetadata,
     LibrdkafkaTransactionalCollector,
     TransactionalLibrdkafkaProducer,
 )
+from streamrt.runtime.engine.commit.committers import (
+    AtLeastOnceCommitter,
+    Committer,
+    ExactlyOnceCommitter,
+)
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.rebalance.member_listener import MemberListener
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch
-from streamrt.runtime.engine.task import TaskId
-from streamrt.runtime.engine.task_factory import TaskFactory
-from streamrt.runtime.engine.task_manager import TaskEvents, TaskManager
-from streamrt.runtime.engine.thread import StreamThread
+from streamrt.runtime.engine.tasks.task import TaskId
+from streamrt.runtime.engine.tasks.task_factory import TaskFactory
+from streamrt.runtime.engine.tasks.task_manager import TaskEvents, TaskManager
+from streamrt.runtime.engine.thread.thread import StreamThread
 from streamrt.runtime.stores import RecordCache
 from streamrt.state import TopicPartition
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.runtime.engine.clients.rdkafka_txn import ProducerFencedError
 from streamrt.runtime.engine.eos import TransactionLostError
-from streamrt.runtime.engine.rdkafka_txn import ProducerFencedError
-from streamrt.runtime.engine.task import StreamTask
+from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.exception_handlers import RecordFailedError
 from tests.runtime.engine.rig import CHANGELOG, INPUT, Rig, RigTxnProducer, count, rig
 

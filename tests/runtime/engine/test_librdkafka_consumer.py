@@ -21,7 +21,7 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.rdkafka_consumer import (
+from streamrt.runtime.engine.clients.rdkafka_consumer import (
     TUNING_KWARGS,
     LibrdkafkaConsumer,
     PositionUnknownError,

@@ -20,7 +20,7 @@ from aiokafka.partitioner import murmur2
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.rdkafka_producer import (
+from streamrt.runtime.engine.clients.rdkafka_producer import (
     SECURITY_KWARGS,
     TUNING_KWARGS,
     DeliveryError,
@@ -28,7 +28,7 @@ from streamrt.runtime.engine.rdkafka_producer import (
     LibrdkafkaProducer,
     librdkafka_config,
 )
-from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
+from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampSender
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 SETTINGS = {
@@ -259,7 +259,7 @@ def test_without_delivered_offsets_records_go_out_and_a_failure_still_fails_the_
 def test_only_a_thread_without_stores_drops_the_delivered_offsets() -> None:
     """The changelog offsets a store checkpoints come from the delivery reports: a topology
     with a store keeps them, a stateless one does not ask for them."""
-    from streamrt.runtime.engine.clients import ClientFactory
+    from streamrt.runtime.engine.clients.clients import ClientFactory
     from streamrt.runtime.engine.env import ThreadEnv
 
     def producer_of(app: App) -> Any:

@@ -19,10 +19,9 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.membership.config import FencedInstanceError
 from streamrt.membership.member import GroupMember
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine import rdkafka_txn
-from streamrt.runtime.engine.eos import TransactionLostError
-from streamrt.runtime.engine.rdkafka_producer import librdkafka_config
-from streamrt.runtime.engine.rdkafka_txn import (
+from streamrt.runtime.engine.clients import rdkafka_txn
+from streamrt.runtime.engine.clients.rdkafka_producer import librdkafka_config
+from streamrt.runtime.engine.clients.rdkafka_txn import (
     GroupMetadata,
     LibrdkafkaTransactionalCollector,
     ProducerFencedError,
@@ -30,6 +29,7 @@ from streamrt.runtime.engine.rdkafka_txn import (
     group_metadata_bytes,
     transactional_config,
 )
+from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.state import TopicPartition
 from tests.kafka_helpers import create_topic
 from tests.membership.support import member
@@ -265,7 +265,9 @@ def test_closing_a_fenced_zombie_logs_the_failed_abort_instead_of_warning(
             with pytest.raises(TransactionLostError):
                 await collector.drain()
                 await collector.flush()
-            with caplog.at_level(logging.INFO, logger="streamrt.runtime.engine.rdkafka_txn"):
+            with caplog.at_level(
+                logging.INFO, logger="streamrt.runtime.engine.clients.rdkafka_txn"
+            ):
                 await zombie.stop()
         finally:
             await successor.stop()

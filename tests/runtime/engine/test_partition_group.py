@@ -10,8 +10,8 @@ import pytest
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.runtime import App
-from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
-from streamrt.runtime.engine.task_inputs import TaskInputs
+from streamrt.runtime.engine.tasks.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
+from streamrt.runtime.engine.tasks.task_inputs import TaskInputs
 from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.testing import TopologyTestDriver
 
@@ -228,7 +228,7 @@ def test_a_stop_ends_a_processing_run_early_and_leaves_the_rest_buffered(
     """A stopping thread (a stop, a hand-off) does not process a whole poll's worth first: the
     run ends at the next check once ``stopping`` says so, the task's position is that of the
     last record it processed (what the stop's commit covers), and the rest stays buffered."""
-    from streamrt.runtime.engine.task_inputs import STOP_CHECK_RECORDS
+    from streamrt.runtime.engine.tasks.task_inputs import STOP_CHECK_RECORDS
     from tests.runtime.test_task import ListCollector, make_task
 
     task = make_task(app(), 0, 0, tmp_path, ListCollector())

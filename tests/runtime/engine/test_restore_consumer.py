@@ -22,15 +22,15 @@ from aiokafka.errors import NodeNotReadyError
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.clients import ClientFactory
-from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.rdkafka_restore import (
+from streamrt.runtime.engine.clients.clients import ClientFactory
+from streamrt.runtime.engine.clients.rdkafka_restore import (
     LibrdkafkaRestoreConsumer,
     librdkafka_restore_config,
 )
-from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.restore.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.engine.restore_consumer import RestoreConsumer
-from streamrt.runtime.engine.standby import StandbyTask, StandbyUpdater
 from streamrt.runtime.graph.topology import changelog_topic
 from streamrt.state import ROCKS_DB, StateManager, TopicPartition
 from tests.kafka_helpers import create_topic, produce

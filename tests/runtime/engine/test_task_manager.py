@@ -140,7 +140,7 @@ def test_a_task_whose_directory_is_locked_opens_once_the_owner_closes_it(
         assert successor.thread.state is ThreadState.RUNNING
         await successor.tasks.close_all()
 
-    with caplog.at_level(logging.WARNING, logger="streamrt.runtime.engine.task_manager"):
+    with caplog.at_level(logging.WARNING, logger="streamrt.runtime.engine.tasks.task_manager"):
         asyncio.run(scenario())
     warnings = [r for r in caplog.records if r.getMessage() == "task state is locked, will retry"]
     assert len(warnings) == 1

@@ -35,8 +35,8 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
-from streamrt.runtime.engine.rdkafka_client import LibrdkafkaConsumerClient
-from streamrt.runtime.engine.rdkafka_consumer import librdkafka_consumer_config
+from streamrt.runtime.engine.clients.rdkafka_client import LibrdkafkaConsumerClient
+from streamrt.runtime.engine.clients.rdkafka_consumer import librdkafka_consumer_config
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, Row, gc_paused
 from streamrt.state import TopicPartition
 

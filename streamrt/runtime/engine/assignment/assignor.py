@@ -21,7 +21,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from streamrt.runtime.engine.placement import (
+from streamrt.runtime.engine.assignment.placement import (
     PlacementConfig,
     TaskPlacement,
     assign_tasks,
@@ -157,8 +157,9 @@ class AssignmentInfo:
 
 
 class StreamsPartitionAssignor(AbstractPartitionAssignor):
-    """The aiokafka face of :func:`~streamrt.runtime.engine.placement.place_tasks`; one instance per
-    stream thread.
+    """The aiokafka face of
+    :func:`~streamrt.runtime.engine.assignment.placement.place_tasks`; one instance per stream
+    thread.
 
     :param subtopologies: sub-topology id → its source topics (co-partitioned).
     :param stores: sub-topology id → its store names (published in the metadata).
@@ -171,7 +172,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     :param on_placement: called with the leader's :class:`TaskPlacement` (the thread schedules
         a probing rebalance when it has warm-ups).
     :param task_ends: stateful task ids → each one's changelog end-offset sum (the lag
-        reference, :class:`~streamrt.runtime.engine.changelog_ends.ChangelogEnds`).
+        reference, :class:`~streamrt.runtime.engine.restore.changelog_ends.ChangelogEnds`).
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """One committer per processing guarantee, behind one interface (:class:`Committer`).
 
-``at_least_once``: :func:`~streamrt.runtime.engine.commit.commit` (flush, stores, offsets by
+``at_least_once``: :func:`~streamrt.runtime.engine.commit.commit.commit` (flush, stores, offsets by
 the thread's group member). ``exactly_once_v2``: one transaction per commit
 (:mod:`~streamrt.runtime.engine.eos`), an abort when it fails, and the recovery of a lost
 transaction (Kafka Streams' TaskMigrated/TaskCorrupted handling). What follows every commit,
@@ -16,9 +16,16 @@ from typing import Any, Protocol
 
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.clients import Producer, ThreadClients
+from streamrt.runtime.engine.clients.clients import Producer, ThreadClients
+from streamrt.runtime.engine.clients.purge import RepartitionPurger
+from streamrt.runtime.engine.clients.rdkafka_producer import LibrdkafkaCollector
+from streamrt.runtime.engine.clients.rdkafka_txn import (
+    LibrdkafkaTransactionalCollector,
+    TransactionalLibrdkafkaProducer,
+    is_fenced,
+)
 from streamrt.runtime.engine.collector import Collector
-from streamrt.runtime.engine.commit import commit
+from streamrt.runtime.engine.commit.commit import commit
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.eos import (
     TransactionalSink,
@@ -26,15 +33,8 @@ from streamrt.runtime.engine.eos import (
     commit_transaction,
 )
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.own_membership import is_fenced
-from streamrt.runtime.engine.purge import RepartitionPurger
-from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaCollector
-from streamrt.runtime.engine.rdkafka_txn import (
-    LibrdkafkaTransactionalCollector,
-    TransactionalLibrdkafkaProducer,
-)
-from streamrt.runtime.engine.task import TopicPartition
-from streamrt.runtime.engine.task_manager import TaskManager
+from streamrt.runtime.engine.tasks.task import TopicPartition
+from streamrt.runtime.engine.tasks.task_manager import TaskManager
 
 __all__ = (
     "AtLeastOnceCommitter",
@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 class GroupOffsets(Protocol):
     """The group's side of a commit: streamrt's own member commits and reads offsets with its
-    identity (:class:`~streamrt.runtime.engine.own_membership.StreamrtMembership`)."""
+    identity (:class:`~streamrt.runtime.engine.rebalance.own_membership.StreamrtMembership`)."""
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None: ...
 
@@ -131,7 +131,7 @@ class Committer(abc.ABC):
 
 
 class AtLeastOnceCommitter(Committer):
-    """The numbered commit of :mod:`~streamrt.runtime.engine.commit`; then the standbys
+    """The numbered commit of :mod:`~streamrt.runtime.engine.commit.commit`; then the standbys
     refresh their checkpoint hints (the subscription reads them)."""
 
     async def _commit(

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.changelog_reader import ChangelogReader
-from streamrt.runtime.engine.end_offsets import end_offsets_through_faults
+from streamrt.runtime.engine.clients.end_offsets import end_offsets_through_faults
+from streamrt.runtime.engine.restore.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import (
     ChangelogBatch,
     gc_paused,

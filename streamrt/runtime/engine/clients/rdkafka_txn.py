@@ -17,11 +17,12 @@ A call that does not answer in time loses the transaction; the producer is then 
 is replaced without waiting for it (a new ``init_transactions`` fences it and aborts what it
 left open). The in-transaction calls are bounded by the transaction timeout: past it the
 coordinator aborts the transaction anyway.
-Errors are mapped to what the :class:`~streamrt.runtime.engine.committers.ExactlyOnceCommitter`
-recovers: FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops);
-anything else -> :class:`ProducerFencedError` (fenced, fatal) or
-:class:`~streamrt.runtime.engine.eos.TransactionLostError` (abortable): the transaction is
-lost, the tasks close dirty and a new producer's ``init_transactions`` aborts it on the broker.
+Errors are mapped to what the
+:class:`~streamrt.runtime.engine.commit.committers.ExactlyOnceCommitter` recovers:
+FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops); anything else ->
+:class:`ProducerFencedError` (fenced, fatal) or
+:class:`~streamrt.runtime.engine.eos.TransactionLostError` (abortable): the transaction is lost, the
+tasks close dirty and a new producer's ``init_transactions`` aborts it on the broker.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as RdTopicPartition
 
 from streamrt.membership.config import FencedInstanceError
-from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
-from streamrt.runtime.engine.rdkafka_producer import (
+from streamrt.runtime.engine.clients.rdkafka_producer import (
     DeliveryError,
     LibrdkafkaCollector,
     LibrdkafkaProducer,
 )
+from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
 from streamrt.state import TopicPartition
 
 __all__ = (
@@ -54,6 +55,7 @@ __all__ = (
     "ProducerFencedError",
     "TransactionalLibrdkafkaProducer",
     "group_metadata_bytes",
+    "is_fenced",
     "transactional_config",
 )
 
@@ -92,6 +94,18 @@ class GroupMetadata:
 
 class ProducerFencedError(TransactionLostError):
     """The producer is fenced or failed fatally: it cannot abort and must be re-created."""
+
+
+def is_fenced(exc: BaseException) -> bool:
+    """FENCED_INSTANCE_ID: raised by our member, or by the transactional producer mapped to
+    :class:`FencedInstanceError` (perhaps as the cause of another error). Here, in the lowest
+    room, so the committers, the thread and the client factory share it without a cycle."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, FencedInstanceError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def group_metadata_bytes(group_id: str, metadata: GroupMetadata) -> bytes:

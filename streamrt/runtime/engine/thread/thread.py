@@ -20,24 +20,25 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.bootstrap import retry_bootstrap
-from streamrt.runtime.engine.clients import ClientFactory, ThreadClients
-from streamrt.runtime.engine.commit import CommitSchedule, TaskMigratedError
-from streamrt.runtime.engine.committers import Committer, committer_for
+from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
+from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
+from streamrt.runtime.engine.clients.clients import ClientFactory, ThreadClients
+from streamrt.runtime.engine.clients.rdkafka_txn import is_fenced
+from streamrt.runtime.engine.commit.commit import CommitSchedule, TaskMigratedError
+from streamrt.runtime.engine.commit.committers import Committer, committer_for
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionLostError
-from streamrt.runtime.engine.group_member import GroupMember
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.member_listener import MemberListener
-from streamrt.runtime.engine.own_membership import StreamrtMembership, is_fenced
-from streamrt.runtime.engine.start_ahead import StartAhead
-from streamrt.runtime.engine.task import StreamTask
-from streamrt.runtime.engine.task_factory import TaskFactory
-from streamrt.runtime.engine.task_inputs import ConsumerLags
-from streamrt.runtime.engine.task_manager import NO_TASKS, TaskEvents, TaskManager
-from streamrt.runtime.engine.thread_metrics import LoopMeter, thread_snapshot
-from streamrt.runtime.engine.wakeup import Wakeup
+from streamrt.runtime.engine.rebalance.group_member import GroupMember
+from streamrt.runtime.engine.rebalance.member_listener import MemberListener
+from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
+from streamrt.runtime.engine.rebalance.start_ahead import StartAhead
+from streamrt.runtime.engine.tasks.task import StreamTask
+from streamrt.runtime.engine.tasks.task_factory import TaskFactory
+from streamrt.runtime.engine.tasks.task_inputs import ConsumerLags
+from streamrt.runtime.engine.tasks.task_manager import NO_TASKS, TaskEvents, TaskManager
+from streamrt.runtime.engine.thread.thread_metrics import LoopMeter, thread_snapshot
+from streamrt.runtime.engine.thread.wakeup import Wakeup
 from streamrt.runtime.metadata import ALLOWED_PREVIOUS, ThreadMetadata, ThreadState
 from streamrt.runtime.sensors import ThreadSensors
 from streamrt.runtime.stores import RecordCache

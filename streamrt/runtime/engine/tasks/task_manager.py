@@ -24,13 +24,13 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.env import Emit
-from streamrt.runtime.engine.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore.restore import ChangelogRestorer
+from streamrt.runtime.engine.restore.standby import StandbyUpdater
 from streamrt.runtime.engine.restore_consumer import EndOffsets, RestoreConsumer
-from streamrt.runtime.engine.standby import StandbyUpdater
-from streamrt.runtime.engine.task import StreamTask, TaskId, TopicPartition
-from streamrt.runtime.engine.task_factory import TaskFactory
-from streamrt.runtime.engine.task_inputs import LagReader, TaskInputs, caught_up
-from streamrt.runtime.engine.task_progress import task_progress
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId, TopicPartition
+from streamrt.runtime.engine.tasks.task_factory import TaskFactory
+from streamrt.runtime.engine.tasks.task_inputs import LagReader, TaskInputs, caught_up
+from streamrt.runtime.engine.tasks.task_progress import task_progress
 from streamrt.state import StateLockedError
 
 __all__ = ("PartitionControl", "TaskEvents", "TaskManager")

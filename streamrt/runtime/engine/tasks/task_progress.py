@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from streamrt.runtime.engine.restore import ChangelogRestorer
-from streamrt.runtime.engine.task import StreamTask
+from streamrt.runtime.engine.restore.restore import ChangelogRestorer
+from streamrt.runtime.engine.tasks.task import StreamTask
 
 __all__ = ("Highwaters", "partition_lags", "task_progress")
 

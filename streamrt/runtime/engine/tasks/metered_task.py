@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from streamrt.runtime.engine.task import StreamTask
+from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.graph.topology import SourceNode
 
 __all__ = ("MeteredTask",)

@@ -30,24 +30,27 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
-from streamrt.runtime.engine.bootstrap import retry_bootstrap
-from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.own_membership import is_fenced
-from streamrt.runtime.engine.purge import RepartitionPurger
-from streamrt.runtime.engine.rdkafka_consumer import LibrdkafkaConsumer, librdkafka_consumer_config
-from streamrt.runtime.engine.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
-from streamrt.runtime.engine.rdkafka_restore import (
+from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
+from streamrt.runtime.engine.clients.purge import RepartitionPurger
+from streamrt.runtime.engine.clients.rdkafka_consumer import (
+    LibrdkafkaConsumer,
+    librdkafka_consumer_config,
+)
+from streamrt.runtime.engine.clients.rdkafka_producer import LibrdkafkaProducer, librdkafka_config
+from streamrt.runtime.engine.clients.rdkafka_restore import (
     LibrdkafkaRestoreConsumer,
     librdkafka_restore_config,
 )
-from streamrt.runtime.engine.rdkafka_txn import (
+from streamrt.runtime.engine.clients.rdkafka_txn import (
     GroupMetadata,
     TransactionalLibrdkafkaProducer,
+    is_fenced,
     transactional_config,
 )
+from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampSender
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.restore_consumer import RestoreConsumer
-from streamrt.runtime.engine.zero_timestamp import ZeroTimestampSender
 from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")

@@ -23,8 +23,8 @@ from typing import Any
 from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
-from streamrt.runtime.engine.changelog_reader import ChangelogReader
-from streamrt.runtime.engine.end_offsets import end_offsets_through_faults
+from streamrt.runtime.engine.clients.end_offsets import end_offsets_through_faults
+from streamrt.runtime.engine.restore.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition

@@ -22,13 +22,13 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.logs import fields
 from streamrt.membership.member import RebalanceListener as MemberRebalanceListener
 from streamrt.membership.protocol import TopicPartition as MemberTP
-from streamrt.runtime.engine.assignor import AssignmentInfo
-from streamrt.runtime.engine.committers import Committer
+from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
+from streamrt.runtime.engine.commit.committers import Committer
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.own_membership import StreamrtMembership
-from streamrt.runtime.engine.start_ahead import StartAhead
-from streamrt.runtime.engine.task import TopicPartition
-from streamrt.runtime.engine.task_manager import TaskManager
+from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
+from streamrt.runtime.engine.rebalance.start_ahead import StartAhead
+from streamrt.runtime.engine.tasks.task import TopicPartition
+from streamrt.runtime.engine.tasks.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
 
 __all__ = ("MemberListener", "RebalancingThread")

@@ -37,8 +37,8 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
-from streamrt.runtime.engine.rdkafka_client import LibrdkafkaConsumerClient
-from streamrt.runtime.engine.rdkafka_producer import SECURITY_KWARGS
+from streamrt.runtime.engine.clients.rdkafka_client import LibrdkafkaConsumerClient
+from streamrt.runtime.engine.clients.rdkafka_producer import SECURITY_KWARGS
 
 __all__ = (
     "TUNING_KWARGS",

@@ -24,8 +24,8 @@ from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
-from streamrt.runtime.engine.task import StreamTask
+from streamrt.runtime.engine.tasks.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
+from streamrt.runtime.engine.tasks.task import StreamTask
 
 __all__ = ("ConsumerLags", "LagReader", "TaskInputs", "caught_up")
 

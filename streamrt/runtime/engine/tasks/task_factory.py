@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampGuard
 from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.metered_task import MeteredTask
-from streamrt.runtime.engine.standby import StandbyTask
-from streamrt.runtime.engine.task import StreamTask, TaskId
-from streamrt.runtime.engine.zero_timestamp import ZeroTimestampGuard
+from streamrt.runtime.engine.restore.standby import StandbyTask
+from streamrt.runtime.engine.tasks.metered_task import MeteredTask
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.stores import RecordCache, RecordCollector
 
 __all__ = ("TaskFactory",)

@@ -9,10 +9,10 @@ Kafka Streams' HighAvailabilityTaskAssignor (KIP-441), adapted to what a member 
    is filled from its own instance's tasks before any other instance gives one up.
 2. Every instance gets a lag per stateful task, as Kafka Streams computes it: the task's
    changelog end offsets (summed over its stores, listed before the join:
-   :mod:`~streamrt.runtime.engine.changelog_ends`) minus the offsets the instance checkpointed; no
-   state at all lags by the whole changelog, the previous active owner counts as lag 0. When
-   a task's ends are unknown (ListOffsets failed), the most advanced copy reported in the group
-   stands in for them. An instance is *caught up* on a task when that lag is at most
+   :mod:`~streamrt.runtime.engine.restore.changelog_ends`) minus the offsets the instance
+   checkpointed; no state at all lags by the whole changelog, the previous active owner counts as
+   lag 0. When a task's ends are unknown (ListOffsets failed), the most advanced copy reported in
+   the group stands in for them. An instance is *caught up* on a task when that lag is at most
    ``acceptable.recovery.lag``.
 3. A planned active on an instance that is not caught up, while another instance is, moves to
    the least loaded caught-up instance; the planned instance gets a *warm-up* replica instead

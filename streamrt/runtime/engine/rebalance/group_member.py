@@ -12,20 +12,19 @@ import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer
-
 from streamrt.logs import fields
-from streamrt.runtime.engine.assignor import (
+from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     PlacementConfig,
     StreamsPartitionAssignor,
     SubscriptionInfo,
     TaskPlacement,
 )
-from streamrt.runtime.engine.changelog_ends import ChangelogEnds
 from streamrt.runtime.engine.env import Emit, ThreadEnv
-from streamrt.runtime.engine.task import TaskId
-from streamrt.runtime.engine.task_manager import TaskManager
+from streamrt.runtime.engine.restore.changelog_ends import ChangelogEnds
+from streamrt.runtime.engine.restore_consumer import EndOffsets
+from streamrt.runtime.engine.tasks.task import TaskId
+from streamrt.runtime.engine.tasks.task_manager import TaskManager
 from streamrt.state import read_checkpoint_hint
 
 __all__ = ("GroupMember", "local_task_offsets")
@@ -102,7 +101,7 @@ class GroupMember:
 
     async def refresh_changelog_ends(
         self,
-        offsets_consumer: AIOKafkaConsumer,
+        offsets_consumer: EndOffsets,
         partitions_of: Callable[[str], Iterable[int] | None],
     ) -> None:
         """Before joining: list the changelog ends, in case this thread leads the assignment

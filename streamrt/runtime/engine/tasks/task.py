@@ -14,8 +14,8 @@ from typing import Any
 
 from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
-from streamrt.runtime.engine.partition_group import TimestampOf, head_extractor
-from streamrt.runtime.engine.schedule import Schedule
+from streamrt.runtime.engine.tasks.partition_group import TimestampOf, head_extractor
+from streamrt.runtime.engine.tasks.schedule import Schedule
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
     RecordErrorHandlers,

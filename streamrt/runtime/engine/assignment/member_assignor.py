@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from streamrt.membership.assignment import MemberSubscription, cooperative_adjust
 from streamrt.membership.protocol import TopicPartition
-from streamrt.runtime.engine.assignor import (
+from streamrt.runtime.engine.assignment.assignor import (
     ASSIGNOR_NAME,
     AssignmentInfo,
     StreamsPartitionAssignor,

@@ -10,10 +10,10 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from streamrt.runtime.engine.metered_task import MeteredTask
-from streamrt.runtime.engine.task import StreamTask
-from streamrt.runtime.engine.task_manager import TaskManager
-from streamrt.runtime.engine.task_progress import partition_lags
+from streamrt.runtime.engine.tasks.metered_task import MeteredTask
+from streamrt.runtime.engine.tasks.task import StreamTask
+from streamrt.runtime.engine.tasks.task_manager import TaskManager
+from streamrt.runtime.engine.tasks.task_progress import partition_lags
 from streamrt.runtime.sensors import (
     StoreOps,
     StreamsSnapshot,

@@ -3,8 +3,8 @@
 The thread's librdkafka consumer only fetches, in manual-assign mode (``assign``/``seek``;
 no subscribe, no client-side group coordinator): the member joins, syncs (the runtime's
 assignor, through
-:class:`~streamrt.runtime.engine.member_assignor.MemberStreamsAssignor`), heartbeats, commits
-with its generation and member id, and the :class:`MemberListener` turns its callbacks into
+:class:`~streamrt.runtime.engine.assignment.member_assignor.MemberStreamsAssignor`), heartbeats,
+commits with its generation and member id, and the :class:`MemberListener` turns its callbacks into
 consumer assignments and task changes. Under the cooperative protocol (the default) only
 the tasks of revoked partitions stop; the others keep processing through the rebalance.
 """
@@ -24,30 +24,19 @@ from streamrt.logs import fields
 from streamrt.membership.config import CommitFailedError, FencedInstanceError, MemberConfig
 from streamrt.membership.member import GroupMember, RebalanceListener
 from streamrt.membership.requests import COORDINATOR_MOVED
-from streamrt.runtime.engine.assignor import StreamsPartitionAssignor
-from streamrt.runtime.engine.commit import CommitDeferredError, TaskMigratedError
+from streamrt.runtime.engine.assignment.assignor import StreamsPartitionAssignor
+from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssignor
+from streamrt.runtime.engine.clients.rdkafka_txn import GroupMetadata
+from streamrt.runtime.engine.commit.commit import CommitDeferredError, TaskMigratedError
 from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.member_assignor import MemberStreamsAssignor
-from streamrt.runtime.engine.rdkafka_txn import GroupMetadata
-from streamrt.runtime.engine.task import TopicPartition
+from streamrt.runtime.engine.tasks.task import TopicPartition
 
-__all__ = ("StreamrtMembership", "is_fenced")
+__all__ = ("StreamrtMembership",)
 
 logger = logging.getLogger(__name__)
 
 _SECURITY = ("security.", "ssl.", "sasl.")
 _LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
-
-
-def is_fenced(exc: BaseException) -> bool:
-    """FENCED_INSTANCE_ID: raised by our member, or by the transactional producer mapped to
-    :class:`FencedInstanceError` (perhaps as the cause of another error)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, FencedInstanceError):
-            return True
-        seen = seen.__cause__
-    return False
 
 
 def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> MemberConfig:

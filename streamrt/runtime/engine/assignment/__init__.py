@@ -1,0 +1,1 @@
+"""The assignor and task placement (Kafka Streams' StreamsPartitionAssignor)."""

@@ -1,0 +1,1 @@
+"""The Kafka client adapters and admin calls: the one room that drives a Kafka client library."""

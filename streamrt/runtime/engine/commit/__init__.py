@@ -1,0 +1,1 @@
+"""The commit: the numbered commit and one committer per processing guarantee."""

@@ -1,0 +1,1 @@
+"""Group membership glue: streamrt's member, its rebalance listener, the join's side work."""

@@ -1,0 +1,1 @@
+"""Restoration and standbys: the changelog reader, restorer, standby updater, changelog ends."""

@@ -1,0 +1,1 @@
+"""Tasks and their manager: a task's inputs, partition group, processing and schedules."""
