@@ -16,7 +16,14 @@ from streamrt.wire.codec import build
 from streamrt.wire.context import RequestContext
 from streamrt.wire.group_responses import response_cls
 
-__all__ = ("delete_groups", "describe_group", "describe_groups", "list_groups", "offset_delete")
+__all__ = (
+    "delete_groups",
+    "describe_group",
+    "describe_groups",
+    "list_groups",
+    "offset_delete",
+    "offset_tombstones",
+)
 
 #: Kafka's "authorized operations not requested" sentinel (Integer.MIN_VALUE).
 _OPERATIONS_NOT_REQUESTED = -(2**31)
@@ -160,6 +167,14 @@ def offset_delete(
         return build(cls, error_code=error, throttle_time=0, topics=[]), ()
     assert group is not None
     subscribed = _subscribed_topics(group) if not group.is_in(GroupState.EMPTY) else set()
+    return offset_tombstones(offsets, subscribed, ctx.api_version, request)
+
+
+def offset_tombstones(
+    offsets: OffsetMetadataManager, subscribed: set[str], version: int, request: Any
+) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
+    """OffsetDelete's answer and records, whatever the kind of group: the offsets of a topic a
+    member subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC); the others get tombstones."""
     committed = offsets.of_group(request.group_id)
     records: list[CoordinatorRecord] = []
     topics = []
@@ -173,5 +188,6 @@ def offset_delete(
                 records.append(offset_tombstone(request.group_id, t.name, p.partition_index))
             rows.append({"partition_index": p.partition_index, "error_code": code})
         topics.append({"name": t.name, "partitions": rows})
+    cls = response_cls(ApiKey.OFFSET_DELETE, version)
     response = build(cls, error_code=ErrorCode.none, throttle_time=0, topics=topics)
     return response, tuple(records)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.group.admin import offset_tombstones
 from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.pending import PendingTxnOffsets
 from streamrt.broker.group.records import CoordinatorRecord, offset_tombstone
@@ -144,19 +145,4 @@ def delete(
     """OffsetDelete on a consumer group (Kafka's ``deleteOffsets``): the offsets of a topic
     some member subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC); others get tombstones."""
     group = consumer.groups[request.group_id]
-    subscribed = set(group.subscription(topics))
-    committed = offsets.of_group(request.group_id)
-    records: list[CoordinatorRecord] = []
-    out = []
-    for t in request.topics:
-        rows = []
-        for p in t.partitions:
-            code = ErrorCode.none
-            if t.name in subscribed:
-                code = ErrorCode.group_subscribed_to_topic
-            elif (t.name, p.partition_index) in committed:
-                records.append(offset_tombstone(request.group_id, t.name, p.partition_index))
-            rows.append({"partition_index": p.partition_index, "error_code": code})
-        out.append({"name": t.name, "partitions": rows})
-    cls = response_cls(ApiKey.OFFSET_DELETE, version)
-    return build(cls, error_code=ErrorCode.none, throttle_time=0, topics=out), tuple(records)
+    return offset_tombstones(offsets, set(group.subscription(topics)), version, request)
