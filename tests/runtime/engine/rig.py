@@ -112,6 +112,10 @@ class FakeMembership:
     rebalancing: bool = False
     commits: list[dict[TopicPartition, int]] = field(default_factory=list)
     committed_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    rejoins: list[str] = field(default_factory=list)  # the reasons of the rejoins asked for
+
+    def request_rejoin(self, reason: str) -> None:
+        self.rejoins.append(reason)
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.commits.append(dict(offsets))
@@ -305,10 +309,13 @@ class Rig:
     membership: FakeMembership
     events: list[tuple[str, dict[str, Any]]]
 
-    def assign(self, active: Iterable[str] = (), standby: Iterable[str] = ()) -> None:
+    def assign(
+        self, active: Iterable[str] = (), standby: Iterable[str] = (), followup: bool = False
+    ) -> None:
         """What the leader's assignment tells this thread (through the real assignor), and the
-        input partitions the member then holds."""
-        info = AssignmentInfo(tuple(active), (), {}, tuple(standby))
+        input partitions the member then holds (``followup``: tasks were held back for a
+        cooperative second round)."""
+        info = AssignmentInfo(tuple(active), (), {}, tuple(standby), followup=followup)
         self.thread.member.assignor().on_assignment(
             ConsumerProtocolMemberAssignment(0, [], info.encode())
         )

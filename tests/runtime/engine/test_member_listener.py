@@ -41,3 +41,26 @@ def test_a_new_partition_starts_at_its_committed_offset_and_one_that_stays_keeps
 
     asyncio.run(scenario())
     assert r.thread.rebalances == 2
+
+
+def test_an_assignment_that_holds_tasks_back_asks_for_the_second_round_itself(
+    tmp_path: Path,
+) -> None:
+    """The leader held a task back (cooperative: its previous owner must revoke it first). This
+    member asks for the second round itself and does not wait for the revoking member to: on a
+    3-broker Apache Kafka that member was SIGKILLed between the two rounds, came back static
+    with its stored assignment and nothing to revoke, and two partitions had no owner until the
+    run ended (no output for 90 s)."""
+    r = rig(tmp_path, 1, {})
+
+    async def scenario() -> None:
+        r.assign([], followup=True)  # nothing yet: 0_0 waits for its previous owner
+        await r.listener.on_partitions_assigned([])
+        assert r.membership.rejoins == ["the leader held tasks back for a second round"]
+        assert r.thread.state.name != "RUNNING"  # the rebalance is not over
+        r.assign(["0_0"])  # the second round hands it over
+        await r.listener.on_partitions_assigned([INPUT])
+        assert len(r.membership.rejoins) == 1  # nothing held back: no third round
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())

@@ -150,6 +150,12 @@ class MemberListener(MemberRebalanceListener):
         )
         thread.emit("rebalance_complete", generation=thread.generation)
         thread.emit("assignment", partitions=added, tasks=wanted)
+        if info is not None and info.followup and not self._eager:
+            # the leader held tasks back for a second round; every member asks for it, as
+            # Kafka Streams' do (nextScheduledRebalanceMs = 0): the member that must revoke
+            # them may have crashed and come back static, with its stored assignment and
+            # nothing to revoke, and then no one would
+            self.membership.request_rejoin("the leader held tasks back for a second round")
         async with thread.commit_lock:
             await self.tasks.assign(wanted, info.standby_tasks if info else ())
             if self.tasks.all_running:
