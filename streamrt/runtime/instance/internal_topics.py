@@ -21,7 +21,7 @@ from streamrt.logs import fields
 from streamrt.replication import resolve_replication_factor
 from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.clients.bootstrap import started_admin
+from streamrt.runtime.engine.clients.bootstrap import retry_retriable, started_admin
 from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.instance.source_topics import wait_for_source_topics
@@ -103,17 +103,21 @@ REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {
 
 
 async def ensure_internal_topics_for(config: StreamsConfig, topology: Topology) -> None:
-    """:func:`ensure_internal_topics` with an application's settings (``App.prepare``)."""
-    await ensure_internal_topics(
-        config.bootstrap_servers,
-        config.application_id,
-        topology,
-        topology.subtopologies(config.application_id),
-        admin_kwargs=client_settings.admin_kwargs(
-            config.client_config(), f"{config.application_id}-admin"
+    """:func:`ensure_internal_topics` with an application's settings (``App.prepare``),
+    repeated while a broker of the cluster is briefly out of reach (it rereads what exists)."""
+    await retry_retriable(
+        lambda: ensure_internal_topics(
+            config.bootstrap_servers,
+            config.application_id,
+            topology,
+            topology.subtopologies(config.application_id),
+            admin_kwargs=client_settings.admin_kwargs(
+                config.client_config(), f"{config.application_id}-admin"
+            ),
+            window_additional_retention_ms=config.windowstore_changelog_additional_retention_ms,
+            replication_factor=config.replication_factor,
         ),
-        window_additional_retention_ms=config.windowstore_changelog_additional_retention_ms,
-        replication_factor=config.replication_factor,
+        "internal topics",
     )
 
 

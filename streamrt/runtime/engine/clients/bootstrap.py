@@ -13,15 +13,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError
+from aiokafka.errors import KafkaError as AiokafkaError
 
 from streamrt.logs import fields
 
-__all__ = ("BOOTSTRAP_TIMEOUT_S", "retry_bootstrap", "started_admin")
+__all__ = ("BOOTSTRAP_TIMEOUT_S", "retry_bootstrap", "retry_retriable", "started_admin")
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Kafka's ``default.api.timeout.ms`` default
 BOOTSTRAP_TIMEOUT_S = 60.0
@@ -72,3 +76,27 @@ async def started_admin(
 
     await retry_bootstrap(start, "admin", timeout_s)
     return made[-1]
+
+
+async def retry_retriable(
+    call: Callable[[], Awaitable[T]], what: str, timeout_s: float = BOOTSTRAP_TIMEOUT_S
+) -> T:
+    """``call()``, again while it fails with an aiokafka error Kafka calls retriable (a broker
+    of the cluster down: ``NodeNotReadyError``, a leader moving, a refused connection), with the
+    same backoff and bound as :func:`retry_bootstrap`. ``call`` must be safe to repeat (it
+    rereads what it needs). Seen on a 3-broker Apache Kafka: an instance restarted while one
+    broker was down ended at its internal-topics step with ``NodeNotReadyError``."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    while True:
+        try:
+            return await call()
+        except AiokafkaError as exc:
+            if not exc.retriable or time.monotonic() + delay > deadline:
+                raise
+            logger.warning(
+                "a broker is not reachable, retrying",
+                extra=fields(step=what, error=f"{type(exc).__name__}: {exc}", retry_in_s=delay),
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
