@@ -15,8 +15,15 @@ mid-transaction (librdkafka issues #5456, #5511, open in 2.16); after a broker r
 for minutes, and the thread with it (measured: the EOS chaos test's broker kill, a 78 s stall).
 A call that does not answer in time loses the transaction; the producer is then ``stuck`` and
 is replaced without waiting for it (a new ``init_transactions`` fences it and aborts what it
-left open). The in-transaction calls are bounded by the transaction timeout: past it the
-coordinator aborts the transaction anyway.
+left open). Why not wait for the bound at all when a broker connection dropped during the
+transaction (librdkafka's ``_TRANSPORT`` or ``_ALL_BROKERS_DOWN``): that is when the call hangs,
+and after a broker kill it held every thread for the whole bound though the broker was back
+(measured: 6 s of the 8-9 s a broker kill cost beyond its downtime). Such a transaction is
+given up at once, before its flush, offsets or commit (``doomed``); the replacement's
+``init_transactions`` waits for the broker instead, and answers as soon as it is back.
+Exactly-once is untouched: a lost transaction is always aborted, never committed. The
+in-transaction calls are bounded by the transaction timeout: past it the coordinator aborts
+the transaction anyway.
 Errors are mapped to what the :class:`~streamrt.runtime.engine.committers.ExactlyOnceCommitter`
 recovers: FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops);
 anything else -> :class:`ProducerFencedError` (fenced, fatal) or
@@ -77,6 +84,11 @@ CONNECT_TIMEOUT_S = 5.0
 #: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
 #: (librdkafka's own ``_FENCED`` comes as a fatal error, which ``lost`` maps the same way)
 _FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+#: a broker connection went away (one broker, or all): librdkafka's transactional calls made
+#: after it can ignore their timeout (module doc). librdkafka's RD_KAFKA_RESP_ERR__TRANSPORT
+#: and __ALL_BROKERS_DOWN (rdkafka.h, stable public codes), which confluent-kafka names only
+#: as underscore attributes
+_DROP_CODES = frozenset({-195, -187})
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +162,32 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         super().__init__(config)
         self._metadata = metadata
         self.stuck = False  # a call never answered: the client is abandoned, not waited for
+        self._open = False  # a transaction was begun and neither committed nor aborted
+        self._dropped = False  # a broker connection dropped since the transaction began
+
+    @property
+    def doomed(self) -> bool:
+        """A broker connection dropped during the open transaction: it is given up."""
+        return self._open and self._dropped
+
+    def _client_error(self, err: Any) -> None:
+        super()._client_error(err)
+        if err.code() in _DROP_CODES:
+            self._dropped = True
+
+    def _give_up(self, what: str) -> ProducerFencedError:
+        """The doomed transaction's error; the client is abandoned as a stuck one is."""
+        self.stuck = True
+        return ProducerFencedError(
+            f"{what}: a broker connection dropped during the transaction; it is lost and the "
+            "producer replaced without waiting on it (librdkafka issue #5456)"
+        )
+
+    async def _flush_slice(self) -> int:
+        """A slice of the flush; a doomed transaction's flush stops here (module doc)."""
+        if self.doomed:
+            raise self._give_up("flush")
+        return await super()._flush_slice()
 
     async def connect(self) -> None:
         """Create the client and wait until it has a broker connection, without the
@@ -194,10 +232,13 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             self._producer.begin_transaction()
         except KafkaException as exc:
             raise lost(exc, "begin_transaction") from exc
+        self._open, self._dropped = True, False
 
     async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
         """TxnOffsetCommit with the member's metadata as it is now (a rejoin since the last
         commit is seen)."""
+        if self.doomed:
+            raise self._give_up("send_offsets_to_transaction")
         metadata = self._metadata()
         blob = group_metadata_bytes(group_id, metadata)
         parts = [RdTopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
@@ -208,8 +249,11 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         )  # fmt: skip
 
     async def commit(self) -> None:
+        if self.doomed:
+            raise self._give_up("commit_transaction")
         commit = self._producer.commit_transaction
         await self._call("commit_transaction", commit, TXN_CALL_TIMEOUT_S)
+        self._open = False
 
     async def abort(self) -> None:
         """Abort (librdkafka purges what is queued), serve the purged records' reports, and
@@ -217,8 +261,11 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         client cannot abort (its stuck call holds the transaction): the caller renews it."""
         if self.stuck:
             raise ProducerFencedError("abort_transaction: the producer is stuck in a call")
+        if self.doomed:
+            raise self._give_up("abort_transaction")
         abort = self._producer.abort_transaction
         await self._call("abort_transaction", abort, TXN_CALL_TIMEOUT_S)
+        self._open = False
         self._producer.flush(0)
         self.forget()
 

@@ -1,0 +1,133 @@
+"""A transaction during which a broker connection dropped is given up at once (issue 43).
+
+Why: librdkafka's transactional calls made after its coordinator went away can ignore their
+timeout (librdkafka #5456); the runtime bounded them, but a broker kill then cost the whole
+bound after the broker was back. These tests restart or stop the real embedded broker under
+a transaction of librdkafka's real producer: the transaction is lost without waiting on the
+old client, nothing of it is committed, and a new producer commits once the broker is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from streamrt.runtime.engine.rdkafka_txn import (
+    GroupMetadata,
+    LibrdkafkaTransactionalCollector,
+    ProducerFencedError,
+    TransactionalLibrdkafkaProducer,
+    transactional_config,
+)
+from streamrt.state import TopicPartition
+from tests.kafka_helpers import create_topic
+from tests.runtime.eos_support import read_committed
+
+DROPPED = "a broker connection dropped during the transaction"
+_DROP_LOG = ("_TRANSPORT", "_ALL_BROKERS_DOWN")
+
+
+def _producer(bootstrap: str, txn_id: str) -> TransactionalLibrdkafkaProducer:
+    config = transactional_config({"bootstrap.servers": bootstrap, "linger.ms": 1}, txn_id)
+    return TransactionalLibrdkafkaProducer(config, lambda: GroupMetadata(-1, "", None))
+
+
+async def _drop_seen(caplog: pytest.LogCaptureFixture, producer: object) -> None:
+    """Wait (generously) until the producer reported a dropped connection: its error
+    callback runs from poll, which the flush's slices and ``poll`` serve."""
+    deadline = time.monotonic() + 30
+    while not any(
+        code in r.getMessage()
+        for r in caplog.records
+        if r.name.endswith("rdkafka_producer")
+        for code in _DROP_LOG
+    ):
+        assert time.monotonic() < deadline, "librdkafka never reported the dropped connection"
+        producer.poll()  # type: ignore[attr-defined]
+        await asyncio.sleep(0.05)
+
+
+async def _commit_one(bootstrap: str, txn_id: str, value: bytes) -> None:
+    """A new producer with the same transactional.id (fencing the old one, aborting what it
+    left open) commits one record."""
+    producer = _producer(bootstrap, txn_id)
+    await producer.start()
+    collector = LibrdkafkaTransactionalCollector(producer)
+    try:
+        await collector.begin()
+        collector.send("out", b"k", value, 0, int(time.time() * 1000))
+        await collector.flush()
+        await collector.commit()
+    finally:
+        await producer.stop()
+
+
+def test_offsets_after_a_broker_restart_mid_transaction_give_it_up(
+    broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The broker restarts after the transaction's record was delivered: the offsets are not
+    sent (the call that hangs), the transaction is lost, the client abandoned without an
+    abort; the lost record is never committed and a new producer's commit is."""
+    create_topic(broker.bootstrap, "in", 1)
+    create_topic(broker.bootstrap, "out", 1)
+    caplog.set_level(logging.WARNING)
+
+    async def go() -> None:
+        producer = _producer(broker.bootstrap, "drop-1")
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            await collector.begin()
+            collector.send("out", b"k", b"lost", 0, int(time.time() * 1000))
+            await collector.flush()
+            await asyncio.to_thread(broker.restart)
+            await _drop_seen(caplog, producer)
+            await collector.flush()  # nothing queued: done, or already given up
+        except ProducerFencedError as exc:
+            assert DROPPED in str(exc)
+        else:
+            with pytest.raises(ProducerFencedError, match=DROPPED):
+                await collector.send_offsets({TopicPartition("in", 0): 5}, "drop-group")
+        assert producer.stuck
+        with pytest.raises(ProducerFencedError):
+            await collector.abort()  # no call on the abandoned client
+        await asyncio.wait_for(producer.stop(), 30)
+        await _commit_one(broker.bootstrap, "drop-1", b"kept")
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"kept"]
+
+
+def test_a_flush_while_the_broker_is_down_gives_the_transaction_up(
+    broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Records queued while the broker is down: the commit's flush does not wait for the
+    broker (formerly up to the transaction timeout) but loses the transaction at once; once
+    the broker is back a new producer commits, and only its record is read."""
+    create_topic(broker.bootstrap, "out", 1)
+    caplog.set_level(logging.WARNING)
+
+    async def go() -> None:
+        producer = _producer(broker.bootstrap, "drop-2")
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            await collector.begin()
+            collector.send("out", b"k", b"delivered", 0, int(time.time() * 1000))
+            await collector.flush()
+            await asyncio.to_thread(broker.stop)
+            await _drop_seen(caplog, producer)
+            collector.send("out", b"k", b"queued", 0, int(time.time() * 1000))
+            with pytest.raises(ProducerFencedError, match=DROPPED):
+                await collector.flush()
+            assert producer.stuck
+        finally:
+            await asyncio.wait_for(producer.stop(), 30)
+        await asyncio.to_thread(broker.start)
+        await _commit_one(broker.bootstrap, "drop-2", b"kept")
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"kept"]
