@@ -35,7 +35,9 @@ def _producer(bootstrap: str, txn_id: str) -> TransactionalLibrdkafkaProducer:
     return TransactionalLibrdkafkaProducer(config, lambda: GroupMetadata(-1, "", None))
 
 
-async def _drop_seen(caplog: pytest.LogCaptureFixture, producer: object) -> None:
+async def _drop_seen(
+    caplog: pytest.LogCaptureFixture, producer: TransactionalLibrdkafkaProducer
+) -> None:
     """Wait (generously) until the producer reported a dropped connection: its error
     callback runs from poll, which the flush's slices and ``poll`` serve."""
     deadline = time.monotonic() + 30
@@ -46,7 +48,7 @@ async def _drop_seen(caplog: pytest.LogCaptureFixture, producer: object) -> None
         for code in _DROP_LOG
     ):
         assert time.monotonic() < deadline, "librdkafka never reported the dropped connection"
-        producer.poll()  # type: ignore[attr-defined]
+        producer.poll()
         await asyncio.sleep(0.05)
 
 
