@@ -79,6 +79,8 @@ TXN_CALL_TIMEOUT_S = TRANSACTION_TIMEOUT_MS / 1000
 SEND_OFFSETS_TIMEOUT_S = 5.0
 #: how much longer than its own timeout a call is waited for before it counts as stuck
 STUCK_GRACE_S = 1.0
+#: how often a transactional call in flight looks for a dropped broker connection
+WATCH_S = 0.1
 #: how long :meth:`TransactionalLibrdkafkaProducer.connect` waits for a broker connection
 CONNECT_TIMEOUT_S = 5.0
 #: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
@@ -183,6 +185,12 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             "producer replaced without waiting on it (librdkafka issue #5456)"
         )
 
+    def _drop_seen(self) -> bool:
+        """Serve librdkafka's error callback (its poll is thread-safe: the call runs in
+        another thread) and say whether the open transaction is doomed."""
+        self._producer.poll(0)
+        return self.doomed
+
     async def _flush_slice(self) -> int:
         """A slice of the flush; a doomed transaction's flush stops here (module doc)."""
         if self.doomed:
@@ -277,9 +285,12 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         instance_id: str | None = None,
     ) -> None:
         """``call(*args)``, whose last argument is its timeout in seconds, waited for at most
-        that long plus :data:`STUCK_GRACE_S` (see the module doc)."""
+        that long plus :data:`STUCK_GRACE_S` (see the module doc); inside a transaction a
+        connection that drops meanwhile gives it up at once (the call is left to finish alone)."""
         try:
-            await _bounded(call, args, float(args[-1]))
+            await _bounded(call, args, float(args[-1]), self._drop_seen if self._open else None)
+        except _GivenUp:
+            raise self._give_up(what) from None
         except KafkaException as exc:
             raise lost(exc, what, instance_id) from exc
         except TimeoutError:
@@ -370,10 +381,20 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
         self.in_transaction = False
 
 
-async def _bounded(call: Callable[..., Any], args: tuple[Any, ...], timeout_s: float) -> None:
+class _GivenUp(Exception):
+    """``give_up`` said so while the call was running."""
+
+
+async def _bounded(
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    timeout_s: float,
+    give_up: Callable[[], bool] | None = None,
+) -> None:
     """Run ``call(*args)`` in a daemon thread of its own; wait ``timeout_s`` +
     :data:`STUCK_GRACE_S` for it (TimeoutError; the thread is left to finish alone, and a
-    daemon thread never holds up the process's exit). Its exception is raised here."""
+    daemon thread never holds up the process's exit). Its exception is raised here. With
+    ``give_up``: asked every :data:`WATCH_S` meanwhile; True stops the wait (:class:`_GivenUp`)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -397,7 +418,19 @@ async def _bounded(call: Callable[..., Any], args: tuple[Any, ...], timeout_s: f
     # a late answer after a timeout is nobody's: retrieve it, so asyncio does not report it
     done.add_done_callback(lambda f: f.cancelled() or f.exception())
     threading.Thread(target=run, name="rdkafka-txn-call", daemon=True).start()
-    await asyncio.wait_for(asyncio.shield(done), timeout_s + STUCK_GRACE_S)
+    deadline = loop.time() + timeout_s + STUCK_GRACE_S
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise TimeoutError
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(done), left if give_up is None else min(left, WATCH_S)
+            )
+            return
+        except TimeoutError:
+            if give_up is not None and not done.done() and give_up():
+                raise _GivenUp from None
 
 
 def _close_quietly(producer: Any) -> None:

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
+from unittest import mock
 
 import pytest
+from confluent_kafka import KafkaError
 
+from streamrt.runtime.engine import rdkafka_txn
 from streamrt.runtime.engine.rdkafka_txn import (
     GroupMetadata,
     LibrdkafkaTransactionalCollector,
@@ -133,3 +139,71 @@ def test_a_flush_while_the_broker_is_down_gives_the_transaction_up(
 
     asyncio.run(go())
     assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"kept"]
+
+
+class _DroppingClient:
+    """confluent-kafka's Producer whose send_offsets_to_transaction hangs past its timeout,
+    as librdkafka's does when the broker goes away during the call (librdkafka #5456), and
+    whose next poll reports the dropped connection. The one fake: that hang cannot be
+    produced on demand with the real client."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.error_cb: Callable[[KafkaError], None] = config["error_cb"]
+        self.calling = threading.Event()
+        self.release = threading.Event()
+
+    def init_transactions(self, timeout: float) -> None:
+        pass
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        pass
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, parts: object, blob: bytes, timeout: float) -> None:
+        self.calling.set()
+        self.release.wait()  # ignores its timeout
+
+    def poll(self, timeout: float = 0) -> int:
+        if self.calling.is_set():  # the broker went away while the call was waiting
+            self.error_cb(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+        return 0
+
+    def close(self) -> None:
+        self.release.wait()
+
+
+def test_a_call_in_flight_when_the_connection_drops_is_given_up_without_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker goes away while send_offsets_to_transaction is waiting: the producer stops
+    waiting as soon as librdkafka reports the drop instead of at the bound (60 s here, so the
+    old wait would fail the 30 s limit), and the client is abandoned, not aborted."""
+    monkeypatch.setattr(rdkafka_txn, "SEND_OFFSETS_TIMEOUT_S", 60.0)
+    made: list[_DroppingClient] = []
+
+    def make(config: dict[str, Any]) -> _DroppingClient:
+        made.append(_DroppingClient(config))
+        return made[-1]
+
+    producer = TransactionalLibrdkafkaProducer({}, lambda: GroupMetadata(1, "m-1", None))
+
+    async def go() -> None:
+        with mock.patch("confluent_kafka.Producer", make):
+            await producer.start()
+        producer.begin()
+        with pytest.raises(ProducerFencedError, match=DROPPED):
+            await asyncio.wait_for(
+                producer.send_offsets({TopicPartition("in", 0): 5}, "drop-group"), 30
+            )
+        assert producer.stuck
+        with pytest.raises(ProducerFencedError):
+            await producer.abort()
+        await asyncio.wait_for(producer.stop(), 5)
+
+    try:
+        asyncio.run(go())
+    finally:
+        for client in made:
+            client.release.set()
