@@ -165,17 +165,20 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         self._metadata = metadata
         self.stuck = False  # a call never answered: the client is abandoned, not waited for
         self._open = False  # a transaction was begun and neither committed nor aborted
-        self._dropped = False  # a broker connection dropped since the transaction began
+        self._drops = 0  # dropped connections librdkafka reported
+        self._settled = 0  # ... before the last call that answered (init, commit, abort)
 
     @property
     def doomed(self) -> bool:
-        """A broker connection dropped during the open transaction: it is given up."""
-        return self._open and self._dropped
+        """A broker connection dropped since the last transactional call that answered (in
+        or between transactions: a drop reported after a commit may have cut the next
+        transaction's connection) and a transaction is open: it is given up."""
+        return self._open and self._drops != self._settled
 
     def _client_error(self, err: Any) -> None:
         super()._client_error(err)
         if err.code() in _DROP_CODES:
-            self._dropped = True
+            self._drops += 1
 
     def _give_up(self, what: str) -> ProducerFencedError:
         """The doomed transaction's error; the client is abandoned as a stuck one is."""
@@ -214,6 +217,8 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
     async def start(self) -> None:
         await self.connect()
         await self._call("init_transactions", self._producer.init_transactions, CALL_TIMEOUT_S)
+        self._producer.poll(0)  # drops reported while it waited for the broker are settled
+        self._settled = self._drops
 
     async def stop(self) -> None:
         """Records of an uncommitted transaction are worthless: purge them and close (no
@@ -240,7 +245,7 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             self._producer.begin_transaction()
         except KafkaException as exc:
             raise lost(exc, "begin_transaction") from exc
-        self._open, self._dropped = True, False
+        self._open = True
 
     async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
         """TxnOffsetCommit with the member's metadata as it is now (a rejoin since the last
@@ -259,9 +264,9 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
     async def commit(self) -> None:
         if self.doomed:
             raise self._give_up("commit_transaction")
-        commit = self._producer.commit_transaction
+        commit, drops = self._producer.commit_transaction, self._drops
         await self._call("commit_transaction", commit, TXN_CALL_TIMEOUT_S)
-        self._open = False
+        self._open, self._settled = False, drops
 
     async def abort(self) -> None:
         """Abort (librdkafka purges what is queued), serve the purged records' reports, and
@@ -271,9 +276,9 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             raise ProducerFencedError("abort_transaction: the producer is stuck in a call")
         if self.doomed:
             raise self._give_up("abort_transaction")
-        abort = self._producer.abort_transaction
+        abort, drops = self._producer.abort_transaction, self._drops
         await self._call("abort_transaction", abort, TXN_CALL_TIMEOUT_S)
-        self._open = False
+        self._open, self._settled = False, drops
         self._producer.flush(0)
         self.forget()
 

@@ -141,6 +141,42 @@ def test_a_flush_while_the_broker_is_down_gives_the_transaction_up(
     assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"kept"]
 
 
+def test_a_drop_reported_between_transactions_dooms_the_next_one(
+    broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The broker goes away after a commit and is back before the next transaction begins:
+    that transaction is lost too (seen in the EOS chaos test: the drop was reported after a
+    commit, and the next send_offsets_to_transaction waited out its whole bound)."""
+    create_topic(broker.bootstrap, "in", 1)
+    create_topic(broker.bootstrap, "out", 1)
+    caplog.set_level(logging.WARNING)
+
+    async def go() -> None:
+        producer = _producer(broker.bootstrap, "drop-3")
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            await collector.begin()
+            collector.send("out", b"k", b"first", 0, int(time.time() * 1000))
+            await collector.flush()
+            await collector.commit()
+            await asyncio.to_thread(broker.stop)
+            await _drop_seen(caplog, producer)
+            await asyncio.to_thread(broker.start)
+            await collector.begin()
+            collector.send("out", b"k", b"lost", 0, int(time.time() * 1000))
+            with pytest.raises(ProducerFencedError, match=DROPPED):
+                await collector.flush()
+                await collector.send_offsets({TopicPartition("in", 0): 1}, "drop-group")
+                await collector.commit()
+        finally:
+            await asyncio.wait_for(producer.stop(), 30)
+        await _commit_one(broker.bootstrap, "drop-3", b"kept")
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"first", b"kept"]
+
+
 class _DroppingClient:
     """confluent-kafka's Producer whose send_offsets_to_transaction hangs past its timeout,
     as librdkafka's does when the broker goes away during the call (librdkafka #5456), and
