@@ -243,3 +243,25 @@ def test_a_call_in_flight_when_the_connection_drops_is_given_up_without_its_boun
     finally:
         for client in made:
             client.release.set()
+
+
+def test_every_runtime_client_reconnects_within_kafkas_backoff() -> None:
+    """librdkafka's reconnect backoff doubles up to 10 s, Kafka's Java client's up to 1 s: a
+    restore consumer that kept trying through a broker restart came back 9.1 s after the
+    broker (EOS chaos run). The producer, main and restore consumers use Kafka's bound, and
+    librdkafka accepts it."""
+    from confluent_kafka import Consumer, Producer
+
+    from streamrt.runtime.config import StreamsConfig
+    from streamrt.runtime.engine.rdkafka_consumer import librdkafka_consumer_config
+    from streamrt.runtime.engine.rdkafka_producer import librdkafka_config
+    from streamrt.runtime.engine.rdkafka_restore import librdkafka_restore_config
+
+    cfg = StreamsConfig.from_mapping({"application.id": "rb"}).client_config()
+    producer = librdkafka_config(cfg, "p")
+    main, _ = librdkafka_consumer_config(cfg, "c", "rb", True)
+    restore, _ = librdkafka_restore_config(cfg, "r", "rb", True)
+    for config in (producer, main, restore):
+        assert config["reconnect.backoff.max.ms"] == 1000
+    Producer(producer).flush(0)  # librdkafka checks every name and value
+    Consumer(restore).close()
