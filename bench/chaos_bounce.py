@@ -72,6 +72,9 @@ def main() -> int:
         default=",".join(INSTANCE_KINDS + BROKER_KINDS),
         help="fault kinds drawn from (comma list)",
     )
+    parser.add_argument(
+        "--settle", type=float, default=4.0, help="seconds after each fault's recovery"
+    )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every report here")
     args = parser.parse_args()
@@ -94,6 +97,7 @@ def main() -> int:
                 partitions=args.partitions,
                 users=200,
                 rate=args.rate,
+                settle_s=args.settle,
             )
             results.setdefault(guarantee, []).append(run(config))
     failed = False

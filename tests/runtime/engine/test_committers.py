@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from aiokafka.structs import TopicPartition as KafkaTP
 
+from streamrt.admin.connection import AdminConnectionError
 from streamrt.runtime.engine.clients.rdkafka_txn import ProducerFencedError
 from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.tasks.task import StreamTask
@@ -128,3 +129,35 @@ def test_a_record_at_timestamp_zero_is_refused_by_name_and_nothing_of_it_is_sent
         await r.tasks.close_all()
 
     asyncio.run(scenario())
+
+
+def test_a_lost_transactions_recovery_waits_for_the_broker_instead_of_failing(
+    tmp_path: Path,
+) -> None:
+    """A transaction given up at once because its broker connection dropped is recovered
+    while the broker may still be down: the membership check is asked again until the broker
+    answers, and only then is the producer renewed (the thread does not die and get replaced).
+    The unreachable broker is the one fake here: its first checks fail to connect."""
+    logs: dict[KafkaTP, list[Any]] = {}
+    producers: list[RigTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+    order: list[str] = []
+    lost = ProducerFencedError("flush: a broker connection dropped during the transaction")
+
+    async def check_membership() -> None:
+        order.append(f"check, producers {len(producers)}")
+        if len(order) < 3:
+            raise AdminConnectionError("cannot connect to 127.0.0.1:9092: refused")
+
+    r.membership.check_membership = check_membership  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        await started(r)
+        running_task(r).process("in", 40, 1000, b"k", b"v")
+        async with r.thread.commit_lock:
+            await r.committer.recover(lost, r.tasks)
+        assert r.tasks.all_running
+
+    asyncio.run(scenario())
+    assert order == ["check, producers 1"] * 3  # the new producer came after the third
+    assert len(producers) == 2 and producers[1].started

@@ -321,6 +321,9 @@ class _HangingClient:
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
         pass
 
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
     def send_offsets_to_transaction(self, parts: object, blob: bytes, timeout: float) -> None:
         self.release.wait()  # ignores its timeout
 

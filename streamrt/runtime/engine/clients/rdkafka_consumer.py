@@ -38,7 +38,10 @@ from aiokafka.structs import TopicPartition as KafkaTP
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.rdkafka_client import LibrdkafkaConsumerClient
-from streamrt.runtime.engine.clients.rdkafka_producer import SECURITY_KWARGS
+from streamrt.runtime.engine.clients.rdkafka_producer import (
+    RECONNECT_BACKOFF_MAX_MS,
+    SECURITY_KWARGS,
+)
 
 __all__ = (
     "TUNING_KWARGS",
@@ -112,6 +115,7 @@ def librdkafka_consumer_config(
     if read_committed:  # exactly_once_v2: every consumer reads committed data only
         out["isolation.level"] = "read_committed"
     out["client.id"] = client_id
+    out["reconnect.backoff.max.ms"] = RECONNECT_BACKOFF_MAX_MS  # Kafka's, not librdkafka's 10 s
     out["group.id"] = group_id  # required by librdkafka; never joined (assign mode)
     out["enable.auto.commit"] = False
     out["enable.auto.offset.store"] = False

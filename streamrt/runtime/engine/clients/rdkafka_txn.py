@@ -15,14 +15,21 @@ mid-transaction (librdkafka issues #5456, #5511, open in 2.16); after a broker r
 for minutes, and the thread with it (measured: the EOS chaos test's broker kill, a 78 s stall).
 A call that does not answer in time loses the transaction; the producer is then ``stuck`` and
 is replaced without waiting for it (a new ``init_transactions`` fences it and aborts what it
-left open). The in-transaction calls are bounded by the transaction timeout: past it the
-coordinator aborts the transaction anyway.
+left open). Why not wait for the bound at all when a broker connection dropped during the
+transaction (librdkafka's ``_TRANSPORT`` or ``_ALL_BROKERS_DOWN``): that is when the call hangs,
+and after a broker kill it held every thread for the whole bound though the broker was back
+(measured: 6 s of the 8-9 s a broker kill cost beyond its downtime). Such a transaction is
+given up at once, before its flush, offsets or commit (``doomed``); the replacement's
+``init_transactions`` waits for the broker instead, and answers as soon as it is back.
+Exactly-once is untouched: a lost transaction is always aborted, never committed. The
+in-transaction calls are bounded by the transaction timeout: past it the coordinator aborts
+the transaction anyway.
 Errors are mapped to what the
 :class:`~streamrt.runtime.engine.commit.committers.ExactlyOnceCommitter` recovers:
 FENCED_INSTANCE_ID -> :class:`FencedInstanceError` (the instance stops); anything else ->
 :class:`ProducerFencedError` (fenced, fatal) or
-:class:`~streamrt.runtime.engine.eos.TransactionLostError` (abortable): the transaction is lost, the
-tasks close dirty and a new producer's ``init_transactions`` aborts it on the broker.
+:class:`~streamrt.runtime.engine.eos.TransactionLostError` (abortable): the transaction is
+lost, the tasks close dirty and a new producer's ``init_transactions`` aborts it on the broker.
 """
 
 from __future__ import annotations
@@ -74,11 +81,18 @@ TXN_CALL_TIMEOUT_S = TRANSACTION_TIMEOUT_MS / 1000
 SEND_OFFSETS_TIMEOUT_S = 5.0
 #: how much longer than its own timeout a call is waited for before it counts as stuck
 STUCK_GRACE_S = 1.0
+#: how often a transactional call in flight looks for a dropped broker connection
+WATCH_S = 0.1
 #: how long :meth:`TransactionalLibrdkafkaProducer.connect` waits for a broker connection
 CONNECT_TIMEOUT_S = 5.0
 #: a newer producer with our transactional.id exists, or the coordinator fenced our epoch
 #: (librdkafka's own ``_FENCED`` comes as a fatal error, which ``lost`` maps the same way)
 _FENCED_CODES = frozenset({KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+#: a broker connection went away (one broker, or all): librdkafka's transactional calls made
+#: after it can ignore their timeout (module doc). librdkafka's RD_KAFKA_RESP_ERR__TRANSPORT
+#: and __ALL_BROKERS_DOWN (rdkafka.h, stable public codes), which confluent-kafka names only
+#: as underscore attributes
+_DROP_CODES = frozenset({-195, -187})
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +178,41 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         super().__init__(config)
         self._metadata = metadata
         self.stuck = False  # a call never answered: the client is abandoned, not waited for
+        self._open = False  # a transaction was begun and neither committed nor aborted
+        self._drops = 0  # dropped connections librdkafka reported
+        self._settled = 0  # ... before the last call that answered (init, commit, abort)
+
+    @property
+    def doomed(self) -> bool:
+        """A broker connection dropped since the last transactional call that answered (in
+        or between transactions: a drop reported after a commit may have cut the next
+        transaction's connection) and a transaction is open: it is given up."""
+        return self._open and self._drops != self._settled
+
+    def _client_error(self, err: Any) -> None:
+        super()._client_error(err)
+        if err.code() in _DROP_CODES:
+            self._drops += 1
+
+    def _give_up(self, what: str) -> ProducerFencedError:
+        """The doomed transaction's error; the client is abandoned as a stuck one is."""
+        self.stuck = True
+        return ProducerFencedError(
+            f"{what}: a broker connection dropped during the transaction; it is lost and the "
+            "producer replaced without waiting on it (librdkafka issue #5456)"
+        )
+
+    def _drop_seen(self) -> bool:
+        """Serve librdkafka's error callback (its poll is thread-safe: the call runs in
+        another thread) and say whether the open transaction is doomed."""
+        self._producer.poll(0)
+        return self.doomed
+
+    async def _flush_slice(self) -> int:
+        """A slice of the flush; a doomed transaction's flush stops here (module doc)."""
+        if self.doomed:
+            raise self._give_up("flush")
+        return await super()._flush_slice()
 
     async def connect(self) -> None:
         """Create the client and wait until it has a broker connection, without the
@@ -182,6 +231,8 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
     async def start(self) -> None:
         await self.connect()
         await self._call("init_transactions", self._producer.init_transactions, CALL_TIMEOUT_S)
+        self._producer.poll(0)  # drops reported while it waited for the broker are settled
+        self._settled = self._drops
 
     async def stop(self) -> None:
         """Records of an uncommitted transaction are worthless: purge them and close (no
@@ -208,10 +259,13 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
             self._producer.begin_transaction()
         except KafkaException as exc:
             raise lost(exc, "begin_transaction") from exc
+        self._open = True
 
     async def send_offsets(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
         """TxnOffsetCommit with the member's metadata as it is now (a rejoin since the last
         commit is seen)."""
+        if self.doomed:
+            raise self._give_up("send_offsets_to_transaction")
         metadata = self._metadata()
         blob = group_metadata_bytes(group_id, metadata)
         parts = [RdTopicPartition(tp.topic, tp.partition, off) for tp, off in offsets.items()]
@@ -222,8 +276,11 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         )  # fmt: skip
 
     async def commit(self) -> None:
-        commit = self._producer.commit_transaction
+        if self.doomed:
+            raise self._give_up("commit_transaction")
+        commit, drops = self._producer.commit_transaction, self._drops
         await self._call("commit_transaction", commit, TXN_CALL_TIMEOUT_S)
+        self._open, self._settled = False, drops
 
     async def abort(self) -> None:
         """Abort (librdkafka purges what is queued), serve the purged records' reports, and
@@ -231,8 +288,11 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         client cannot abort (its stuck call holds the transaction): the caller renews it."""
         if self.stuck:
             raise ProducerFencedError("abort_transaction: the producer is stuck in a call")
-        abort = self._producer.abort_transaction
+        if self.doomed:
+            raise self._give_up("abort_transaction")
+        abort, drops = self._producer.abort_transaction, self._drops
         await self._call("abort_transaction", abort, TXN_CALL_TIMEOUT_S)
+        self._open, self._settled = False, drops
         self._producer.flush(0)
         self.forget()
 
@@ -244,9 +304,12 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
         instance_id: str | None = None,
     ) -> None:
         """``call(*args)``, whose last argument is its timeout in seconds, waited for at most
-        that long plus :data:`STUCK_GRACE_S` (see the module doc)."""
+        that long plus :data:`STUCK_GRACE_S` (see the module doc); inside a transaction a
+        connection that drops meanwhile gives it up at once (the call is left to finish alone)."""
         try:
-            await _bounded(call, args, float(args[-1]))
+            await _bounded(call, args, float(args[-1]), self._drop_seen if self._open else None)
+        except _GivenUp:
+            raise self._give_up(what) from None
         except KafkaException as exc:
             raise lost(exc, what, instance_id) from exc
         except TimeoutError:
@@ -337,10 +400,20 @@ class LibrdkafkaTransactionalCollector(LibrdkafkaCollector):
         self.in_transaction = False
 
 
-async def _bounded(call: Callable[..., Any], args: tuple[Any, ...], timeout_s: float) -> None:
+class _GivenUp(Exception):
+    """``give_up`` said so while the call was running."""
+
+
+async def _bounded(
+    call: Callable[..., Any],
+    args: tuple[Any, ...],
+    timeout_s: float,
+    give_up: Callable[[], bool] | None = None,
+) -> None:
     """Run ``call(*args)`` in a daemon thread of its own; wait ``timeout_s`` +
     :data:`STUCK_GRACE_S` for it (TimeoutError; the thread is left to finish alone, and a
-    daemon thread never holds up the process's exit). Its exception is raised here."""
+    daemon thread never holds up the process's exit). Its exception is raised here. With
+    ``give_up``: asked every :data:`WATCH_S` meanwhile; True stops the wait (:class:`_GivenUp`)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -364,7 +437,19 @@ async def _bounded(call: Callable[..., Any], args: tuple[Any, ...], timeout_s: f
     # a late answer after a timeout is nobody's: retrieve it, so asyncio does not report it
     done.add_done_callback(lambda f: f.cancelled() or f.exception())
     threading.Thread(target=run, name="rdkafka-txn-call", daemon=True).start()
-    await asyncio.wait_for(asyncio.shield(done), timeout_s + STUCK_GRACE_S)
+    deadline = loop.time() + timeout_s + STUCK_GRACE_S
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise TimeoutError
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(done), left if give_up is None else min(left, WATCH_S)
+            )
+            return
+        except TimeoutError:
+            if give_up is not None and not done.done() and give_up():
+                raise _GivenUp from None
 
 
 def _close_quietly(producer: Any) -> None:

@@ -10,10 +10,13 @@ whatever the guarantee (repartition purge, the ``commit`` event), is written onc
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
+from streamrt.admin.connection import AdminConnectionError
 from streamrt.logs import fields
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.clients.clients import Producer, ThreadClients
@@ -45,6 +48,12 @@ __all__ = (
 )
 
 logger = logging.getLogger(__name__)
+
+#: how long a lost transaction's recovery waits for the broker to be reachable again (Kafka's
+#: max.block.ms default, as the replacement's init_transactions); then the thread fails
+REACHABLE_TIMEOUT_S = 60.0
+#: how often it asks meanwhile (librdkafka's and Kafka's retry.backoff.ms default)
+REACHABLE_RETRY_S = 0.1
 
 
 class GroupOffsets(Protocol):
@@ -202,7 +211,7 @@ class ExactlyOnceCommitter(Committer):
         # Always a new producer, fenced or not: a new InitProducerId aborts whatever the lost
         # transaction left open on the broker, so the next commit cannot carry the lost
         # records along with their reprocessing.
-        await self.offsets.check_membership()
+        await self._check_membership_once_reachable()
         await self._renew_producer()
         self.emit("tasks_lost", tasks=task_ids, error=repr(exc))
         # dropped by the group (e.g. a TxnOffsetCommit of a stale generation): the tasks stay
@@ -210,6 +219,22 @@ class ExactlyOnceCommitter(Committer):
         await self.offsets.check_generation()
         await tasks.reopen(task_ids)
         await self._rewind()
+
+    async def _check_membership_once_reachable(self) -> None:
+        """The membership check, asked again while the broker cannot be reached: a transaction
+        whose broker connection dropped is given up at once, often while the broker is still
+        down (:mod:`~streamrt.runtime.engine.clients.rdkafka_txn`); the rest of the recovery (a new
+        producer, the tasks' restore, the rewind) then starts as soon as the broker is back
+        instead of failing the thread."""
+        deadline = time.monotonic() + REACHABLE_TIMEOUT_S
+        while True:
+            try:
+                await self.offsets.check_membership()
+                return
+            except (AdminConnectionError, TimeoutError, OSError):
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(REACHABLE_RETRY_S)
 
     async def _renew_producer(self) -> None:
         """A fenced producer is unusable: a new one's InitProducerId aborts the open
