@@ -98,4 +98,5 @@ def test_a_failed_background_flush_takes_only_its_partition_offline(
     _until(lambda: _produce(broker.bootstrap, "victim", b"x")[0] == _STORAGE_ERROR)
     for i in range(3):  # the flush loop keeps flushing the others
         assert _produce(broker.bootstrap, "healthy", b"%d" % i) == (0, i)
+    time.sleep(0.5)  # ten flush intervals
     assert disk.failed == 1  # an offline log is not fsynced again

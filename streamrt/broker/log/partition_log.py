@@ -388,7 +388,7 @@ class PartitionLog:
         the log directory offline: the kernel may have dropped the unwritten pages, so a later
         fsync that succeeds proves nothing; a restart recovers the log from its files."""
         with self.lock:
-            if self._unflushed and not self.closed:
+            if self._unflushed and not self.closed and self.offline is None:
                 with storage_errors(self.directory, on_error=self._take_offline):
                     self.segments[-1].flush()
                 self._unflushed = False
@@ -398,7 +398,7 @@ class PartitionLog:
 
     @property
     def dirty(self) -> bool:
-        return self._unflushed
+        return self._unflushed and self.offline is None  # an offline log is not fsynced again
 
     def close(self) -> None:
         with self.lock:
