@@ -36,8 +36,8 @@ from streamrt.runtime.engine.eos import (
     commit_transaction,
 )
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.tasks.task import TopicPartition
 from streamrt.runtime.engine.tasks.task_manager import TaskManager
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "AtLeastOnceCommitter",
