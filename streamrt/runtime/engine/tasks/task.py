@@ -57,7 +57,7 @@ from streamrt.serde import Serde
 from streamrt.state import ROCKS_DB, StateManager, StoreKind
 from streamrt.topic_partition import TopicPartition
 
-__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId", "TopicPartition")
+__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId")
 
 logger = logging.getLogger(__name__)
 
