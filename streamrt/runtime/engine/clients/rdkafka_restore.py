@@ -112,7 +112,7 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         offsets; a partition already at its wanted offset keeps its prefetched records."""
         from confluent_kafka import TopicPartition as RdTP
 
-        wanted = {TopicPartition(*tp): at for tp, at in positions.items()}
+        wanted = dict(positions)
         stop = [
             tp
             for tp in self._assigned
@@ -171,11 +171,10 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
     def assignment(self) -> Set[TopicPartition]:
         return frozenset(self._assigned)
 
-    async def position(self, partition: TopicPartition) -> int | None:
+    async def position(self, tp: TopicPartition) -> int | None:
         """The offset after the last record handed out, or past the markers and aborted
         records librdkafka skipped after it, or where the fetch found the end; None before any
         is known (a partition started at the log start)."""
-        tp = TopicPartition(*partition)
         own = self._positions.get(tp)
         if tp not in self._assigned:
             return own

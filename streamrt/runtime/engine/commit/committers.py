@@ -259,9 +259,9 @@ class ExactlyOnceCommitter(Committer):
         """Read the input again from the committed offsets (the lost transaction's are gone)."""
         consumer = self.consumer
         assigned = list(consumer.assignment())
-        committed = await self.offsets.committed(TopicPartition(*k) for k in assigned)
+        committed = await self.offsets.committed(assigned)
         for ktp in assigned:
-            offset = committed.get(TopicPartition(*ktp))
+            offset = committed.get(ktp)
             if offset is None:
                 await consumer.seek_to_beginning(ktp)
             else:

@@ -89,7 +89,7 @@ class TaskInputs:
 
     def open(self, task: StreamTask) -> None:
         """The task takes records from now on (its stores are restored)."""
-        extractors = {TopicPartition(*tp): task.head_extractor(tp.topic) for tp in task.inputs}
+        extractors = {tp: task.head_extractor(tp.topic) for tp in task.inputs}
         group = PartitionGroup(extractors, self.max_task_idle_ms)
         task_id = str(task.task_id)
         self._groups[task_id] = (task, group)
