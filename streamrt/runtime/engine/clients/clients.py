@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
@@ -183,10 +182,11 @@ class ClientFactory:
         topics = self.env.topology.repartition_topics(cfg.application_id)
         if not topics:
             return None
-        kwargs = client_settings.admin_kwargs(cfg.client_config(), f"{self.client_id}-purge")
+        client_config, client_id = cfg.client_config(), f"{self.client_id}-purge"
+        client_settings.admin_client(client_config, client_id)  # its settings checked now
         return RepartitionPurger(
             topics,
-            lambda: AIOKafkaAdminClient(**kwargs),
+            lambda: client_settings.admin_client(client_config, client_id),
             self.env.clock,
             cfg.repartition_purge_interval_ms,
         )
