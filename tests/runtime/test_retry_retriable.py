@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from streamrt.admin.connection import AdminConnectionError
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.runtime.engine.clients.bootstrap import retry_retriable

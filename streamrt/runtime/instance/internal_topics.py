@@ -30,7 +30,6 @@ __all__ = ("changelog_config", "ensure_internal_topics", "ensure_internal_topics
 logger = logging.getLogger(__name__)
 
 
-
 async def _partition_counts(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     """Partition counts of those ``topics`` that exist (all topics are listed: a metadata
     request naming a missing topic could auto-create it with the broker's default count)."""
