@@ -2,10 +2,10 @@
 
 An instance (or a stream thread the supervisor replaces) that starts while its broker
 restarts used to fail at once with ``KafkaConnectionError: Unable to bootstrap`` from an
-aiokafka client (or no broker reachable from the admin client), and a few such failures in a
-row put the instance into ERROR. Kafka's clients keep retrying instead, bounded by
-``default.api.timeout.ms`` (60 s): so do these, with one warning naming what waits. aiokafka's
-error stays caught for the one aiokafka client a thread still starts (the offsets consumer).
+aiokafka client (now: no broker reachable from streamrt's admin client), and a few such
+failures in a row put the instance into ERROR. Kafka's clients keep retrying instead, bounded
+by ``default.api.timeout.ms`` (60 s): so do these, with one warning naming what waits.
+(librdkafka's clients need no such wait: they connect in the background and retry.)
 """
 
 from __future__ import annotations
@@ -16,15 +16,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from aiokafka.errors import KafkaConnectionError
-
 from streamrt.admin.client import AdminClient
 from streamrt.admin.cluster import RETRIABLE
 from streamrt.admin.connection import AdminConnectionError
 from streamrt.errors import KafkaError
 from streamrt.logs import fields
 
-__all__ = ("BOOTSTRAP_TIMEOUT_S", "retry_bootstrap", "retry_retriable", "started_admin")
+__all__ = (
+    "BOOTSTRAP_TIMEOUT_S",
+    "is_retriable",
+    "retry_bootstrap",
+    "retry_retriable",
+    "started_admin",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +43,7 @@ async def retry_bootstrap(
 ) -> None:
     """``start()``, again after a bootstrap that found no broker (backoff 0.1 s doubling to
     1 s) until ``timeout_s``; then its error is raised. ``start`` must be safe to call again
-    after such a failure (aiokafka's consumer and producer ``start`` are: the bootstrap comes
-    first)."""
+    after such a failure (the admin client's is: it keeps no connection that failed)."""
     deadline = time.monotonic() + timeout_s
     delay = 0.1
     warned = False
@@ -48,7 +51,7 @@ async def retry_bootstrap(
         try:
             await start()
             return
-        except (KafkaConnectionError, AdminConnectionError) as exc:
+        except AdminConnectionError as exc:
             if time.monotonic() + delay > deadline:
                 raise
             if not warned:
@@ -81,7 +84,7 @@ async def started_admin(
     return made[-1]
 
 
-def _retriable(exc: BaseException) -> bool:
+def is_retriable(exc: BaseException) -> bool:
     """What Kafka calls retriable: a broker out of reach (its connection refused or timed
     out), a leader or controller moving."""
     if isinstance(exc, AdminConnectionError):
@@ -103,7 +106,7 @@ async def retry_retriable(
         try:
             return await call()
         except (AdminConnectionError, KafkaError) as exc:
-            if not _retriable(exc) or time.monotonic() + delay > deadline:
+            if not is_retriable(exc) or time.monotonic() + delay > deadline:
                 raise
             logger.warning(
                 "a broker is not reachable, retrying",
