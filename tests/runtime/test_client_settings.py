@@ -1,6 +1,7 @@
 """Kafka client settings reach the stream thread's clients, as in Kafka Streams: bare names for
 every client, ``producer.``/``consumer.``/``main.consumer.``/``restore.consumer.``/
-``global.consumer.`` prefixes for one; the runtime's defaults otherwise; settings the commit protocol owns are refused."""
+``global.consumer.`` prefixes for one; the runtime's defaults otherwise; settings the commit
+protocol owns are refused."""
 
 from __future__ import annotations
 
