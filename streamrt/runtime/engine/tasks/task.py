@@ -54,9 +54,10 @@ from streamrt.runtime.timestamps import (
 )
 from streamrt.runtime.window_stores import StoreView, store_view
 from streamrt.serde import Serde
-from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
+from streamrt.state import ROCKS_DB, StateManager, StoreKind
+from streamrt.topic_partition import TopicPartition
 
-__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId", "TopicPartition")
+__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId")
 
 logger = logging.getLogger(__name__)
 
