@@ -49,8 +49,8 @@ _UNFLUSHED_MEMTABLES = "rocksdb.num-immutable-mem-table"  # switched, not yet wr
 # crash makes a restore or a standby fetch again
 UNLOGGED_FLUSH_RECORDS = 200_000
 # records per WriteBatch of a restore: one batch per fetch (~25,000 records of 2.3 KB) cost
-# ~1.6x the CPU of batches of 1,000-5,000 (measured: the batch's buffer grows by copying and
-# leaves the CPU caches before RocksDB copies it into the memtable)
+# ~1.6x the thread CPU of batches of 1,000-5,000 (measured; probably because the big batch's
+# buffer grows by copying and leaves the CPU caches before RocksDB copies it into the memtable)
 WRITE_BATCH_RECORDS = 2_000
 
 
