@@ -235,8 +235,10 @@ class RocksDBStore(RocksHandles):
         self._pending.clear()
 
     def write_batch(self, records: Iterable[tuple[bytes, bytes | None]], next_offset: int) -> None:
-        """Apply changelog records and advance the offset, in one batch without the WAL
-        (restoration, standby updates).
+        """Apply changelog records and advance the offset, in batches without the WAL
+        (restoration, standby updates); the offset goes with the last, so after a crash the
+        data may be ahead of the stored offset (a restore applies some records again), never
+        behind it.
 
         The records go straight into WriteBatches (no staging): restoration is bytes in,
         bytes out, one Python step per record. A batch takes :data:`WRITE_BATCH_RECORDS`
@@ -255,7 +257,7 @@ class RocksDBStore(RocksHandles):
                 else:
                     put(key, value)
             last = batch.len() < WRITE_BATCH_RECORDS
-            if last:  # the offset goes with the last records: data may be ahead of it, not behind
+            if last:
                 handle = db.get_column_family_handle(_METADATA_CF)
                 batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(next_offset), handle)
             self._unlogged += batch.len()
