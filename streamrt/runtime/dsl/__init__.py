@@ -22,6 +22,7 @@ from streamrt.runtime.dsl.options import (
     Produced,
     Repartitioned,
     StreamJoined,
+    TableJoined,
 )
 from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
 from streamrt.runtime.dsl.streams import (
@@ -60,6 +61,7 @@ __all__ = (
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "ValueJoinerWithKey",
