@@ -37,6 +37,7 @@ from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
+from streamrt.runtime.processors.transform_values import ValueTransformerWithKey
 
 __all__ = (
     "Branched",
@@ -66,5 +67,6 @@ __all__ = (
     "TimeWindowedKStream",
     "ValueJoinerWithKey",
     "ValueMapperWithKey",
+    "ValueTransformerWithKey",
     "WindowedSerde",
 )

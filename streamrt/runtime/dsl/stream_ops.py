@@ -48,6 +48,11 @@ class ValueMapperWithKey:
     fn: Callable[[Any, Any], Any]
 
 
+def _java_str(value: Any) -> str:
+    """Java's ``String.valueOf`` for what ``print`` shows: null for None."""
+    return "null" if value is None else str(value)
+
+
 def opt_serde(spec: SerdeLike) -> Serde[Any] | None:
     """An optional serde argument: None keeps the stream's."""
     return None if spec is None else serde_for(spec)
@@ -213,9 +218,11 @@ class StreamOperations(ABC, Generic[S]):
     ) -> None:
         """Print each record as ``[label]: key, value`` (or ``mapper(key, value)``) to
         ``file`` (default: stdout), Kafka's ``print(Printed.toSysOut().withLabel(...))``; a
-        terminal operation, for debugging."""
-        tag = label if label is not None else name or "KSTREAM-PRINTER"
-        show = mapper or (lambda k, v: f"{k}, {v}")
+        terminal operation, for debugging. As Kafka's: the label defaults to the name of the
+        node printed (e.g. ``KSTREAM-SOURCE-0000000000``; ``name`` names the printer), and
+        the default line prints a missing key or value as ``null``."""
+        tag = label if label is not None else self.node.name
+        show = mapper or (lambda k, v: f"{_java_str(k)}, {_java_str(v)}")
 
         def out(key: Any, value: Any) -> None:
             builtins.print(f"[{tag}]: {show(key, value)}", file=file or sys.stdout, flush=True)

@@ -18,12 +18,17 @@ from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
 from streamrt.runtime.dsl.join_nodes import table_join
 from streamrt.runtime.dsl.options import TableJoined, pick, removed_keywords
 from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
-from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
+from streamrt.runtime.dsl.table_nodes import (
+    filter_table,
+    map_values_table,
+    transform_values_table,
+)
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
 from streamrt.runtime.graph.topology import StreamPartitioner, Topology
 from streamrt.runtime.processors.join_windows import Joiner, JoinKind, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import Suppressed
+from streamrt.runtime.processors.transform_values import TransformerSupplier
 from streamrt.serde import SerdeLike, serde_for
 
 __all__ = ("TableOperations",)
@@ -109,6 +114,23 @@ class TableOperations(ABC, Generic[T]):
         removed_keywords("KTable.map_values", removed)
         keyed = fn.fn if isinstance(fn, ValueMapperWithKey) else (lambda _k, v: fn(v))
         return self._wrap(map_values_table(self.node, keyed, value_serde, store, name))
+
+    def transform_values(
+        self,
+        supplier: TransformerSupplier,
+        *store_names: str,
+        value_serde: SerdeLike = None,
+        store: MaterializedLike = None,
+        name: str | None = None,
+    ) -> T:
+        """Kafka's ``KTable.transformValues``: a ``ValueTransformerWithKey`` from
+        ``supplier()`` per task, ``transform(key, value)`` of each update (a delete's None
+        too; of old values when asked, and of the parent's value on reads by key unless
+        ``store`` materializes the result); it may use the ``store_names`` registered with
+        ``add_state_store``."""
+        return self._wrap(
+            transform_values_table(self.node, supplier, store_names, value_serde, store, name)
+        )
 
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
