@@ -18,6 +18,7 @@ from streamrt.runtime.processors.fk_join import (
     ResponseJoinProcessor,
     SubscriptionReceiveProcessor,
     SubscriptionSendProcessor,
+    primary_partition,
 )
 from streamrt.runtime.processors.join_windows import Joiner
 from streamrt.runtime.stores import StoreSpec
@@ -106,7 +107,8 @@ def foreign_key_join(
     by_pk, by_fk = partitioners
     by_fk_bytes = _on_keys(by_fk, right.key_serde)
     _send_subscriptions(names, left, right.key_serde, fk_of, left_join, by_fk_bytes)
-    _answer_subscriptions(names, right, _on_keys(by_pk, left.key_serde))
+    # responses go back to the subscriber's partition unless a partitioner says otherwise
+    _answer_subscriptions(names, right, _on_keys(by_pk, left.key_serde) or primary_partition)
     vser = value_serde or left.value_serde
     _join_responses(names, left, right.value_serde, joiner, left_join, vser)
     stored = materialize(topology, materialized, left.key_serde, vser)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiokafka.partitioner import DefaultPartitioner
 
 from streamrt.runtime import App
@@ -96,16 +97,22 @@ def test_to_and_repartition_follow_the_partitioner(broker, tmp_path: Path) -> No
     ]
 
 
-def test_foreign_key_join_with_table_joined_partitioners(broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("both", [True, False], ids=["table-joined", "other-partitioner-only"])
+def test_foreign_key_join_with_table_joined_partitioners(
+    broker, tmp_path: Path, both: bool
+) -> None:
     """Both tables are written by a partitioner that never agrees with the key hash: the
-    join finds its rows only if subscriptions and responses follow the same partitioners."""
-    bootstrap, app_id = broker.bootstrap, "fkpart"
-    for topic in ("fk-orders", "fk-customers"):
+    join finds its rows only if subscriptions follow the other table's partitioner and
+    responses go back where the left row is: by this table's partitioner, or without one
+    (Kafka's default) to the partition the subscription came from."""
+    bootstrap, app_id = broker.bootstrap, f"fkpart-{both}"
+    orders_topic, customers_topic, out_topic = (f"{app_id}-{t}" for t in ("o", "c", "out"))
+    for topic in (orders_topic, customers_topic):
         create_topic(bootstrap, topic, 2)
-    create_topic(bootstrap, "fk-out", 1)
+    create_topic(bootstrap, out_topic, 1)
     customers = {f"c{i}": f"name{i}" for i in range(6)}
     orders = {f"o{i}": f"c{i % 6}" for i in range(12)}
-    for topic, rows in (("fk-customers", customers), ("fk-orders", orders)):
+    for topic, rows in ((customers_topic, customers), (orders_topic, orders)):
         produce(
             bootstrap,
             topic,
@@ -113,17 +120,19 @@ def test_foreign_key_join_with_table_joined_partitioners(broker, tmp_path: Path)
             partitions=[not_by_hash(topic, k, None, 2).pop() for k in rows],
         )
     a = app(bootstrap, tmp_path, app_id)
-    left = a.table("fk-orders", key_serde="str", value_serde="str")
-    right = a.table("fk-customers", key_serde="str", value_serde="str")
-    joined = left.join(
-        right,
-        lambda order, customer: f"{order}/{customer}",
-        foreign_key=lambda customer_id: customer_id,
-        table_joined=TableJoined.with_(not_by_hash, not_by_hash).with_name("orders-fk"),
-    )
-    joined.to_stream().to("fk-out", key_serde="str", value_serde="str")
-    run_until(a, lambda: len(read_all(bootstrap, "fk-out")) >= 12, "the join's results")
-    results = {r.key.decode(): r.value.decode() for r in read_all(bootstrap, "fk-out")}
+    left = a.table(orders_topic, key_serde="str", value_serde="str")
+    right = a.table(customers_topic, key_serde="str", value_serde="str")
+    joiner = lambda order, customer: f"{order}/{customer}"  # noqa: E731
+    if both:
+        tj = TableJoined.with_(not_by_hash, not_by_hash).with_name("orders-fk")
+        joined = left.join(right, joiner, foreign_key=lambda c: c, table_joined=tj)
+    else:
+        joined = left.join(
+            right, joiner, foreign_key=lambda c: c, other_partitioner=not_by_hash, name="orders-fk"
+        )
+    joined.to_stream().to(out_topic, key_serde="str", value_serde="str")
+    run_until(a, lambda: len(read_all(bootstrap, out_topic)) >= 12, "the join's results")
+    results = {r.key.decode(): r.value.decode() for r in read_all(bootstrap, out_topic)}
     assert results == {o: f"{c}/{customers[c]}" for o, c in orders.items()}
     registrations = read_all(bootstrap, f"{app_id}-orders-fk-subscription-registration-repartition")
     assert {r.partition for r in registrations} == {0, 1}
