@@ -1,4 +1,4 @@
-"""SinkWriter: what one sink node of a task does with a record before the collector sends it.
+"""What one sink node of a task does with a record before the collector sends it.
 
 Kafka Streams' ``RecordCollectorImpl.send`` with a ``StreamPartitioner`` (KIP-837): the topic
 (fixed, or a ``TopicNameExtractor``'s), then the partitions, then the bytes. The partitioner
@@ -11,28 +11,30 @@ counted in ``dropped-records``). Kept out of :mod:`.task` so the task stays one 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
 from streamrt.runtime.graph.topology import StreamPartitioner, TopicNameExtractor
-from streamrt.runtime.stores import RecordContext
 from streamrt.serde import Serde
 
 __all__ = (
     "DEFAULT_PARTITIONING",
+    "PartitionChooser",
     "PartitionCounts",
-    "SinkWriter",
+    "SinkPlan",
     "chosen_partitions",
     "fixed_counts",
+    "sink_plan",
 )
 
 logger = logging.getLogger(__name__)
 
 #: the partitions of a record left to the producer's partitioner (no partitioner, or None)
 DEFAULT_PARTITIONING: tuple[int | None, ...] = (None,)
+
+SinkPlan = tuple["str | TopicNameExtractor", "Serde[Any]", "Serde[Any]", "PartitionChooser | None"]
 
 
 class PartitionCounts(Protocol):
@@ -66,49 +68,50 @@ def chosen_partitions(
     answer = partitioner(topic, key, value, count)
     if answer is None:
         return DEFAULT_PARTITIONING
-    if not isinstance(answer, Collection) or isinstance(answer, str | bytes):
+    if not isinstance(answer, set | frozenset | list | tuple | range):
         raise ConfigError(
             f"the stream partitioner for {topic!r} returned {answer!r}: return None (default "
             "partitioning) or a set of partitions (e.g. {3}; an empty set drops the record)"
         )
-    partitions = sorted(set(answer))
-    for p in partitions:
-        bad = not isinstance(p, int) or isinstance(p, bool) or p < 0
-        if bad or (counts.checks_range and p >= count):
+    partitions = tuple(answer) if len(answer) < 2 else tuple(sorted(set(answer)))
+    for p in partitions:  # type() so that True is not partition 1
+        if type(p) is not int or p < 0 or (p >= count and counts.checks_range):
             raise ConfigError(
                 f"the stream partitioner for {topic!r} chose partition {p!r}; the topic has "
                 f"{count} partitions (0..{count - 1})"
             )
-    return tuple(partitions)
+    return partitions
 
 
 @dataclass(frozen=True, slots=True)
-class SinkWriter:
-    """One sink of a task: its topic (or extractor), serdes and stream partitioner."""
+class PartitionChooser:
+    """A sink's stream partitioner with the partition counts it is given."""
 
-    target: str | TopicNameExtractor
-    key_serde: Serde[Any]
-    value_serde: Serde[Any]
-    partitioner: StreamPartitioner | None = None
-    counts: PartitionCounts | None = None
+    partitioner: StreamPartitioner
+    counts: PartitionCounts | None
 
-    def prepare(
-        self, record: RecordContext, key: Any, value: Any
-    ) -> tuple[str, bytes | None, bytes | None, tuple[int | None, ...]]:
-        """(topic, key bytes, value bytes, partitions) for one record; user code (extractor,
-        partitioner, serdes) may raise: the task's production handler decides then."""
-        target = self.target
-        topic = target if isinstance(target, str) else target(key, value, record)
-        partitions = DEFAULT_PARTITIONING
-        if self.partitioner is not None:
-            partitions = chosen_partitions(self.partitioner, topic, key, value, self.counts)
-            if not partitions:
-                logger.warning(
-                    "skipping a record: the stream partitioner returned no partitions",
-                    extra=fields(topic=topic),
-                )
-                return topic, None, None, partitions
-        return topic, self.key_serde.serialize(key), self.value_serde.serialize(value), partitions
+    def choose(self, topic: str, key: Any, value: Any) -> tuple[int | None, ...]:
+        """:func:`chosen_partitions`, a drop logged (the task counts it)."""
+        partitions = chosen_partitions(self.partitioner, topic, key, value, self.counts)
+        if not partitions:
+            logger.warning(
+                "skipping a record: the stream partitioner returned no partitions",
+                extra=fields(topic=topic),
+            )
+        return partitions
+
+
+def sink_plan(
+    target: str | TopicNameExtractor,
+    serdes: tuple[Serde[Any], Serde[Any]],
+    partitioner: StreamPartitioner | None,
+    counts: PartitionCounts | None,
+) -> SinkPlan:
+    """What a task keeps per sink: (topic or extractor, key serde, value serde, chooser or
+    None). A tuple, unpacked per record: the sink path without a partitioner stays as fast
+    as before the partitioner (``bench/sink_path.py``)."""
+    chooser = None if partitioner is None else PartitionChooser(partitioner, counts)
+    return target, serdes[0], serdes[1], chooser
 
 
 def fixed_counts(count: int, *, checks_range: bool) -> PartitionCounts:

@@ -16,7 +16,11 @@ from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
 from streamrt.runtime.engine.tasks.partition_group import TimestampOf, head_extractor
 from streamrt.runtime.engine.tasks.schedule import Schedule
-from streamrt.runtime.engine.tasks.sink_writer import PartitionCounts, SinkWriter
+from streamrt.runtime.engine.tasks.sink_writer import (
+    PartitionCounts,
+    SinkPlan,
+    sink_plan,
+)
 from streamrt.runtime.engine.tasks.task_id import TaskId
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
@@ -223,7 +227,7 @@ class StreamTask:
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
-        self._sinks: dict[str, SinkWriter] = {}
+        self._sinks: dict[str, SinkPlan] = {}
         self._contexts: dict[str, _NodeContext] = {}
         self._sources = {
             topology.topic_of(n, application_id): n
@@ -290,10 +294,9 @@ class StreamTask:
                     processor.init(ctx)
                     self._processors[name] = processor
                 elif isinstance(node, SinkNode):
-                    self._sinks[name] = SinkWriter(
+                    self._sinks[name] = sink_plan(
                         self.topology.sink_target(node, self.application_id),
-                        node.key_serde,
-                        node.value_serde,
+                        (node.key_serde, node.value_serde),
                         node.partitioner,
                         self.partition_counts,
                     )
@@ -411,20 +414,28 @@ class StreamTask:
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
 
     def _send(self, node_name: str, key: Any, value: Any) -> None:
-        """A sink: its writer picks topic and partitions and serializes (a user function's
-        or serde's error: the production handler decides); the collector sends."""
+        """A sink: topic, partitions (a stream partitioner's: sink_writer), bytes; a user
+        function's or serde's error: the production handler decides; the collector sends."""
+        target, key_serde, value_serde, chooser = self._sinks[node_name]
         record = self.record
         try:
-            topic, key_bytes, value_bytes, partitions = self._sinks[node_name].prepare(
-                record, key, value
-            )
+            topic = target if isinstance(target, str) else target(key, value, record)
+            partitions = None
+            if chooser is not None:
+                partitions = chooser.choose(topic, key, value)
+                if not partitions:  # dropped by the partitioner (logged), not serialized
+                    self.dropped_records += 1
+                    return
+            key_bytes = key_serde.serialize(key)
+            value_bytes = value_serde.serialize(value)
         except Exception as exc:
             context = self._error_context(Stage.PRODUCTION, node_name)
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
             return
-        if not partitions:  # the stream partitioner dropped it (logged by the writer)
-            self.dropped_records += 1
         headers = list(record.headers) or None
+        if partitions is None:  # no partitioner: the producer's (one check on the hot path)
+            self.collector.send(topic, key_bytes, value_bytes, None, record.timestamp, headers)
+            return
         for partition in partitions:
             self.collector.send(topic, key_bytes, value_bytes, partition, record.timestamp, headers)
 
