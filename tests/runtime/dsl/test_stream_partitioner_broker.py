@@ -28,11 +28,12 @@ def not_by_hash(topic: str, key: Any, value: Any, count: int) -> set[int]:
     return {(by_hash(key, count) + 1) % count}
 
 
-def app(bootstrap: str, state: Path, app_id: str) -> App:
+def app(bootstrap: str, state: Path, app_id: str, guarantee: str = "at_least_once") -> App:
     return App(
         {
             "application.id": app_id,
             "bootstrap.servers": bootstrap,
+            "processing.guarantee": guarantee,
             "state.dir": str(state),
             "commit.interval.ms": "100",
             "session.timeout.ms": "6000",
@@ -56,8 +57,9 @@ def run_until(a: App, done: Any, what: str) -> None:
     assert a.fatal_error is None
 
 
-def test_to_and_repartition_follow_the_partitioner(broker, tmp_path: Path) -> None:
-    bootstrap, app_id = broker.bootstrap, "sinkpart"
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_to_and_repartition_follow_the_partitioner(broker, tmp_path: Path, guarantee: str) -> None:
+    bootstrap, app_id = broker.bootstrap, f"sinkpart-{guarantee.replace('_', '-')}"
     create_topic(bootstrap, "sp-in", 1)
     create_topic(bootstrap, "sp-out", 3)
 
@@ -65,7 +67,7 @@ def test_to_and_repartition_follow_the_partitioner(broker, tmp_path: Path) -> No
         assert topic == "sp-out" and count == 3
         return {"one": {1}, "all": {0, 1, 2}, "drop": set()}.get(key)
 
-    a = app(bootstrap, tmp_path, app_id)
+    a = app(bootstrap, tmp_path, app_id, guarantee)
     stream = a.stream("sp-in", key_serde="str", value_serde="str")
     stream.to("sp-out", Produced.with_("str", "str").with_stream_partitioner(choose))
     moved = stream.repartition(
