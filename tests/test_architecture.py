@@ -6,11 +6,13 @@ importing the broker, REST, Spark or the deploy tooling, and no import cycle bet
 subpackages (two levels deep), the runtime's own layers (instance, engine | dsl, processors,
 graph, base), the engine's rooms (their layers, no cycle, only ``clients`` importing a Kafka
 client library). ``lint-imports`` runs as a subprocess on this checkout's sources. The size rules
-of issue 25 are held here too: no module over 500 lines, no function over 60.
+of issue 25 are held here too: no module over 500 lines, no function over 60; and issue 37's one
+TopicPartition type inside the runtime.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -117,3 +119,35 @@ def test_import_contract_is_kept(contract: str) -> None:
     assert result.returncode == 0, (
         f"import contract {contract!r} is broken:\n{result.stdout}{result.stderr}"
     )
+
+
+# Where a topic-partition type may be defined: the one type, and the packages outside the
+# runtime that keep their own (the broker's wire-side aliases; Spark's, with Kafka's spelling).
+_ONE_TOPIC_PARTITION = "streamrt/topic_partition.py"
+_OWN_TOPIC_PARTITION = ("streamrt/broker/", "streamrt/spark/")
+
+
+def _defines_topic_partition(tree: ast.AST) -> bool:
+    """A class or a module-level name ``TopicPartition`` bound to anything but an import."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "TopicPartition":
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "TopicPartition" for t in targets):
+            return True
+    return False
+
+
+def test_one_topic_partition_type_inside_the_runtime() -> None:
+    """The runtime, its state stores and its group member key partitions by
+    ``streamrt.topic_partition.TopicPartition``; none defines another (a class or an alias)."""
+    others = [
+        rel
+        for p in _package_sources()
+        if (rel := str(p.relative_to(ROOT))) != _ONE_TOPIC_PARTITION
+        and not rel.startswith(_OWN_TOPIC_PARTITION)
+        and _defines_topic_partition(ast.parse(p.read_text()))
+    ]
+    assert not others, f"modules with their own TopicPartition: {others}"

@@ -92,6 +92,7 @@ class _Joined:
     protocol: str
     leader: bool
     members: tuple[Any, ...]
+    skip_assignment: bool = False  # KIP-814: a static leader rejoining a stable group
 
 
 class GroupMember:
@@ -354,6 +355,7 @@ class GroupMember:
                 protocol=str(response.protocol_name),
                 leader=response.leader == response.member_id,
                 members=tuple(response.members),
+                skip_assignment=bool(getattr(response, "skip_assignment", False)),
             )
         if code == ErrorCode.member_id_required:  # KIP-394: rejoin with the id given
             self._generation = Generation(-1, str(response.member_id), None)
@@ -367,7 +369,17 @@ class GroupMember:
         return None
 
     async def _sync(self, joined: _Joined) -> set[TopicPartition] | None:
-        assignments = await self._leader_assign(joined) if joined.leader else {}
+        assignments: dict[str, bytes] = {}
+        if joined.leader and joined.skip_assignment:
+            # As Kafka's ConsumerCoordinator: the group is stable and keeps its assignment (the
+            # coordinator ignores a leader's SyncGroup assignments then): no metadata lookup, no
+            # assignor run on the hand-off's path.
+            logger.info(
+                "skipped assignment for a returning static leader",
+                extra=fields(generation=joined.generation),
+            )
+        elif joined.leader:
+            assignments = await self._leader_assign(joined)
         response = await self.client.sync(
             joined.generation, joined.member_id, joined.protocol, assignments
         )

@@ -77,7 +77,9 @@ class GroupOffsetRequests:
                 for p in t.partitions:
                     self._check_fetched(ErrorCode(int(p.error_code)), t.name, p.partition_index)
                     if p.committed_offset >= 0:
-                        out[(str(t.name), int(p.partition_index))] = int(p.committed_offset)
+                        out[TopicPartition(str(t.name), int(p.partition_index))] = int(
+                            p.committed_offset
+                        )
             return out
 
         return await self.client.cluster.retrying(f"OffsetFetch {self.group_id}", attempt)

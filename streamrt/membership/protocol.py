@@ -24,6 +24,7 @@ from streamrt.admin.consumer_protocol import (
     decode_assignment,
     decode_subscription,
 )
+from streamrt.topic_partition import TopicPartition
 from streamrt.wire.client_codec import build_entity
 from streamrt.wire.codec import Chunks
 
@@ -41,8 +42,6 @@ __all__ = (
     "encode_subscription",
     "flatten",
 )
-
-TopicPartition = tuple[str, int]
 
 SUBSCRIPTION_VERSION = 3  # Kafka 3.x+ clients write v3 (rack id); v1 added owned partitions
 COOPERATIVE_MIN_VERSION = 1  # owned partitions; v2 adds the generation the leader checks
@@ -70,7 +69,7 @@ def by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
 
 def flatten(partitions: Mapping[str, Iterable[int]]) -> set[TopicPartition]:
     """A decoded ``{topic: (p, ...)}`` → ``{(topic, p), ...}``."""
-    return {(t, p) for t, ps in partitions.items() for p in ps}
+    return {TopicPartition(t, p) for t, ps in partitions.items() for p in ps}
 
 
 def _encode(schema: str, version: int, **entity_fields: Any) -> bytes:

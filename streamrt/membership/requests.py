@@ -142,7 +142,7 @@ class CoordinatorClient:
                 "partitions": [
                     {
                         "partition_index": p,
-                        "committed_offset": offsets[(entry["topic"], p)],
+                        "committed_offset": offsets[TopicPartition(entry["topic"], p)],
                         "committed_leader_epoch": -1,
                         "committed_metadata": metadata,
                         "commit_timestamp": -1,

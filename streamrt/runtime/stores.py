@@ -19,10 +19,11 @@ from typing import Any, Protocol
 from streamrt.runtime.processor import ValueAndTimestamp
 from streamrt.runtime.sensors import StoreOps
 from streamrt.serde import Serde
-from streamrt.state import KeyValueStore, TopicPartition
+from streamrt.state import KeyValueStore
 from streamrt.state import timestamped as ts_format
 from streamrt.state.store import StoreKind
 from streamrt.state.window_store import SegmentSpec
+from streamrt.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

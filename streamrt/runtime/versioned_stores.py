@@ -15,8 +15,9 @@ from typing import Any
 
 from streamrt.runtime.processor import ValueAndTimestamp
 from streamrt.runtime.stores import RecordCollector, RecordContext, StoreSpec
-from streamrt.state import KeyValueStore, TopicPartition
+from streamrt.state import KeyValueStore
 from streamrt.state.versioned import LATEST, NOT_PUT, Version, VersionedStore
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("LATEST", "NOT_PUT", "VersionedStoreView")
 

@@ -16,8 +16,9 @@ from typing import Any
 from streamrt.runtime.processor import ValueAndTimestamp, Windowed
 from streamrt.runtime.stores import ChangeLoggingStore, RecordCollector, RecordContext, StoreSpec
 from streamrt.runtime.versioned_stores import VersionedStoreView
-from streamrt.state import KeyValueStore, SegmentedStore, TopicPartition, WindowEntry
+from streamrt.state import KeyValueStore, SegmentedStore, WindowEntry
 from streamrt.state.window_store import window_key
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "SessionStoreView",

@@ -22,17 +22,11 @@ from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
 from streamrt.state.timestamped import NO_TIMESTAMP, encode, upgrade_store_directory
 from streamrt.state.window_store import SegmentedStore, SegmentSpec
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("TopicPartition", "StateManager", "StoreRegistration", "make_store")
 
 logger = logging.getLogger(__name__)
-
-
-class TopicPartition(NamedTuple):
-    """A Kafka topic partition; the runtime uses the same type for inputs and changelogs."""
-
-    topic: str
-    partition: int
 
 
 StoreFactory = Callable[[str, Path], KeyValueStore]

@@ -23,10 +23,12 @@ class RoundRobin:
     """Partitions, sorted, dealt to members sorted by instance id (else member id)."""
 
     name = "roundrobin"
+    runs = 0  # how often this member ran the assignment (as the group's leader)
 
     def assign(
         self, members: Mapping[str, MemberSubscription], partitions_per_topic: Mapping[str, int]
     ) -> dict[str, set[TopicPartition]]:
+        self.runs += 1
         order = sorted(members, key=lambda m: (members[m].group_instance_id or "", m))
         out: dict[str, set[TopicPartition]] = {m: set() for m in order}
         topics = sorted({t for m in members.values() for t in m.subscription.topics})

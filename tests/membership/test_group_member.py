@@ -14,7 +14,7 @@ from streamrt.membership.config import CommitFailedError, FencedInstanceError
 from streamrt.membership.member import GroupMember
 from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic, wait_until_async
-from tests.membership.support import balanced, closing, member, recorder
+from tests.membership.support import RoundRobin, balanced, closing, member, recorder
 
 BOUND = 60.0  # every wait in these tests is bounded; none is a timing assertion
 
@@ -97,6 +97,34 @@ def test_static_member_restarted_in_its_session_keeps_partitions_and_generation(
             await asyncio.sleep(1.0)  # several of b's heartbeats: still the same generation
             assert (b.generation, b.rebalances) == (generation, b_rebalances)
             assert recorder(b).of("revoked") == []
+
+    asyncio.run(scenario())
+
+
+def test_a_static_leader_restarted_in_its_session_skips_the_assignment(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """KIP-814: the coordinator tells a static leader that rejoins a stable group to skip the
+    assignment (it would ignore the leader's SyncGroup assignments anyway); like Kafka's
+    consumer, the member then runs no assignor and gets its old partitions back."""
+    topic, group = _names()
+    create_topic(any_broker.bootstrap, topic, partitions=4)
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            a = await _started(members, member(any_broker.bootstrap, group, topic, instance="a"))
+            b = await _started(members, member(any_broker.bootstrap, group, topic, instance="b"))
+            await wait_until_async(lambda: balanced([a, b], 4, topic), BOUND, "a 2/2 split")
+            leader = a if isinstance(a.assignor, RoundRobin) and a.assignor.runs else b
+            assert isinstance(leader.assignor, RoundRobin) and leader.assignor.runs >= 1
+            generation, before = leader.generation, leader.assignment
+            await leader.close()  # static: no LeaveGroup
+            instance = "a" if leader is a else "b"
+            again = await _started(
+                members, member(any_broker.bootstrap, group, topic, instance=instance)
+            )
+            assert (again.assignment, again.generation) == (before, generation)
+            assert isinstance(again.assignor, RoundRobin) and again.assignor.runs == 0
 
     asyncio.run(scenario())
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiokafka.cluster import ClusterMetadata
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-
 import streamrt.runtime.engine.assignment.assignor as assignor_module
+from streamrt.membership.assignment import MemberSubscription
+from streamrt.membership.protocol import ConsumerSubscription
 from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     StreamsPartitionAssignor,
     SubscriptionInfo,
     assign_tasks,
 )
+from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssignor
 from tests.source_scan import imports
 
 TASKS = [f"0_{p}" for p in range(8)]
@@ -21,6 +21,13 @@ TASKS = [f"0_{p}" for p in range(8)]
 
 def member(thread: str, previous: tuple[str, ...] = (), offsets: dict[str, int] | None = None):
     return SubscriptionInfo(thread.split("-thread")[0], thread, "h:1", previous, offsets or {})
+
+
+def joined(member_id: str, topics: tuple[str, ...], info: SubscriptionInfo) -> MemberSubscription:
+    """A member as the leader sees it in the JoinGroup response (nothing owned yet)."""
+    return MemberSubscription(
+        member_id, None, ConsumerSubscription(3, topics, {}, -1, None, info.encode())
+    )
 
 
 def test_balanced_and_ordered_by_instance_id_not_member_id() -> None:
@@ -84,20 +91,20 @@ def test_state_on_disk_respects_the_quota_too() -> None:
 
 
 def test_assignor_keeps_copartitioned_topics_together_and_shares_cluster_metadata() -> None:
-    cluster = ClusterMetadata()
-    cluster._partitions = {"left": {0: None, 1: None}, "right": {0: None, 1: None}}
     seen: list[AssignmentInfo] = []
-    a = StreamsPartitionAssignor(
-        {0: ("left", "right")}, {0: ("store",)}, lambda: member("x-thread-1"), seen.append
+    a = MemberStreamsAssignor(
+        StreamsPartitionAssignor(
+            {0: ("left", "right")}, {0: ("store",)}, lambda: member("x-thread-1"), seen.append
+        )
     )
     members = {
-        "m1": ConsumerProtocolMemberMetadata(1, ["left", "right"], member("x-thread-1").encode()),
-        "m2": ConsumerProtocolMemberMetadata(1, ["left", "right"], member("y-thread-1").encode()),
+        "m1": joined("m1", ("left", "right"), member("x-thread-1")),
+        "m2": joined("m2", ("left", "right"), member("y-thread-1")),
     }
-    out = a.assign(cluster, members)
-    assert sorted(out["m1"].partitions()) == [("left", 0), ("right", 0)]
-    assert sorted(out["m2"].partitions()) == [("left", 1), ("right", 1)]
-    a.on_assignment(out["m2"])
+    out = a.assign(members, {"left": 2, "right": 2})
+    assert sorted(out["m1"]) == [("left", 0), ("right", 0)]
+    assert sorted(out["m2"]) == [("left", 1), ("right", 1)]
+    a.on_assignment(a.assignment_user_data("m2"))
     info = seen[0]
     assert info.tasks == ("0_1",)
     assert {t.thread_instance_id for t in info.cluster} == {"x-thread-1", "y-thread-1"}

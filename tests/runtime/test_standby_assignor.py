@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from aiokafka.cluster import ClusterMetadata
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-
 from streamrt.runtime.engine.assignment.assignor import (
     AssignmentInfo,
     PlacementConfig,
@@ -13,6 +10,8 @@ from streamrt.runtime.engine.assignment.assignor import (
     TaskPlacement,
     place_tasks,
 )
+from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssignor
+from tests.runtime.test_assignor import joined
 
 TASKS = [f"0_{p}" for p in range(6)]
 
@@ -148,25 +147,25 @@ def test_nobody_caught_up_means_no_moves() -> None:
 
 
 def test_assignor_sends_each_member_its_standbys_and_reports_the_plan() -> None:
-    cluster = ClusterMetadata()
-    cluster._partitions = {"in": {0: None, 1: None}}
     plans: list[TaskPlacement] = []
     seen: list[AssignmentInfo] = []
-    a = StreamsPartitionAssignor(
-        {0: ("in",)},
-        {0: ("store",)},
-        lambda: member("x-thread-1"),
-        seen.append,
-        placement=PlacementConfig(num_standby_replicas=1),
-        on_placement=plans.append,
+    a = MemberStreamsAssignor(
+        StreamsPartitionAssignor(
+            {0: ("in",)},
+            {0: ("store",)},
+            lambda: member("x-thread-1"),
+            seen.append,
+            placement=PlacementConfig(num_standby_replicas=1),
+            on_placement=plans.append,
+        )
     )
     members = {
-        "m1": ConsumerProtocolMemberMetadata(0, ["in"], member("x-thread-1").encode()),
-        "m2": ConsumerProtocolMemberMetadata(0, ["in"], member("y-thread-1").encode()),
+        "m1": joined("m1", ("in",), member("x-thread-1")),
+        "m2": joined("m2", ("in",), member("y-thread-1")),
     }
-    out = a.assign(cluster, members)
+    a.assign(members, {"in": 2})
     for m in ("m1", "m2"):
-        a.on_assignment(out[m])
+        a.on_assignment(a.assignment_user_data(m))
     info_1, info_2 = seen
     assert info_1.tasks == ("0_0",) and info_1.standby_tasks == ("0_1",)
     assert info_2.tasks == ("0_1",) and info_2.standby_tasks == ("0_0",)
@@ -233,8 +232,6 @@ def test_lag_is_the_changelog_end_minus_the_checkpoint_as_in_kafka_streams() -> 
 
 
 def test_assignor_measures_lag_against_the_task_ends_it_is_given() -> None:
-    cluster = ClusterMetadata()
-    cluster._partitions = {"in": {0: None, 1: None}}
     asked: list[list[str]] = []
     plans: list[TaskPlacement] = []
 
@@ -242,20 +239,22 @@ def test_assignor_measures_lag_against_the_task_ends_it_is_given() -> None:
         asked.append(sorted(tasks))  # type: ignore[call-overload]
         return {"0_0": 50_000, "0_1": 50_000}
 
-    a = StreamsPartitionAssignor(
-        {0: ("in",)},
-        {0: ("store",)},
-        lambda: member("x-thread-1"),
-        lambda _info: None,
-        placement=PlacementConfig(acceptable_recovery_lag=100),
-        on_placement=plans.append,
-        task_ends=ends,
+    a = MemberStreamsAssignor(
+        StreamsPartitionAssignor(
+            {0: ("in",)},
+            {0: ("store",)},
+            lambda: member("x-thread-1"),
+            lambda _info: None,
+            placement=PlacementConfig(acceptable_recovery_lag=100),
+            on_placement=plans.append,
+            task_ends=ends,
+        )
     )
     behind = member("x-thread-1", offsets={"0_0": 40_000, "0_1": 40_000})
     members = {
-        "m1": ConsumerProtocolMemberMetadata(0, ["in"], behind.encode()),
-        "m2": ConsumerProtocolMemberMetadata(0, ["in"], member("y-thread-1").encode()),
+        "m1": joined("m1", ("in",), behind),
+        "m2": joined("m2", ("in",), member("y-thread-1")),
     }
-    a.assign(cluster, members)
+    a.assign(members, {"in": 2})
     assert asked == [["0_0", "0_1"]]
     assert plans[0].moved == 0  # x is 10k behind the end: not caught up, no move

@@ -28,11 +28,12 @@ from streamrt.runtime import (
     Windowed,
 )
 from streamrt.runtime.dsl import WindowedSerde
-from streamrt.runtime.engine.tasks.task import StreamTask, TopicPartition
+from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.exception_handlers import RecordFailedError
 from streamrt.runtime.instance.internal_topics import changelog_config
 from streamrt.serde import StrSerde
 from streamrt.state import IN_MEMORY
+from streamrt.topic_partition import TopicPartition
 from tests.runtime.test_task import ListCollector, make_task
 
 WKEY = WindowedSerde(StrSerde())

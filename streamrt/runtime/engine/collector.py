@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("Collector", "ThreadProducer")
 

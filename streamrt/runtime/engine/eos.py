@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from streamrt.runtime.engine.collector import Collector
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "TRANSACTION_TIMEOUT_MS",

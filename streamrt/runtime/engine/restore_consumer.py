@@ -20,9 +20,7 @@ import gc
 from collections.abc import Iterator, Mapping, Set
 from typing import NamedTuple, Protocol
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "ChangelogBatch",
@@ -46,7 +44,7 @@ class ChangelogBatch(NamedTuple):
 class EndOffsets(Protocol):
     """Lists end offsets (the last stable offset under read_committed)."""
 
-    async def end_offsets(self, partitions: list[KafkaTP]) -> dict[KafkaTP, int]: ...
+    async def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]: ...
 
 
 class RestoreConsumer(EndOffsets, Protocol):

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-from aiokafka.structs import TopicPartition as KafkaTP
 from confluent_kafka import KafkaError, KafkaException
 
 from streamrt.runtime import App, ThreadState
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
+from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssignor
 from streamrt.runtime.engine.clients.rdkafka_producer import LibrdkafkaCollector, LibrdkafkaProducer
 from streamrt.runtime.engine.clients.rdkafka_txn import (
     GroupMetadata,
@@ -44,12 +43,12 @@ from streamrt.runtime.engine.tasks.task_factory import TaskFactory
 from streamrt.runtime.engine.tasks.task_manager import TaskEvents, TaskManager
 from streamrt.runtime.engine.thread.thread import StreamThread
 from streamrt.runtime.stores import RecordCache
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 APP = "tm"
-INPUT = KafkaTP("in", 0)
-CHANGELOG = KafkaTP(f"{APP}-counts-changelog", 0)
-Logs = dict[KafkaTP, list[Any]]
+INPUT = TopicPartition("in", 0)
+CHANGELOG = TopicPartition(f"{APP}-counts-changelog", 0)
+Logs = dict[TopicPartition, list[Any]]
 
 
 def count(n: int) -> bytes:
@@ -63,42 +62,42 @@ class FakeMainConsumer:
     """The main consumer as the MemberListener, the TaskManager and the committer use it."""
 
     def __init__(self) -> None:
-        self.assigned: set[KafkaTP] = set()
-        self._paused: set[KafkaTP] = set()
-        self.positions: dict[KafkaTP, int] = {}
-        self.seeks: list[tuple[KafkaTP, int | None]] = []
+        self.assigned: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
+        self.positions: dict[TopicPartition, int] = {}
+        self.seeks: list[tuple[TopicPartition, int | None]] = []
 
-    def assign(self, partitions: list[KafkaTP]) -> None:
+    def assign(self, partitions: list[TopicPartition]) -> None:
         self.assigned = set(partitions)
 
-    def assignment(self) -> set[KafkaTP]:
+    def assignment(self) -> set[TopicPartition]:
         return set(self.assigned)
 
-    def pause(self, *partitions: KafkaTP) -> None:
+    def pause(self, *partitions: TopicPartition) -> None:
         self._paused.update(partitions)
 
-    def resume(self, *partitions: KafkaTP) -> None:
+    def resume(self, *partitions: TopicPartition) -> None:
         self._paused.difference_update(partitions)
 
-    def paused(self) -> set[KafkaTP]:
+    def paused(self) -> set[TopicPartition]:
         return set(self._paused)
 
-    def seek(self, tp: KafkaTP, offset: int) -> None:
+    def seek(self, tp: TopicPartition, offset: int) -> None:
         self.seeks.append((tp, offset))
         self.positions[tp] = offset
 
-    async def seek_to_beginning(self, *tps: KafkaTP) -> None:
+    async def seek_to_beginning(self, *tps: TopicPartition) -> None:
         self.seeks.extend((tp, None) for tp in tps)
 
-    async def position(self, tp: KafkaTP) -> int:
+    async def position(self, tp: TopicPartition) -> int:
         if tp not in self.positions:
             raise LookupError(tp)  # as librdkafka's before the first fetch
         return self.positions[tp]
 
-    def highwater(self, tp: KafkaTP) -> int | None:
+    def highwater(self, tp: TopicPartition) -> int | None:
         return None
 
-    def last_stable_offset(self, tp: KafkaTP) -> int | None:
+    def last_stable_offset(self, tp: TopicPartition) -> int | None:
         return None
 
 
@@ -144,7 +143,7 @@ class FakeRestoreConsumer:
     async def stop(self) -> None:
         pass
 
-    async def end_offsets(self, tps: list[KafkaTP]) -> dict[KafkaTP, int]:
+    async def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: len(self.logs.get(tp, [])) for tp in tps}
 
     async def assign_at(self, positions: Mapping[TopicPartition, int | None]) -> None:
@@ -158,7 +157,7 @@ class FakeRestoreConsumer:
     ) -> dict[TopicPartition, ChangelogBatch]:
         out = {}
         for tp, start in self.positions.items():
-            batch = self.logs.get(KafkaTP(*tp), [])[start : start + 2]  # several steps
+            batch = self.logs.get(TopicPartition(*tp), [])[start : start + 2]  # several steps
             if batch:
                 rows = [(k, v, -1) for k, v in batch]
                 out[tp] = ChangelogBatch(rows, start + len(batch), 0)
@@ -169,7 +168,7 @@ class FakeRestoreConsumer:
         return self.positions.get(tp)
 
     def highwater(self, tp: TopicPartition) -> int | None:
-        return len(self.logs.get(KafkaTP(*tp), []))
+        return len(self.logs.get(TopicPartition(*tp), []))
 
 
 @dataclass(frozen=True)
@@ -203,15 +202,15 @@ class FakeClient:
     def __init__(self, logs: Logs, transactional: bool) -> None:
         self.logs = logs
         self.transactional = transactional
-        self.pending: list[tuple[KafkaTP, tuple[bytes, bytes | None]]] = []
+        self.pending: list[tuple[TopicPartition, tuple[bytes, bytes | None]]] = []
         self.reports: list[tuple[Callable[[Any, Any], None], Delivered]] = []
-        self.offsets_sent: list[dict[KafkaTP, int]] = []
+        self.offsets_sent: list[dict[TopicPartition, int]] = []
         self.fenced = False
         self.fail_commit = False  # the next commit fails (a broker gone), the abort works
         self.aborts = 0
 
     def produce(self, topic: str, value: Any, key: Any, partition: int, **kw: Any) -> None:
-        tp = KafkaTP(topic, max(partition, 0))
+        tp = TopicPartition(topic, max(partition, 0))
         if self.transactional:
             self.pending.append((tp, (key, value)))
             offset = len(self.logs.get(tp, [])) + sum(1 for p, _ in self.pending if p == tp) - 1
@@ -247,7 +246,7 @@ class FakeClient:
         pass
 
     def send_offsets_to_transaction(self, parts: Any, metadata: bytes, timeout: float) -> None:
-        self.offsets_sent.append({KafkaTP(p.topic, p.partition): p.offset for p in parts})
+        self.offsets_sent.append({TopicPartition(p.topic, p.partition): p.offset for p in parts})
 
     def commit_transaction(self, timeout: float) -> None:
         if self.fenced:
@@ -316,11 +315,9 @@ class Rig:
         input partitions the member then holds (``followup``: tasks were held back for a
         cooperative second round)."""
         info = AssignmentInfo(tuple(active), (), {}, tuple(standby), followup=followup)
-        self.thread.member.assignor().on_assignment(
-            ConsumerProtocolMemberAssignment(0, [], info.encode())
-        )
+        MemberStreamsAssignor(self.thread.member.assignor()).on_assignment(info.encode())
         self.membership.member.assignment = {
-            (INPUT.topic, TaskId.parse(t).partition) for t in info.tasks
+            TopicPartition(INPUT.topic, TaskId.parse(t).partition) for t in info.tasks
         }
 
     def types(self) -> list[str]:

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.admin.connection import AdminConnectionError
 from streamrt.runtime.engine.clients.rdkafka_txn import ProducerFencedError
 from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.exception_handlers import RecordFailedError
+from streamrt.topic_partition import TopicPartition
 from tests.runtime.engine.rig import CHANGELOG, INPUT, Rig, RigTxnProducer, count, rig
 
 
@@ -32,7 +32,7 @@ async def started(r: Rig) -> None:
 
 
 def test_a_committed_transaction_carries_output_and_offsets(tmp_path: Path) -> None:
-    logs: dict[KafkaTP, list[Any]] = {}
+    logs: dict[TopicPartition, list[Any]] = {}
     producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
 
@@ -50,7 +50,7 @@ def test_a_committed_transaction_carries_output_and_offsets(tmp_path: Path) -> N
 
 
 def test_a_failed_commit_aborts_and_discards_the_staged_writes(tmp_path: Path) -> None:
-    logs: dict[KafkaTP, list[Any]] = {}
+    logs: dict[TopicPartition, list[Any]] = {}
     producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
 
@@ -75,7 +75,7 @@ def test_a_failed_commit_aborts_and_discards_the_staged_writes(tmp_path: Path) -
 def test_a_lost_transaction_reopens_the_tasks_with_a_new_producer_and_rewinds(
     tmp_path: Path,
 ) -> None:
-    logs: dict[KafkaTP, list[Any]] = {}
+    logs: dict[TopicPartition, list[Any]] = {}
     producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
     r.membership.committed_offsets[INPUT] = 40
@@ -112,7 +112,7 @@ def test_a_record_at_timestamp_zero_is_refused_by_name_and_nothing_of_it_is_sent
 ) -> None:
     """librdkafka cannot write CreateTime 0 inside a transaction: the task's send refuses it,
     naming the input record, before anything of it reaches the producer."""
-    logs: dict[KafkaTP, list[Any]] = {}
+    logs: dict[TopicPartition, list[Any]] = {}
     producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
 
@@ -138,7 +138,7 @@ def test_a_lost_transactions_recovery_waits_for_the_broker_instead_of_failing(
     while the broker may still be down: the membership check is asked again until the broker
     answers, and only then is the producer renewed (the thread does not die and get replaced).
     The unreachable broker is the one fake here: its first checks fail to connect."""
-    logs: dict[KafkaTP, list[Any]] = {}
+    logs: dict[TopicPartition, list[Any]] = {}
     producers: list[RigTxnProducer] = []
     r = rig(tmp_path, 1, logs, producers)
     order: list[str] = []

@@ -16,7 +16,6 @@ import confluent_kafka
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
@@ -27,6 +26,7 @@ from streamrt.runtime.engine.clients.rdkafka_consumer import (
     PositionUnknownError,
     librdkafka_consumer_config,
 )
+from streamrt.topic_partition import TopicPartition
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 SETTINGS = {
@@ -116,7 +116,7 @@ def test_assign_seek_pause_and_records_as_the_task_path_reads_them(broker) -> No
     create_topic(bootstrap, "rdc-in", 2)
     produce(bootstrap, "rdc-in", [(b"k", f"v{i}".encode()) for i in range(10)], partition=0)
     _send_with_header(bootstrap, "rdc-in", 1, b"p1", ("h", b"x"))
-    p0, p1 = KafkaTP("rdc-in", 0), KafkaTP("rdc-in", 1)
+    p0, p1 = TopicPartition("rdc-in", 0), TopicPartition("rdc-in", 1)
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc")
@@ -160,7 +160,7 @@ def test_a_partition_paused_then_sought_and_resumed_before_a_fetch_runs(broker) 
     partition must not stay paused."""
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-kept", 1)
-    tp = KafkaTP("rdc-kept", 0)
+    tp = TopicPartition("rdc-kept", 0)
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc-kept")
@@ -186,7 +186,7 @@ def test_librdkafka_going_back_by_itself_hands_nothing_out_twice(broker, caplog)
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-back", 1)
     produce(bootstrap, "rdc-back", [(b"k", f"v{i}".encode()) for i in range(5)])
-    tp = KafkaTP("rdc-back", 0)
+    tp = TopicPartition("rdc-back", 0)
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc-back")
@@ -216,7 +216,7 @@ def test_a_topic_looked_up_in_vain_still_starts_once_it_exists(broker) -> None:
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-there", 1)
     produce(bootstrap, "rdc-there", [(b"k", b"t0")])
-    there, later = KafkaTP("rdc-there", 0), KafkaTP("rdc-later", 0)
+    there, later = TopicPartition("rdc-there", 0), TopicPartition("rdc-later", 0)
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc-lookup")
@@ -246,7 +246,7 @@ def test_a_partition_assigned_while_paused_starts_at_its_offset_when_resumed(bro
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-eager", 1)
     produce(bootstrap, "rdc-eager", [(b"k", f"v{i}".encode()) for i in range(10)])
-    tp = KafkaTP("rdc-eager", 0)
+    tp = TopicPartition("rdc-eager", 0)
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc-eager")
@@ -282,7 +282,7 @@ def test_partitions_resumed_while_every_partition_was_paused_go_on_from_their_po
     create_topic(bootstrap, "rdc-idle", 3)
     for p in (0, 1):
         produce(bootstrap, "rdc-idle", [(b"k", f"a{i}".encode()) for i in range(10)], partition=p)
-    tps = [KafkaTP("rdc-idle", p) for p in range(3)]
+    tps = [TopicPartition("rdc-idle", p) for p in range(3)]
 
     async def go() -> None:
         consumer = _consumer(bootstrap, "rdc-idle")
@@ -316,7 +316,7 @@ def test_partitions_resumed_while_every_partition_was_paused_go_on_from_their_po
 def test_read_committed_skips_aborted_records_and_markers(broker) -> None:
     bootstrap = broker.bootstrap
     create_topic(bootstrap, "rdc-txn", 1)
-    tp = KafkaTP("rdc-txn", 0)
+    tp = TopicPartition("rdc-txn", 0)
 
     async def go() -> None:
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="rdc-t")

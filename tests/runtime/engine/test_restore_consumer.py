@@ -23,6 +23,7 @@ from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.clients.clients import ClientFactory
+from streamrt.runtime.engine.clients.end_offsets import OffsetsConsumer
 from streamrt.runtime.engine.clients.rdkafka_restore import (
     LibrdkafkaRestoreConsumer,
     librdkafka_restore_config,
@@ -54,9 +55,10 @@ def restore_consumer(
     return LibrdkafkaRestoreConsumer(config, max_records)
 
 
-def offsets_consumer(bootstrap: str, read_committed: bool = False) -> AIOKafkaConsumer:
+def offsets_consumer(bootstrap: str, read_committed: bool = False) -> OffsetsConsumer:
+    """The thread's offsets consumer (aiokafka's, in the runtime's TopicPartition)."""
     level = "read_committed" if read_committed else "read_uncommitted"
-    return AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=level)
+    return OffsetsConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=level))
 
 
 def task_state(tmp_path: Path, task_id: str, changelog: TopicPartition) -> StateManager:
@@ -81,7 +83,7 @@ async def restore_all(restorer: ChangelogRestorer, timeout_s: float = 30.0) -> N
 @contextlib.asynccontextmanager
 async def started(
     kind: str, bootstrap: str, read_committed: bool = False, **settings: str
-) -> AsyncIterator[tuple[RestoreConsumer, AIOKafkaConsumer]]:
+) -> AsyncIterator[tuple[RestoreConsumer, OffsetsConsumer]]:
     """A started restore consumer of ``kind`` and the aiokafka offsets consumer."""
     consumer = restore_consumer(kind, bootstrap, read_committed, **settings)
     offsets = offsets_consumer(bootstrap, read_committed)
@@ -360,7 +362,7 @@ class _LeaderDownFor:
     for the first ``failures`` calls (what aiokafka raised on a 3-broker Apache Kafka while
     one broker restarted), then the real consumer's answer."""
 
-    def __init__(self, offsets: AIOKafkaConsumer, failures: int) -> None:
+    def __init__(self, offsets: OffsetsConsumer, failures: int) -> None:
         self.offsets = offsets
         self.failures = failures
         self.calls = 0

@@ -14,19 +14,13 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from aiokafka.cluster import ClusterMetadata
-from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.coordinator.protocol import (
-    ConsumerProtocolMemberAssignment,
-    ConsumerProtocolMemberMetadata,
-)
-
 from streamrt.runtime.engine.assignment.placement import (
     PlacementConfig,
     TaskPlacement,
     assign_tasks,
     place_tasks,
 )
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "ASSIGNOR_NAME",
@@ -42,8 +36,6 @@ __all__ = (
 
 ASSIGNOR_NAME = "streamrt"
 _VERSION = 1
-# The consumer protocol's own schema version: v0 (v1+ adds owned_partitions, which we don't send).
-_CONSUMER_PROTOCOL_VERSION = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +87,7 @@ class ClusterThread:
     thread_instance_id: str
     application_server: str | None
     tasks: tuple[str, ...]
-    partitions: tuple[tuple[str, int], ...]
+    partitions: tuple[TopicPartition, ...]
     standby_tasks: tuple[str, ...] = ()
 
 
@@ -145,7 +137,7 @@ class AssignmentInfo:
                     c["thread_instance_id"],
                     c.get("application_server"),
                     tuple(c["tasks"]),
-                    tuple((str(t), int(p)) for t, p in c["partitions"]),
+                    tuple(TopicPartition(str(t), int(p)) for t, p in c["partitions"]),
                     tuple(c.get("standby_tasks", ())),
                 )
                 for c in raw["cluster"]
@@ -156,10 +148,11 @@ class AssignmentInfo:
         )
 
 
-class StreamsPartitionAssignor(AbstractPartitionAssignor):
-    """The aiokafka face of
+class StreamsPartitionAssignor:
+    """The task assignment over
     :func:`~streamrt.runtime.engine.assignment.placement.place_tasks`; one instance per stream
-    thread.
+    thread. streamrt's group member reaches it through
+    :class:`~streamrt.runtime.engine.assignment.member_assignor.MemberStreamsAssignor`.
 
     :param subtopologies: sub-topology id → its source topics (co-partitioned).
     :param stores: sub-topology id → its store names (published in the metadata).
@@ -195,17 +188,6 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         self._on_placement = on_placement
         self._task_ends = task_ends
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return ASSIGNOR_NAME
-
-    def metadata(  # type: ignore[override]
-        self, topics: Iterable[str]
-    ) -> ConsumerProtocolMemberMetadata:
-        return ConsumerProtocolMemberMetadata(
-            _CONSUMER_PROTOCOL_VERSION, sorted(topics), self._subscription().encode()
-        )
-
     def subscription_user_data(self) -> bytes:
         """This thread's :class:`SubscriptionInfo`, encoded (asked at each join)."""
         return self._subscription().encode()
@@ -214,36 +196,24 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         """This thread's decoded assignment user data arrived."""
         self._on_info(info)
 
-    def on_assignment(  # type: ignore[override]
-        self, assignment: ConsumerProtocolMemberAssignment
-    ) -> None:
-        self._on_info(AssignmentInfo.decode(assignment.user_data))
-
-    def task_partitions(self, cluster: ClusterMetadata) -> dict[str, list[tuple[str, int]]]:
-        """Task id → its input partitions (one per source topic of the sub-topology)."""
-        counts = {
-            t: len(cluster.partitions_for_topic(t) or ())
-            for topics in self.subtopologies.values()
-            for t in topics
-        }
-        return self.tasks_of(counts)
-
-    def tasks_of(self, counts: Mapping[str, int]) -> dict[str, list[tuple[str, int]]]:
+    def tasks_of(self, counts: Mapping[str, int]) -> dict[str, list[TopicPartition]]:
         """Task id → its input partitions, from each source topic's partition count."""
-        out: dict[str, list[tuple[str, int]]] = {}
+        out: dict[str, list[TopicPartition]] = {}
         for sub, topics in sorted(self.subtopologies.items()):
             per_topic = [counts.get(t, 0) for t in topics]
             for partition in range(max(per_topic, default=0)):
                 out[f"{sub}_{partition}"] = [
-                    (t, partition) for t, n in zip(topics, per_topic, strict=True) if partition < n
+                    TopicPartition(t, partition)
+                    for t, n in zip(topics, per_topic, strict=True)
+                    if partition < n
                 ]
         return out
 
     def plan(
-        self, task_parts: Mapping[str, list[tuple[str, int]]], infos: Mapping[str, SubscriptionInfo]
-    ) -> dict[str, tuple[list[tuple[str, int]], AssignmentInfo]]:
+        self, task_parts: Mapping[str, list[TopicPartition]], infos: Mapping[str, SubscriptionInfo]
+    ) -> dict[str, tuple[list[TopicPartition], AssignmentInfo]]:
         """Member id → (its partitions, its :class:`AssignmentInfo`); the leader's callbacks
-        (``on_leader``, ``on_placement``) run here, whichever protocol face asked."""
+        (``on_leader``, ``on_placement``) run here."""
         stateful = [t for t in task_parts if self.stores.get(t.partition("_")[0])]
         ends = self._task_ends(stateful) if self._task_ends is not None else None
         plan = place_tasks(dict(task_parts), dict(infos), stateful, self.placement, ends)
@@ -272,25 +242,4 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             self._on_leader(len(infos), len(task_parts))
         if self._on_placement is not None:
             self._on_placement(plan)
-        return out
-
-    def assign(  # type: ignore[override]
-        self,
-        cluster: ClusterMetadata,
-        members: Mapping[str, ConsumerProtocolMemberMetadata],
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        infos = {m: SubscriptionInfo.decode(md.user_data, m) for m, md in members.items()}
-        out: dict[str, ConsumerProtocolMemberAssignment] = {}
-        for member, (parts, info) in self.plan(self.task_partitions(cluster), infos).items():
-            topics: dict[str, list[int]] = {}
-            for topic, partition in parts:
-                topics.setdefault(topic, []).append(partition)
-            out[member] = ConsumerProtocolMemberAssignment(
-                _CONSUMER_PROTOCOL_VERSION,
-                [
-                    ConsumerProtocolMemberAssignment.Assignment(t, sorted(p))
-                    for t, p in topics.items()
-                ],
-                info.encode(),
-            )
         return out

@@ -1,7 +1,8 @@
 """The StreamsPartitionAssignor's face for streamrt's own group member (``streamrt.membership``).
 
-The same placement, user data and protocol name as the aiokafka face (so stickiness, standbys,
-warm-ups and probing rebalances are unchanged). The leader also holds back every partition
+The placement, user data and protocol name of the
+:class:`~streamrt.runtime.engine.assignment.assignor.StreamsPartitionAssignor` (stickiness,
+standbys, warm-ups and probing rebalances). The leader also holds back every partition
 another member still owns (KIP-429's first round) and drops, from the receiving member's task
 list, each task whose partitions are not all handed over yet: the task moves in the second
 round, once its previous owner closed it, as Kafka Streams does.
@@ -18,13 +19,13 @@ import dataclasses
 from collections.abc import Mapping
 
 from streamrt.membership.assignment import MemberSubscription, cooperative_adjust
-from streamrt.membership.protocol import TopicPartition
 from streamrt.runtime.engine.assignment.assignor import (
     ASSIGNOR_NAME,
     AssignmentInfo,
     StreamsPartitionAssignor,
     SubscriptionInfo,
 )
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("MemberStreamsAssignor",)
 
@@ -74,7 +75,7 @@ class MemberStreamsAssignor:
 
 def _held_back(
     info: AssignmentInfo,
-    task_parts: Mapping[str, list[tuple[str, int]]],
+    task_parts: Mapping[str, list[TopicPartition]],
     partitions: set[TopicPartition],
 ) -> AssignmentInfo:
     """``info`` without the tasks whose input partitions are not all in ``partitions``."""

@@ -26,11 +26,11 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.structs import TopicPartition as KafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
+from streamrt.runtime.engine.clients.end_offsets import OffsetsConsumer
 from streamrt.runtime.engine.clients.purge import RepartitionPurger
 from streamrt.runtime.engine.clients.rdkafka_consumer import (
     LibrdkafkaConsumer,
@@ -52,6 +52,7 @@ from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.restore_consumer import RestoreConsumer
 from streamrt.runtime.graph.topology import changelog_topic
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("ClientFactory", "Producer", "ThreadClients")
 
@@ -68,7 +69,7 @@ class ThreadClients:
     producer: Producer
     consumer: MainConsumer  # librdkafka's, manual assignment
     restore_consumer: RestoreConsumer  # librdkafka's
-    offsets_consumer: AIOKafkaConsumer  # ListOffsets only, on a connection no Fetch holds
+    offsets_consumer: OffsetsConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
 
     async def start(self, *, producer: bool) -> bool:
@@ -163,12 +164,12 @@ class ClientFactory:
         )
         return LibrdkafkaRestoreConsumer(config, max_records)
 
-    def offsets_consumer(self) -> AIOKafkaConsumer:
+    def offsets_consumer(self) -> OffsetsConsumer:
         """Lists end offsets only: the restore consumer's settings, on its own connection."""
         kwargs = client_settings.consumer_kwargs(
             self.env.config.client_config(), "restore.consumer", f"{self.client_id}-offsets"
         )
-        return AIOKafkaConsumer(**self._isolation(kwargs))
+        return OffsetsConsumer(AIOKafkaConsumer(**self._isolation(kwargs)))
 
     def _isolation(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Under exactly_once_v2 every consumer reads committed data only (Kafka Streams too)."""
@@ -190,12 +191,12 @@ class ClientFactory:
             cfg.repartition_purge_interval_ms,
         )
 
-    async def warm_offsets_consumer(self, offsets_consumer: AIOKafkaConsumer) -> None:
+    async def warm_offsets_consumer(self, offsets_consumer: OffsetsConsumer) -> None:
         """Held: ask the changelogs' end offsets once, so the metadata and the connections
         the restore check needs after the join are there already (best effort)."""
         app_id = self.env.config.application_id
         stores = {name for sub in self.env.subtopologies for name in sub.stores}
-        tps = [KafkaTP(changelog_topic(app_id, name), 0) for name in sorted(stores)]
+        tps = [TopicPartition(changelog_topic(app_id, name), 0) for name in sorted(stores)]
         if not tps:
             return
         try:

@@ -15,13 +15,15 @@ import asyncio
 import logging
 import time
 
+from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError as AiokafkaError
-from aiokafka.structs import TopicPartition as KafkaTP
+from aiokafka.structs import TopicPartition as AiokafkaTP
 
 from streamrt.logs import fields
 from streamrt.runtime.engine.restore_consumer import EndOffsets
+from streamrt.topic_partition import TopicPartition
 
-__all__ = ("DEFAULT_API_TIMEOUT_S", "end_offsets_through_faults")
+__all__ = ("DEFAULT_API_TIMEOUT_S", "OffsetsConsumer", "end_offsets_through_faults")
 
 logger = logging.getLogger(__name__)
 
@@ -31,9 +33,9 @@ DEFAULT_API_TIMEOUT_S = 60.0
 
 async def end_offsets_through_faults(
     source: EndOffsets,
-    partitions: list[KafkaTP],
+    partitions: list[TopicPartition],
     timeout_s: float = DEFAULT_API_TIMEOUT_S,
-) -> dict[KafkaTP, int]:
+) -> dict[TopicPartition, int]:
     """``source.end_offsets(partitions)``, retried with a backoff (0.1 s doubling to 1 s) while
     it fails with an error Kafka calls retriable, for up to ``timeout_s``; then the error."""
     deadline = time.monotonic() + timeout_s
@@ -50,3 +52,23 @@ async def end_offsets_through_faults(
             )
         await asyncio.sleep(delay)
         delay = min(delay * 2, 1.0)
+
+
+class OffsetsConsumer:
+    """The thread's offsets consumer (``ThreadClients.offsets_consumer``): aiokafka's
+    ``end_offsets`` in the runtime's :class:`~streamrt.topic_partition.TopicPartition`, so
+    aiokafka's own type stays in this room."""
+
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+
+    async def start(self) -> None:
+        await self._consumer.start()
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    async def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        asked = [AiokafkaTP(tp.topic, tp.partition) for tp in partitions]
+        ends = await self._consumer.end_offsets(asked)
+        return {TopicPartition(tp.topic, tp.partition): int(end) for tp, end in ends.items()}

@@ -33,8 +33,6 @@ import time
 from collections.abc import Callable, Set
 from typing import Any, NamedTuple
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.rdkafka_client import LibrdkafkaConsumerClient
@@ -42,6 +40,7 @@ from streamrt.runtime.engine.clients.rdkafka_producer import (
     RECONNECT_BACKOFF_MAX_MS,
     SECURITY_KWARGS,
 )
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "TUNING_KWARGS",
@@ -151,17 +150,17 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
     def __init__(self, config: dict[str, Any], max_records: int) -> None:
         super().__init__(config)
         self._max_records = max_records
-        self._assigned: set[KafkaTP] = set()
-        self._starting: dict[KafkaTP, int] = {}  # assigned here, not yet in librdkafka
-        self._paused: set[KafkaTP] = set()
-        self._positions: dict[KafkaTP, int] = {}
-        self._fetched: set[KafkaTP] = set()  # records handed out since the last (re)start
+        self._assigned: set[TopicPartition] = set()
+        self._starting: dict[TopicPartition, int] = {}  # assigned here, not yet in librdkafka
+        self._paused: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}
+        self._fetched: set[TopicPartition] = set()  # records handed out since the last (re)start
         self._idle_slice = _IDLE_SLICE_S
         self._lookups: dict[str, asyncio.Future[None]] = {}  # topic -> its lookup under way
 
     # -- assignment ----------------------------------------------------------------------------
 
-    def assign(self, partitions: list[KafkaTP]) -> None:
+    def assign(self, partitions: list[TopicPartition]) -> None:
         wanted = set(partitions)
         gone = self._assigned - wanted
         started = [tp for tp in gone if tp not in self._starting]
@@ -204,10 +203,10 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
                 del self._lookups[topic]
                 self._known_topics.add(topic)
 
-    def assignment(self) -> Set[KafkaTP]:
+    def assignment(self) -> Set[TopicPartition]:
         return frozenset(self._assigned)
 
-    def seek(self, partition: KafkaTP, offset: int) -> None:
+    def seek(self, partition: TopicPartition, offset: int) -> None:
         if partition not in self._assigned:
             raise ValueError(f"seek: {partition} is not assigned")
         running = partition not in self._starting
@@ -223,11 +222,11 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         else:
             self._starting[partition] = offset
 
-    async def seek_to_beginning(self, *partitions: KafkaTP) -> None:
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         for tp in partitions or tuple(self._assigned):
             self.seek(tp, _OFFSET_BEGINNING)
 
-    async def position(self, partition: KafkaTP) -> int:
+    async def position(self, partition: TopicPartition) -> int:
         """The next offset the thread reads from ``partition``."""
         if partition not in self._assigned:
             raise PositionUnknownError(f"{partition} is not assigned")
@@ -242,7 +241,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             raise PositionUnknownError(f"{partition}: no position yet")
         return position
 
-    def _past_markers(self, partition: KafkaTP) -> int | None:
+    def _past_markers(self, partition: TopicPartition) -> int | None:
         """librdkafka's own position: past the transaction markers that follow the last record
         handed out (they are never handed out, so the tracked position stops before them and
         a transactional input would look one record behind its end for ever)."""
@@ -252,7 +251,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             return None
         return int(tp.offset) if tp.offset >= 0 else None
 
-    def _empty_at(self, partition: KafkaTP) -> int | None:
+    def _empty_at(self, partition: TopicPartition) -> int | None:
         """A partition started at a committed offset or a reset that returned nothing yet:
         if its last fetch found it empty, the position is its end (a join's empty side
         must not wait for a position that only a record would tell)."""
@@ -264,14 +263,14 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             return None
         return int(high)
 
-    def pause(self, *partitions: KafkaTP) -> None:
+    def pause(self, *partitions: TopicPartition) -> None:
         tps = [tp for tp in partitions if tp in self._assigned]
         self._paused.update(tps)
         running = [self._tp(tp) for tp in tps if tp not in self._starting]
         if running:
             self._consumer.pause(running)
 
-    def resume(self, *partitions: KafkaTP) -> None:
+    def resume(self, *partitions: TopicPartition) -> None:
         tps = [tp for tp in partitions if tp in self._paused]
         idle = self._fetcher_idle()
         self._paused.difference_update(tps)
@@ -284,7 +283,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         if running:
             self._consumer.resume([self._tp(tp) for tp in running])
 
-    def _restart(self, at: dict[KafkaTP, int]) -> None:
+    def _restart(self, at: dict[TopicPartition, int]) -> None:
         """Take running partitions out of librdkafka (what it queued of them is dropped) to
         start them again at these offsets on the next fetch."""
         if not at:
@@ -298,12 +297,12 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         """Every partition librdkafka fetches is paused (its fetcher has nothing to do)."""
         return all(tp in self._paused for tp in self._assigned if tp not in self._starting)
 
-    def paused(self) -> Set[KafkaTP]:
+    def paused(self) -> Set[TopicPartition]:
         return frozenset(self._paused)
 
     # -- ends ----------------------------------------------------------------------------------
 
-    def highwater(self, partition: KafkaTP) -> int | None:
+    def highwater(self, partition: TopicPartition) -> int | None:
         """The high watermark of the last fetch (None: not fetched, or closed). Safe from
         another thread (the REST metadata reads it)."""
         consumer = self._consumer
@@ -315,7 +314,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             return None
         return None if high is None or high < 0 else int(high)
 
-    def last_stable_offset(self, partition: KafkaTP) -> int | None:
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
         """The high watermark: librdkafka keeps the last stable offset only in its statistics
         (so under read_committed an open input transaction counts as lag until it ends)."""
         return self.highwater(partition)
@@ -323,8 +322,8 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
     # -- fetching ------------------------------------------------------------------------------
 
     async def getmany(
-        self, *partitions: KafkaTP, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[KafkaTP, list[Any]]:
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[Any]]:
         """What librdkafka has fetched, up to ``max.poll.records``; an empty poll waits in
         slices (never blocking the loop) until ``timeout_ms``."""
         del partitions
@@ -344,7 +343,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             await asyncio.sleep(min(remaining, self._idle_slice))
             self._idle_slice = min(self._idle_slice * 2, _IDLE_SLICE_MAX_S)
 
-    def _batches(self, messages: list[Any]) -> dict[KafkaTP, list[Any]]:
+    def _batches(self, messages: list[Any]) -> dict[TopicPartition, list[Any]]:
         """Messages → records per partition, in fetch order; positions move per batch."""
         out: dict[tuple[str, int], list[Any]] = {}
         for m in messages:
@@ -371,9 +370,9 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
                 out[(topic, part)] = [record]
             else:
                 batch.append(record)
-        batches: dict[KafkaTP, list[Any]] = {}
+        batches: dict[TopicPartition, list[Any]] = {}
         for (topic, part), records in out.items():
-            tp = KafkaTP(topic, part)
+            tp = TopicPartition(topic, part)
             if tp not in self._assigned or tp in self._starting:
                 continue  # fetched before an unassign or a seek: not the thread's any more
             position = self._positions.get(tp)
@@ -386,7 +385,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             batches[tp] = records
         return batches
 
-    def _went_back(self, tp: KafkaTP, records: list[Any], position: int) -> list[Any]:
+    def _went_back(self, tp: TopicPartition, records: list[Any], position: int) -> list[Any]:
         """librdkafka handed out records before the position, though nothing sought there.
 
         Seen in the rebalance benchmark: a partition started at the group's committed offset
@@ -417,7 +416,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         thread next wakes, and with every partition paused that thread idles for up to a
         second (measured: an eager rebalance, which pauses each reassigned task until it is
         ready, stalled every thread 1.0 s after RUNNING). Starting a partition wakes it."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import TopicPartition as RdTP
 
         if self._lookups:
             self._looked_up()
@@ -437,7 +436,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         # woke while the partition was still paused sleeps on.
         self._consumer.resume([self._tp(tp) for tp in starting])
         self._consumer.incremental_assign(
-            [TopicPartition(tp.topic, tp.partition, off) for tp, off in starting.items()]
+            [RdTP(tp.topic, tp.partition, off) for tp, off in starting.items()]
         )
 
     def _message_error(self, message: Any) -> None:
@@ -449,7 +448,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
         logger.warning("librdkafka consumer: %s", err)
 
     @staticmethod
-    def _tp(tp: KafkaTP) -> Any:
-        from confluent_kafka import TopicPartition
+    def _tp(tp: TopicPartition) -> Any:
+        from confluent_kafka import TopicPartition as RdTP
 
-        return TopicPartition(tp.topic, tp.partition)
+        return RdTP(tp.topic, tp.partition)

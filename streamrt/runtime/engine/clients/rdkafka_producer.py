@@ -32,7 +32,7 @@ from typing import Any
 from streamrt.client_config import ClientConfig
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampSender
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("DeliveryError", "LibrdkafkaCollector", "LibrdkafkaProducer", "librdkafka_config")
 

@@ -32,13 +32,11 @@ import time
 from collections.abc import Mapping, Set
 from typing import Any
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.client_config import ClientConfig
 from streamrt.runtime.engine.clients.rdkafka_client import LibrdkafkaConsumerClient
 from streamrt.runtime.engine.clients.rdkafka_consumer import librdkafka_consumer_config
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, Row, gc_paused
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("LibrdkafkaRestoreConsumer", "librdkafka_restore_config")
 
@@ -90,12 +88,12 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         """The librdkafka config it was built with."""
         return dict(self._config)
 
-    async def end_offsets(self, partitions: list[KafkaTP]) -> dict[KafkaTP, int]:
+    async def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         """ListOffsets per partition (the last stable offset under read_committed: librdkafka
         sends its ``isolation.level``), off the loop."""
         from confluent_kafka import TopicPartition as RdTP
 
-        def ends() -> dict[KafkaTP, int]:
+        def ends() -> dict[TopicPartition, int]:
             return {
                 tp: int(
                     self._consumer.get_watermark_offsets(
@@ -114,7 +112,7 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         offsets; a partition already at its wanted offset keeps its prefetched records."""
         from confluent_kafka import TopicPartition as RdTP
 
-        wanted = {TopicPartition(*tp): at for tp, at in positions.items()}
+        wanted = dict(positions)
         stop = [
             tp
             for tp in self._assigned
@@ -173,11 +171,10 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
     def assignment(self) -> Set[TopicPartition]:
         return frozenset(self._assigned)
 
-    async def position(self, partition: TopicPartition) -> int | None:
+    async def position(self, tp: TopicPartition) -> int | None:
         """The offset after the last record handed out, or past the markers and aborted
         records librdkafka skipped after it, or where the fetch found the end; None before any
         is known (a partition started at the log start)."""
-        tp = TopicPartition(*partition)
         own = self._positions.get(tp)
         if tp not in self._assigned:
             return own

@@ -54,7 +54,7 @@ from streamrt.runtime.engine.clients.rdkafka_producer import (
     LibrdkafkaProducer,
 )
 from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS, TransactionLostError
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "GroupMetadata",

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from streamrt.clock import Clock
-from streamrt.state import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "CommitDeferredError",

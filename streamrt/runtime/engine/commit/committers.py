@@ -36,8 +36,8 @@ from streamrt.runtime.engine.eos import (
     commit_transaction,
 )
 from streamrt.runtime.engine.main_consumer import MainConsumer
-from streamrt.runtime.engine.tasks.task import TopicPartition
 from streamrt.runtime.engine.tasks.task_manager import TaskManager
+from streamrt.topic_partition import TopicPartition
 
 __all__ = (
     "AtLeastOnceCommitter",
@@ -259,9 +259,9 @@ class ExactlyOnceCommitter(Committer):
         """Read the input again from the committed offsets (the lost transaction's are gone)."""
         consumer = self.consumer
         assigned = list(consumer.assignment())
-        committed = await self.offsets.committed(TopicPartition(*k) for k in assigned)
+        committed = await self.offsets.committed(assigned)
         for ktp in assigned:
-            offset = committed.get(TopicPartition(*ktp))
+            offset = committed.get(ktp)
             if offset is None:
                 await consumer.seek_to_beginning(ktp)
             else:

@@ -17,19 +17,16 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.membership.member import RebalanceListener as MemberRebalanceListener
-from streamrt.membership.protocol import TopicPartition as MemberTP
 from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
 from streamrt.runtime.engine.commit.committers import Committer
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
 from streamrt.runtime.engine.rebalance.start_ahead import StartAhead
-from streamrt.runtime.engine.tasks.task import TopicPartition
 from streamrt.runtime.engine.tasks.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("MemberListener", "RebalancingThread")
 
@@ -95,8 +92,8 @@ class MemberListener(MemberRebalanceListener):
         await self.thread.before_join()
         self.thread.mark("join_prepared")  # the first time: a hand-off's timeline
 
-    async def on_partitions_revoked(self, partitions: set[MemberTP]) -> None:
-        thread, revoked = self.thread, _sorted(partitions)
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        thread, revoked = self.thread, sorted(partitions)
         gone = self.tasks.tasks_of(revoked)
         logger.info(
             "partitions revoked", extra=fields(thread=thread.name, partitions=revoked, tasks=gone)
@@ -114,8 +111,8 @@ class MemberListener(MemberRebalanceListener):
             await self.tasks.close(gone)
             await self._reassign({})
 
-    async def on_partitions_lost(self, partitions: set[MemberTP]) -> None:
-        thread, lost = self.thread, _sorted(partitions)
+    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        thread, lost = self.thread, sorted(partitions)
         gone = self.tasks.tasks_of(lost)
         logger.warning(
             "partitions lost", extra=fields(thread=thread.name, partitions=lost, tasks=gone)
@@ -125,13 +122,13 @@ class MemberListener(MemberRebalanceListener):
             await self.committer.lose(self.tasks, gone)
             await self._reassign({})
 
-    async def on_partitions_assigned(self, partitions: set[MemberTP]) -> None:
+    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
         self.thread.mark("synced")  # the first time: a hand-off's timeline
         self.membership.rebalancing = False  # the new generation is ours: commits may go
         if self.thread.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
             return
         self.thread.rebalances += 1
-        added = _sorted(partitions)
+        added = sorted(partitions)
         committed = await self.membership.committed(added) if added else {}
         await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
@@ -174,23 +171,23 @@ class MemberListener(MemberRebalanceListener):
         reading it and seeking back to it (a record returned in between would come again).
         """
         consumer = self.consumer
-        wanted = {KafkaTP(*tp) for tp in self.membership.member.assignment}
+        wanted = set(self.membership.member.assignment)
         before = consumer.assignment()
         paused = consumer.paused()
         staying = sorted(wanted & before)
         if staying:
             consumer.pause(*staying)
         kept = {tp: await self._position(tp) for tp in staying}
-        unknown = [TopicPartition(*tp) for tp, position in kept.items() if position is None]
+        unknown = [tp for tp, position in kept.items() if position is None]
         if unknown:
             new_at = {**await self.membership.committed(unknown), **new_at}
         consumer.assign(sorted(wanted))
         for tp, position in kept.items():
-            offset = position if position is not None else new_at.get(TopicPartition(*tp))
+            offset = position if position is not None else new_at.get(tp)
             if offset is not None:
                 consumer.seek(tp, offset)
         for tp in sorted(wanted - before):
-            offset = new_at.get(TopicPartition(*tp))
+            offset = new_at.get(tp)
             if offset is not None:
                 consumer.seek(tp, offset)
         # aiokafka's assign() forgets every pause, librdkafka's keeps them: say both ways
@@ -202,14 +199,10 @@ class MemberListener(MemberRebalanceListener):
         if still_paused:
             consumer.pause(*still_paused)
 
-    async def _position(self, tp: KafkaTP) -> int | None:
+    async def _position(self, tp: TopicPartition) -> int | None:
         """The consumer's position (None: not known yet, e.g. a reset still in flight)."""
         try:
             position: int = await asyncio.wait_for(self.consumer.position(tp), _POSITION_WAIT_S)
         except Exception:
             return None
         return position
-
-
-def _sorted(partitions: set[MemberTP]) -> list[TopicPartition]:
-    return sorted(TopicPartition(t, p) for t, p in partitions)

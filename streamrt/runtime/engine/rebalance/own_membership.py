@@ -29,7 +29,7 @@ from streamrt.runtime.engine.assignment.member_assignor import MemberStreamsAssi
 from streamrt.runtime.engine.clients.rdkafka_txn import GroupMetadata
 from streamrt.runtime.engine.commit.commit import CommitDeferredError, TaskMigratedError
 from streamrt.runtime.engine.env import ThreadEnv
-from streamrt.runtime.engine.tasks.task import TopicPartition
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("StreamrtMembership",)
 
@@ -206,7 +206,7 @@ class StreamrtMembership:
         """The group's committed offsets; while a transaction holds offsets of these
         partitions (UNSTABLE_OFFSET_COMMIT) ask again, as Kafka's consumer does, until the
         request timeout."""
-        wanted = [(tp[0], tp[1]) for tp in partitions]
+        wanted = list(partitions)
         deadline = time.monotonic() + self.member.config.request_timeout_ms / 1000
         while True:
             try:
@@ -216,7 +216,7 @@ class StreamrtMembership:
                     raise
                 await asyncio.sleep(self.member.config.retry_backoff_ms / 1000)
                 continue
-            return {TopicPartition(*tp): offset for tp, offset in found.items()}
+            return found
 
     async def check_membership(self) -> None:
         await self.member.check_membership()

@@ -14,10 +14,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.graph.topology import changelog_topic
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("ChangelogEnds",)
 
@@ -49,15 +48,17 @@ class ChangelogEnds:
     def stateful(self) -> bool:
         return bool(self.subtopologies)
 
-    def changelogs(self, partitions_of: Callable[[str], Iterable[int] | None]) -> list[KafkaTP]:
+    def changelogs(
+        self, partitions_of: Callable[[str], Iterable[int] | None]
+    ) -> list[TopicPartition]:
         """Every changelog partition of every stateful task, the task count taken from the
         source topics' partitions (changelogs are co-partitioned with them)."""
-        out: list[KafkaTP] = []
+        out: list[TopicPartition] = []
         for sources, stores in self.subtopologies.values():
             count = max((len(set(partitions_of(t) or ())) for t in sources), default=0)
             for store in stores:
                 topic = changelog_topic(self.application_id, store)
-                out.extend(KafkaTP(topic, p) for p in range(count))
+                out.extend(TopicPartition(topic, p) for p in range(count))
         return out
 
     async def refresh(

@@ -12,8 +12,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.engine.clients.end_offsets import end_offsets_through_faults
 from streamrt.runtime.engine.restore.changelog_reader import ChangelogReader
@@ -21,7 +19,8 @@ from streamrt.runtime.engine.restore_consumer import (
     ChangelogBatch,
     gc_paused,
 )
-from streamrt.state import StateManager, TopicPartition
+from streamrt.state import StateManager
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("ChangelogRestorer", "RestoreStats")
 
@@ -68,11 +67,11 @@ class ChangelogRestorer(ChangelogReader):
         positions = state.positions()
         if not positions:
             return True
-        tps = [KafkaTP(*tp) for tp in positions]
+        tps = list(positions)
         ends = await end_offsets_through_faults(self.offsets, tps)
         todo: dict[TopicPartition, int] = {}
         for tp, position in positions.items():
-            end = ends[KafkaTP(*tp)]
+            end = ends[tp]
             if position is None and end == 0:
                 state.mark_restored(tp, 0)  # an empty changelog: the empty store is complete
                 continue

@@ -20,14 +20,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.engine.clients.end_offsets import end_offsets_through_faults
 from streamrt.runtime.engine.restore.changelog_reader import ChangelogReader
 from streamrt.runtime.engine.restore_consumer import ChangelogBatch, EndOffsets, RestoreConsumer
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
-from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind, TopicPartition
+from streamrt.state import ROCKS_DB, StateLockedError, StateManager, StoreKind
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("StandbyTask", "StandbyUpdater")
 
@@ -164,9 +163,9 @@ class StandbyUpdater(ChangelogReader):
                     extra=fields(thread=self.thread_name, task=task_id, error=str(exc)),
                 )
                 continue
-            changelogs = [KafkaTP(*tp) for tp in task.changelogs]
+            changelogs = list(task.changelogs)
             ends = await end_offsets_through_faults(self.offsets, changelogs)
-            task.ends = {tp: ends[KafkaTP(*tp)] for tp in task.changelogs}
+            task.ends = {tp: ends[tp] for tp in task.changelogs}
             for tp in task.changelogs:
                 self._by_changelog[tp] = task
             self.emit("standby_opened", task=task_id, lag=task.lag())

@@ -58,9 +58,10 @@ from streamrt.runtime.timestamps import (
     fail_on_invalid_timestamp,
 )
 from streamrt.runtime.window_stores import StoreView, store_view
-from streamrt.state import ROCKS_DB, StateManager, StoreKind, TopicPartition
+from streamrt.state import ROCKS_DB, StateManager, StoreKind
+from streamrt.topic_partition import TopicPartition
 
-__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId", "TopicPartition")
+__all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId")
 
 logger = logging.getLogger(__name__)
 
@@ -414,8 +415,7 @@ class StreamTask:
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
 
     def _send(self, node_name: str, key: Any, value: Any) -> None:
-        """A sink: topic, partitions (a stream partitioner's: sink_writer), bytes; a user
-        function's or serde's error: the production handler decides; the collector sends."""
+        """A sink: topic, partitions (sink_writer), bytes (errors: the production handler)."""
         target, key_serde, value_serde, chooser = self._sinks[node_name]
         record = self.record
         try:

@@ -20,19 +20,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.tasks.partition_group import MAX_TASK_IDLE_DISABLED, PartitionGroup
 from streamrt.runtime.engine.tasks.task import StreamTask
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("ConsumerLags", "LagReader", "TaskInputs", "caught_up")
 
 logger = logging.getLogger(__name__)
 
 #: ``lag(partition)``: records on the broker past the consumer's position (None: not known).
-LagReader = Callable[[KafkaTP], Awaitable[int | None]]
+LagReader = Callable[[TopicPartition], Awaitable[int | None]]
 
 
 #: how often (in records) a processing run asks whether the thread is stopping
@@ -43,7 +42,7 @@ def _never() -> bool:
     return False
 
 
-async def caught_up(partition: KafkaTP) -> int | None:
+async def caught_up(partition: TopicPartition) -> int | None:
     """A lag reader for consumers that say nothing: every partition caught up (as Kafka's
     MockConsumer, which its TopologyTestDriver uses)."""
     del partition
@@ -59,7 +58,7 @@ class ConsumerLags:
         self.consumer = consumer
         self.read_committed = read_committed
 
-    async def __call__(self, partition: KafkaTP) -> int | None:
+    async def __call__(self, partition: TopicPartition) -> int | None:
         consumer = self.consumer
         end = (
             consumer.last_stable_offset(partition)
@@ -83,14 +82,14 @@ class TaskInputs:
     def __init__(self, max_task_idle_ms: int, lags: LagReader = caught_up) -> None:
         self.max_task_idle_ms = max_task_idle_ms
         self.lags = lags
-        self._groups: dict[str, tuple[StreamTask, PartitionGroup[KafkaTP]]] = {}
+        self._groups: dict[str, tuple[StreamTask, PartitionGroup[TopicPartition]]] = {}
         # task id -> partition -> the offset after the last record the open task took
-        self._taken: dict[str, dict[KafkaTP, int]] = {}
+        self._taken: dict[str, dict[TopicPartition, int]] = {}
         self.records_taken_again = 0  # dropped: see the module docstring
 
     def open(self, task: StreamTask) -> None:
         """The task takes records from now on (its stores are restored)."""
-        extractors = {KafkaTP(*tp): task.head_extractor(tp.topic) for tp in task.inputs}
+        extractors = {tp: task.head_extractor(tp.topic) for tp in task.inputs}
         group = PartitionGroup(extractors, self.max_task_idle_ms)
         task_id = str(task.task_id)
         self._groups[task_id] = (task, group)
@@ -104,7 +103,7 @@ class TaskInputs:
             entry[1].clear()
         self._taken.pop(task_id, None)
 
-    def add(self, task: StreamTask, partition: KafkaTP, records: list[Any]) -> bool:
+    def add(self, task: StreamTask, partition: TopicPartition, records: list[Any]) -> bool:
         """Buffer polled records; False if the task takes no records (not open here)."""
         task_id = str(task.task_id)
         entry = self._groups.get(task_id)
@@ -120,7 +119,7 @@ class TaskInputs:
         return True
 
     def _drop_taken(
-        self, task_id: str, partition: KafkaTP, records: list[Any], taken: int
+        self, task_id: str, partition: TopicPartition, records: list[Any], taken: int
     ) -> list[Any]:
         fresh = [r for r in records if r.offset >= taken]
         self.records_taken_again += len(records) - len(fresh)
@@ -188,7 +187,10 @@ class TaskInputs:
 
 
 def _run_all(
-    task: StreamTask, group: PartitionGroup[KafkaTP], before: int, stopping: Callable[[], bool]
+    task: StreamTask,
+    group: PartitionGroup[TopicPartition],
+    before: int,
+    stopping: Callable[[], bool],
 ) -> tuple[int, bool]:
     """Run a one-partition, own-timestamp group's records through the task from one list
     (no per-record queue work); returns how many ran and whether ``stopping`` said stop.

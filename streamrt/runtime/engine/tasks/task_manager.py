@@ -20,18 +20,17 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.logs import fields
 from streamrt.runtime.engine.env import Emit
 from streamrt.runtime.engine.restore.restore import ChangelogRestorer
 from streamrt.runtime.engine.restore.standby import StandbyUpdater
 from streamrt.runtime.engine.restore_consumer import EndOffsets, RestoreConsumer
-from streamrt.runtime.engine.tasks.task import StreamTask, TaskId, TopicPartition
+from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.engine.tasks.task_factory import TaskFactory
 from streamrt.runtime.engine.tasks.task_inputs import LagReader, TaskInputs, caught_up
 from streamrt.runtime.engine.tasks.task_progress import task_progress
 from streamrt.state import StateLockedError
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("PartitionControl", "TaskEvents", "TaskManager")
 
@@ -41,15 +40,15 @@ logger = logging.getLogger(__name__)
 class PartitionControl(Protocol):
     """What the TaskManager needs of the group consumer: hold a task's input until it is ready."""
 
-    def assignment(self) -> Set[KafkaTP]: ...
+    def assignment(self) -> Set[TopicPartition]: ...
 
-    def pause(self, *partitions: KafkaTP) -> None: ...
+    def pause(self, *partitions: TopicPartition) -> None: ...
 
-    def resume(self, *partitions: KafkaTP) -> None: ...
+    def resume(self, *partitions: TopicPartition) -> None: ...
 
-    def seek(self, partition: KafkaTP, offset: int) -> None: ...
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
 
-    def highwater(self, partition: KafkaTP) -> int | None: ...
+    def highwater(self, partition: TopicPartition) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +89,7 @@ class TaskManager:
         self.records_processed_closed = 0
         self.tasks_created = 0  # task-created-total
         self.tasks_closed = 0  # task-closed-total
-        self._by_input: dict[KafkaTP, StreamTask] = {}  # kept with self.tasks, not per poll
+        self._by_input: dict[TopicPartition, StreamTask] = {}  # kept with self.tasks, not per poll
         self._lock_warned: set[str] = set()
         # a hand-off successor's tasks opened while it joins (open_ahead), taken by create()
         self._ahead: dict[str, StreamTask] = {}
@@ -141,7 +140,7 @@ class TaskManager:
             return None
         return self.tasks.get(task_id)
 
-    def task_for(self, partition: KafkaTP) -> StreamTask | None:
+    def task_for(self, partition: TopicPartition) -> StreamTask | None:
         """The task that processes this input partition's records now (None: not yet)."""
         task = self._by_input.get(partition)
         if task is None or str(task.task_id) in self.restoring:
@@ -237,10 +236,10 @@ class TaskManager:
         task = self._ahead.pop(str(task_id), None) or self.factory.active(task_id)
         self.tasks_created += 1
         self.tasks[str(task_id)] = task
-        self._by_input.update((KafkaTP(*tp), task) for tp in task.inputs)
+        self._by_input.update((tp, task) for tp in task.inputs)
         self.locked.add(str(task_id))
         assigned = self.consumer.assignment()
-        self.consumer.pause(*[KafkaTP(*tp) for tp in task.inputs if KafkaTP(*tp) in assigned])
+        self.consumer.pause(*[tp for tp in task.inputs if tp in assigned])
 
     async def reopen(self, task_ids: Iterable[str]) -> None:
         """Create closed tasks again (after a lost transaction) and open what can be."""
@@ -254,7 +253,7 @@ class TaskManager:
             ahead = self._ahead.pop(task_id, None)
             if ahead is not None:  # opened ahead while this one waited for the lock
                 self.tasks[task_id] = ahead
-                self._by_input.update((KafkaTP(*tp), ahead) for tp in ahead.inputs)
+                self._by_input.update((tp, ahead) for tp in ahead.inputs)
             task = self.tasks[task_id]
             try:
                 if not task.state.is_open:  # opened ahead (hand-off): go on to the restore
@@ -287,7 +286,7 @@ class TaskManager:
         task_id = str(task.task_id)
         self.restoring.discard(task_id)
         self.inputs.open(task)
-        self.consumer.resume(*[KafkaTP(*tp) for tp in task.inputs])
+        self.consumer.resume(*task.inputs)
         self.events.emit("restore_ready", task=task_id)
         if self.all_running:
             self.events.on_running()
@@ -299,7 +298,7 @@ class TaskManager:
 
     async def process(
         self,
-        batches: Mapping[KafkaTP, list[Any]],
+        batches: Mapping[TopicPartition, list[Any]],
         now_ms: int,
         stopping: Callable[[], bool] = lambda: False,
     ) -> int:
@@ -316,7 +315,7 @@ class TaskManager:
         await self.inputs.update_lags()
         return self.inputs.process(now_ms, stopping)
 
-    def _unread(self, ktp: KafkaTP, records: list[Any]) -> None:
+    def _unread(self, ktp: TopicPartition, records: list[Any]) -> None:
         """Put records no task can take back on the consumer. A partition is fetchable from
         the moment aiokafka assigns it, before the assignment (which waits for the commit lock)
         has created and paused its task: the getmany in between returned those records and,
@@ -351,7 +350,7 @@ class TaskManager:
             if task is None:
                 continue
             for tp in task.inputs:
-                self._by_input.pop(KafkaTP(*tp), None)
+                self._by_input.pop(tp, None)
             await self.restorer.remove(task_id)
             self.inputs.close(task_id)
             self.restoring.discard(task_id)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.runtime.engine.restore.restore import ChangelogRestorer
 from streamrt.runtime.engine.tasks.task import StreamTask
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("Highwaters", "partition_lags", "task_progress")
 
@@ -22,12 +21,12 @@ __all__ = ("Highwaters", "partition_lags", "task_progress")
 class Highwaters(Protocol):
     """What the lag needs of the group consumer: each partition's end as the last fetch saw it."""
 
-    def highwater(self, partition: KafkaTP) -> int | None: ...
+    def highwater(self, partition: TopicPartition) -> int | None: ...
 
 
 def _highwater(consumer: Highwaters, topic: str, partition: int) -> int | None:
     try:
-        value = consumer.highwater(KafkaTP(topic, partition))
+        value = consumer.highwater(TopicPartition(topic, partition))
     except (AssertionError, KeyError, AttributeError):  # not (or no longer) assigned
         return None
     return None if value is None else int(value)

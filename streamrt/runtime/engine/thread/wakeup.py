@@ -12,9 +12,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka.structs import TopicPartition as KafkaTP
-
 from streamrt.runtime.engine.main_consumer import MainConsumer
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("Wakeup",)
 
@@ -49,7 +48,7 @@ class Wakeup:
 
     async def poll(
         self, consumer: MainConsumer, timeout_ms: int, stopping: Callable[[], bool]
-    ) -> dict[KafkaTP, list[Any]]:
+    ) -> dict[TopicPartition, list[Any]]:
         """``getmany``, but a wake-up (a stop request) ends the wait at once instead of after
         the timeout.
 
@@ -57,7 +56,7 @@ class Wakeup:
         A cancelled ``getmany`` has drained nothing (it is cancelled at its wait), so no
         record is lost: they stay in the fetcher's buffer.
         """
-        batches: dict[KafkaTP, list[Any]] = await consumer.getmany(timeout_ms=0)
+        batches: dict[TopicPartition, list[Any]] = await consumer.getmany(timeout_ms=0)
         if batches or timeout_ms == 0:
             return batches
         event = self._event
