@@ -195,9 +195,11 @@ class LibrdkafkaProducer:
         self._reached = {}
         self._error = None
 
-    def partition_count(self, topic: str, timeout_s: float = 30.0) -> int:
+    def partition_count(self, topic: str, timeout_s: float = 5.0) -> int:
         """``topic``'s partition count from the cluster's metadata (0: no such topic); blocks
-        for one metadata request, as Kafka's ``partitionsFor`` (callers cache the answer)."""
+        the thread's loop for one metadata request, as Kafka's ``partitionsFor`` blocks its
+        thread (callers cache the answer), so briefly: a timeout raises, well within a
+        session timeout."""
         metadata = self._producer.list_topics(topic, timeout=timeout_s).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return 0
