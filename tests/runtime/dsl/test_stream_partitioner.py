@@ -72,3 +72,16 @@ def test_partitioners_only_on_foreign_key_joins() -> None:
     right = b.table("b", key_serde="str", value_serde="str")
     with pytest.raises(ConfigError, match="for a foreign-key join"):
         left.join(right, lambda x, y: x, table_joined=TableJoined.with_(by_value, None))
+
+
+def test_a_bad_answer_goes_to_the_production_handler() -> None:
+    """With ``production.exception.handler=continue`` the record is skipped, the next goes."""
+    b = StreamsBuilder()
+    b.stream("in", key_serde="str", value_serde="str").to("out", partitioner=by_value)
+    config = {"production.exception.handler": "continue"}
+    with TopologyTestDriver(b, config) as driver:
+        source = driver.create_input_topic("in", "str", "str")
+        out = driver.create_output_topic("out", "str", "str")
+        source.pipe_input("k1", "int")  # 3: not a set
+        source.pipe_input("k2", "none")
+        assert out.read_key_values_to_list() == [("k2", "none")]
