@@ -24,10 +24,12 @@ from streamrt.runtime.dsl import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
     ValueJoinerWithKey,
     ValueMapperWithKey,
+    ValueTransformerWithKey,
 )
 from streamrt.runtime.exception_handlers import ErrorContext, HandlerResponse
 from streamrt.runtime.instance.app import App, AppError, Health
@@ -76,6 +78,7 @@ __all__ = (
     "StreamsMetadata",
     "StreamsQueries",
     "Suppressed",
+    "TableJoined",
     "ThreadMetadata",
     "ThreadState",
     "TimeWindowedCogroupedKStream",
@@ -84,5 +87,6 @@ __all__ = (
     "ValueAndTimestamp",
     "ValueJoinerWithKey",
     "ValueMapperWithKey",
+    "ValueTransformerWithKey",
     "Windowed",
 )

@@ -20,7 +20,7 @@ from streamrt.state.lock import DirectoryLock
 from streamrt.state.memory import InMemoryStore
 from streamrt.state.rocksdb import RocksDBStore
 from streamrt.state.store import IN_MEMORY, KeyValueStore, StoreKind
-from streamrt.state.timestamped import NO_TIMESTAMP, encode, upgrade_store_directory
+from streamrt.state.timestamped import encode_rows, upgrade_store_directory
 from streamrt.state.window_store import SegmentedStore, SegmentSpec
 from streamrt.topic_partition import TopicPartition
 
@@ -230,11 +230,7 @@ class StateManager:
         if not self._registered[name].timestamped:
             self._stores[name].write_batch(((r[0], r[1]) for r in records), next_offset)
             return
-        pairs = [
-            (r[0], None if r[1] is None else encode(r[1], r[2] if len(r) > 2 else NO_TIMESTAMP))
-            for r in records
-        ]
-        self._stores[name].write_batch(pairs, next_offset)
+        self._stores[name].write_batch(encode_rows(records), next_offset)
 
     def mark_restored(self, changelog: TopicPartition, end: int) -> None:
         """Record that the store is complete up to ``end`` (the position may pass compacted

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import shutil
 import struct
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ("NO_TIMESTAMP", "decode", "encode", "upgrade_store_directory")
+__all__ = ("NO_TIMESTAMP", "decode", "encode", "encode_rows", "upgrade_store_directory")
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,20 @@ NO_TIMESTAMP = -1  # a row whose timestamp is unknown (a plain key-value store's
 def encode(value: bytes, timestamp: int) -> bytes:
     """The stored bytes of ``value`` with its row timestamp."""
     return _TS.pack(timestamp) + value
+
+
+def encode_rows(
+    rows: Iterable[tuple[bytes, bytes | None] | tuple[bytes, bytes | None, int]],
+) -> Iterator[tuple[bytes, bytes | None]]:
+    """Changelog rows ``(key, value or None[, record timestamp])`` as a timestamped store
+    holds them, lazily (a restore streams them into its WriteBatch: no list, no call per
+    row)."""
+    pack = _TS.pack
+    for row in rows:
+        value = row[1]
+        yield row[0], None if value is None else pack(
+            row[2] if len(row) > 2 else NO_TIMESTAMP  # type: ignore[misc]
+        ) + value
 
 
 def decode(raw: bytes) -> tuple[bytes, int]:

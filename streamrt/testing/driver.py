@@ -27,6 +27,7 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
 from streamrt.runtime.engine.tasks.partition_group import PartitionGroup
+from streamrt.runtime.engine.tasks.sink_writer import fixed_counts
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
 from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology, internal_topic
@@ -86,7 +87,7 @@ class _Collector:
         timestamp_ms: int,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        del partition  # one partition
+        del partition  # one partition: a record multicast to n partitions is read n times
         self.sent.append((topic, _Raw(key, value, timestamp_ms, tuple(headers or ()))))
 
 
@@ -161,6 +162,8 @@ class TopologyTestDriver:
                 timestamp_extractor=self.config.timestamp_extractor(),
                 clock=self.clock,
                 lock_state=persistent,
+                # as Kafka's driver: every topic has one partition, partition numbers unchecked
+                partition_counts=fixed_counts(1, checks_range=False),
             )
             task.open()
             self._tasks.append(task)

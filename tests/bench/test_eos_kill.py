@@ -21,6 +21,7 @@ def test_eos_kill_exact_after_kills_and_throughput_rows(tmp_path: Path) -> None:
     (eos,) = runs
     assert eos["kills"] == 2 and eos["events"] > 0
     assert eos["duplicates"] == 0 and eos["missing"] == 0
+    assert eos["final_short_keys"] == 0 and eos["final_over_counted"] == 0
     rows = [line for line in printed.splitlines() if "rec/s" in line]
     assert len(rows) == 4  # at-least-once and EOS at commit.interval.ms 100 and 1000
     assert "EOS / at-least-once at commit.interval.ms=1000" in printed

@@ -139,6 +139,53 @@ def table_aggregation() -> st.SearchStrategy[dict[str, Any]]:
     return _scenario("table-aggregation", topology, ["in"])
 
 
+def table_transform_values() -> st.SearchStrategy[dict[str, Any]]:
+    """``KTable.transformValues`` (countCalls shows every transform call), materialized or
+    not, read downstream as a changelog, re-grouped (old values) or by a join's getter."""
+
+    def make(fn: str, store: bool, read: str) -> Topology:
+        tv: Node = {"id": "tv", "op": "transformValues", "from": "t", "fn": fn}
+        if store:
+            tv["store"] = "tv-store"
+        regroup: Node = {"op": "groupBy", "from": "tv", "fn": "valueFirstChar"}
+        reads = {
+            "toStream": [{**TO_STREAM, "from": "tv"}, TO],
+            "regroup": [regroup, {"op": "count"}, TO_STREAM, TO],
+            "join": [_join("leftJoin", "tv"), TO],
+        }
+        stream = [LEFT, {"op": "to", "from": "l", "topic": "out-left"}]  # "left" always read
+        return [{"id": "t", "op": "table", "topic": "tab"}, tv, *stream, *reads[read]]
+
+    functions = st.sampled_from(["countCalls", "keyConcat"])
+    reads = st.sampled_from(["toStream", "regroup", "join"])
+    topology = st.builds(make, functions, st.booleans(), reads)
+    return _scenario("table-transform-values", topology, ["tab", "left"])
+
+
+def stream_partitioner() -> st.SearchStrategy[dict[str, Any]]:
+    """Stream partitioners at ``to`` and ``repartition`` (the driver's one partition: a
+    multicast is duplicates, a drop a missing record), counted after the repartition."""
+    partitioners = st.sampled_from(
+        ["default", "drop", "partitions:0", "partitions:0,1,2", "dropKey:a", "dupKey:b"]
+    )
+
+    def make(at_to: str, at_repartition: str, objects: bool) -> Topology:
+        s: Node = {"id": "s", "op": "stream", "topic": "in"}
+        moved: Node = {"op": "repartition", "from": "s", "name": "r", "objects": objects}
+        return [
+            s,
+            {"op": "to", "from": "s", "topic": "out-to", "partitioner": at_to},
+            {**moved, "partitioner": at_repartition},
+            {"op": "groupByKey"},
+            {"op": "count"},
+            TO_STREAM,
+            TO,
+        ]
+
+    topology = st.builds(make, partitioners, partitioners, st.booleans())
+    return _scenario("stream-partitioner", topology, ["in"])
+
+
 LEFT: Node = {"id": "l", "op": "stream", "topic": "left"}
 RIGHT: Node = {"id": "r", "op": "stream", "topic": "right"}
 
@@ -272,6 +319,8 @@ FAMILIES: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "windowed-aggregation": windowed_aggregation,
     "suppress": suppress,
     "table-aggregation": table_aggregation,
+    "table-transform-values": table_transform_values,
+    "stream-partitioner": stream_partitioner,
     "stream-table-join": stream_table_join,
     "stream-stream-inner-join": stream_stream_inner_join,
     "stream-stream-outer-join": stream_stream_outer_join,

@@ -12,7 +12,7 @@ from typing import Any
 
 from streamrt.testing import TopologyTestDriver
 from tests.differential import stores
-from tests.differential.topology import JSON, STR, build
+from tests.differential.topology import JSON, STR, Built, build
 
 # Kafka Streams' record cache off, as in the Java runner.
 DRIVER_CONFIG = {"statestore.cache.max.bytes": 0}
@@ -43,6 +43,16 @@ class Event:
 
 def _error(step: int, exc: BaseException) -> Event:
     return Event(step, error=f"{type(exc).__name__}: {exc}")
+
+
+def _printed(built: Built) -> list[str]:
+    """The lines print nodes wrote since the last call (the runner's topic "stdout")."""
+    if built.printed is None:
+        return []
+    lines = built.printed.getvalue().splitlines()
+    built.printed.seek(0)
+    built.printed.truncate()
+    return [line for line in lines if line]
 
 
 def run(scenario: dict[str, Any]) -> list[Event]:
@@ -78,4 +88,5 @@ def run(scenario: dict[str, Any]) -> list[Event]:
                     Event(step, topic, r.key, r.value, r.timestamp)
                     for r in out.read_records_to_list()
                 )
+            events.extend(Event(step, "stdout", None, line, 0) for line in _printed(built))
     return events

@@ -12,6 +12,7 @@ differs ("missing in streamrt").
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,12 +34,13 @@ from streamrt.runtime import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindowedKStream,
     TimeWindows,
     Windowed,
 )
 from tests.differential import builtins as fn
-from tests.differential import stores
+from tests.differential import extras, stores
 
 JSON = "json"
 STR = "str"
@@ -62,6 +64,7 @@ class Built:
     store_types: dict[str, str] = field(default_factory=dict)  # processor-API stores' types
     inputs: set[str] = field(default_factory=set)
     outputs: set[str] = field(default_factory=set)
+    printed: io.StringIO | None = None  # what print nodes write (the runner's captured stdout)
 
 
 def build(topology: list[dict[str, Any]]) -> Built:
@@ -98,7 +101,10 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
         else:
             built.outputs.add(spec["topic"])
             target = spec["topic"]
-        _to(built.nodes[str(source)], target, bool(spec.get("objects")))
+        _to(built.nodes[str(source)], target, spec)
+        return None
+    if op == "print":
+        _print(built, spec)
         return None
     node = built.nodes[str(source)]
     handler = _HANDLERS[node.kind]
@@ -128,7 +134,16 @@ def _source(b: StreamsBuilder, op: str, spec: dict[str, Any]) -> Node:
     return Node(table, "table")
 
 
-def _to(node: Node, topic: Any, objects: bool) -> None:
+def _print(built: Built, spec: dict[str, Any]) -> None:
+    built.printed = built.printed or io.StringIO()
+    mapper = extras.print_mapper(spec["mapper"]) if "mapper" in spec else None
+    stream = built.nodes[str(spec["from"])].obj
+    stream.print(label=spec.get("label"), mapper=mapper, file=built.printed, name=spec.get("name"))
+
+
+def _to(node: Node, topic: Any, spec: dict[str, Any]) -> None:
+    objects = bool(spec.get("objects"))
+    chosen = extras.partitioner(spec["partitioner"]) if "partitioner" in spec else None
     stream = node.obj
     if node.windowed:
 
@@ -137,9 +152,12 @@ def _to(node: Node, topic: Any, objects: bool) -> None:
 
         stream = stream.map(flat, key_serde=STR)
     if objects:
-        stream.to(topic, Produced.with_(STR, JSON))
+        produced = Produced.with_(STR, JSON)
+        if chosen is not None:
+            produced = produced.with_stream_partitioner(chosen)
+        stream.to(topic, produced)
     else:
-        stream.to(topic, key_serde=STR, value_serde=JSON)
+        stream.to(topic, key_serde=STR, value_serde=JSON, partitioner=chosen)
 
 
 def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
@@ -148,10 +166,14 @@ def _stream_op(built: Built, op: str, spec: dict[str, Any], s: Any) -> Node:
     simple: dict[str, Callable[[], Any]] = {
         "filter": lambda: s.filter(fn.predicate(spec["fn"])),
         "filterNot": lambda: s.filter_not(fn.predicate(spec["fn"])),
-        "mapValues": lambda: s.map_values(fn.value_mapper(spec["fn"])),
+        "mapValues": lambda: s.map_values(_value_mapper(spec)),
         "map": lambda: s.map(fn.mapper(spec["fn"])),
         "selectKey": lambda: s.select_key(fn.key_selector(spec["fn"])),
-        "flatMapValues": lambda: s.flat_map_values(fn.flat_values(spec["fn"])),
+        "flatMapValues": lambda: s.flat_map_values(
+            extras.flat_values_with_key(spec["fn"])
+            if spec.get("with_key")
+            else fn.flat_values(spec["fn"])
+        ),
         "flatMap": lambda: s.flat_map(fn.flat_mapper(spec["fn"])),
         "merge": lambda: s.merge(built.nodes[spec["other"]].obj),
         "repartition": lambda: _repartition(spec, s),
@@ -192,15 +214,27 @@ def _branched(spec: dict[str, Any], name: str) -> Branched:
     return Branched.with_function(lambda ks: ks.map_values(mapper), name)
 
 
+def _value_mapper(spec: dict[str, Any]) -> Any:
+    """A value mapper, or with ``with_key`` a ``ValueMapperWithKey`` built-in."""
+    if spec.get("with_key"):
+        return extras.value_mapper_with_key(spec["fn"])
+    return fn.value_mapper(spec["fn"])
+
+
 def _repartition(spec: dict[str, Any], s: Any) -> Any:
+    chosen = extras.partitioner(spec["partitioner"]) if "partitioner" in spec else None
     if spec.get("objects"):
         r = Repartitioned.with_(STR, JSON)
+        if chosen is not None:
+            r = r.with_stream_partitioner(chosen)
         if "name" in spec:
             r = r.with_name(spec["name"])
         if "partitions" in spec:
             r = r.with_number_of_partitions(spec["partitions"])
         return s.repartition(r)
-    return s.repartition(name=spec.get("name"), partitions=spec.get("partitions"))
+    return s.repartition(
+        name=spec.get("name"), partitions=spec.get("partitions"), partitioner=chosen
+    )
 
 
 def _filter_named(built: Built, spec: dict[str, Any], s: Any) -> Any:
@@ -271,7 +305,8 @@ def _table_op(built: Built, op: str, spec: dict[str, Any], t: Any) -> Node:
     simple: dict[str, Callable[[], Node]] = {
         "filter": lambda: Node(t.filter(fn.predicate(spec["fn"])), "table"),
         "filterNot": lambda: Node(t.filter_not(fn.predicate(spec["fn"])), "table"),
-        "mapValues": lambda: Node(t.map_values(fn.value_mapper(spec["fn"])), "table"),
+        "mapValues": lambda: Node(t.map_values(_value_mapper(spec)), "table"),
+        "transformValues": lambda: Node(_transform_values(built, spec, t), "table"),
         "toStream": lambda: Node(_to_stream(spec, t), "stream"),
         "groupBy": lambda: Node(t.group_by(fn.mapper(spec["fn"]), key_serde=STR), "gtable"),
         "suppress": lambda: Node(t.suppress(_suppressed(spec)), "table"),
@@ -282,8 +317,20 @@ def _table_op(built: Built, op: str, spec: dict[str, Any], t: Any) -> Node:
     joiner = fn.joiner(spec["joiner"])
     method = {"join": t.join, "leftJoin": t.left_join, "outerJoin": t.outer_join}[op]
     if "foreign_key" in spec:
-        return Node(method(other, joiner, foreign_key=fn.foreign_key(spec["foreign_key"])), "table")
+        fk = fn.foreign_key(spec["foreign_key"])
+        if "partitioners" in spec:  # TableJoined.with(this table's, the other table's)
+            mine, others = (extras.partitioner(p) for p in spec["partitioners"])
+            tj = TableJoined.with_(mine, others)
+            return Node(method(other, joiner, foreign_key=fk, table_joined=tj), "table")
+        return Node(method(other, joiner, foreign_key=fk), "table")
     return Node(method(other, joiner), "table")
+
+
+def _transform_values(built: Built, spec: dict[str, Any], t: Any) -> Any:
+    supplier = extras.transformer(spec["fn"])
+    if "store" in spec:
+        built.store_types[spec["store"]] = "timestampedKeyValue"
+    return t.transform_values(supplier, store=spec.get("store"))
 
 
 def _to_stream(spec: dict[str, Any], t: Any) -> Any:

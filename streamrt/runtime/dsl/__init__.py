@@ -22,6 +22,7 @@ from streamrt.runtime.dsl.options import (
     Produced,
     Repartitioned,
     StreamJoined,
+    TableJoined,
 )
 from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
 from streamrt.runtime.dsl.streams import (
@@ -36,6 +37,7 @@ from streamrt.runtime.graph.materialized import Materialized
 from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
+from streamrt.runtime.processors.transform_values import ValueTransformerWithKey
 
 __all__ = (
     "Branched",
@@ -60,9 +62,11 @@ __all__ = (
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "ValueJoinerWithKey",
     "ValueMapperWithKey",
+    "ValueTransformerWithKey",
     "WindowedSerde",
 )

@@ -8,15 +8,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.join_nodes import join_result
 from streamrt.runtime.graph.materialized import MaterializedLike, materialize
 from streamrt.runtime.graph.nodes import TableNode, no_getter
-from streamrt.runtime.graph.topology import REPARTITION_SUFFIX
+from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, StreamPartitioner
 from streamrt.runtime.processors.fk_join import (
     ForeignTableUpdateProcessor,
     ResponseJoinProcessor,
     SubscriptionReceiveProcessor,
     SubscriptionSendProcessor,
+    primary_partition,
 )
 from streamrt.runtime.processors.join_windows import Joiner
 from streamrt.runtime.stores import StoreSpec
@@ -25,6 +27,28 @@ from streamrt.serde import BytesSerde, Serde
 __all__ = ("foreign_key_join",)
 
 _RAW = BytesSerde()
+
+
+def _on_keys(
+    partitioner: StreamPartitioner | None, key_serde: Serde[Any]
+) -> StreamPartitioner | None:
+    """A ``TableJoined`` partitioner for a sink of serialized keys: it gets the key and a
+    ``None`` value, and must answer None or one partition (as Kafka's FK join checks)."""
+    if partitioner is None:
+        return None
+    chosen = partitioner
+
+    def partitions(topic: str, key: Any, value: Any, count: int) -> Any:
+        del value
+        answer = chosen(topic, key_serde.deserialize(key), None, count)
+        if answer is not None and len(answer) != 1:
+            raise ConfigError(
+                f"a foreign-key join's partitioner must return None or one partition, "
+                f"got {answer!r} for {topic!r}"
+            )
+        return answer
+
+    return partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +92,23 @@ def foreign_key_join(
     materialized: MaterializedLike,
     value_serde: Serde[Any] | None,
     name: str | None = None,
+    partitioners: tuple[StreamPartitioner | None, StreamPartitioner | None] = (None, None),
 ) -> TableNode:
     """``left`` joined with the ``right`` row keyed by ``fk_of(left key, left value)``; an
     unmaterialized result cannot be read by key (join it only after materializing it);
-    ``name`` names its nodes, stores and topics (Kafka's ``TableJoined.as``)."""
+    ``name`` names its nodes, stores and topics (Kafka's ``TableJoined.as``);
+    ``partitioners``: (left key's for the responses, right key's for the subscriptions),
+    Kafka's ``TableJoined.with(partitioner, otherPartitioner)``."""
     topology = left.topology
     topology.request_old_values(left.name)  # both tables send old values, as Kafka's
     topology.request_old_values(right.name)
     names = _Names(name or topology.new_name("KTABLE-FK-JOIN"))
     topology.add_store(StoreSpec(names.store, _RAW, _RAW))
-    _send_subscriptions(names, left, right.key_serde, fk_of, left_join)
-    _answer_subscriptions(names, right)
+    by_pk, by_fk = partitioners
+    by_fk_bytes = _on_keys(by_fk, right.key_serde)
+    _send_subscriptions(names, left, right.key_serde, fk_of, left_join, by_fk_bytes)
+    # responses go back to the subscriber's partition unless a partitioner says otherwise
+    _answer_subscriptions(names, right, _on_keys(by_pk, left.key_serde) or primary_partition)
     vser = value_serde or left.value_serde
     _join_responses(names, left, right.value_serde, joiner, left_join, vser)
     stored = materialize(topology, materialized, left.key_serde, vser)
@@ -94,6 +124,7 @@ def _send_subscriptions(
     fk_serde: Serde[Any],
     fk_of: Callable[[Any, Any], Any],
     left_join: bool,
+    partitioner: StreamPartitioner | None,
 ) -> None:
     """1. Left updates become subscriptions keyed by FK (local answers for a null FK)."""
     topology = left.topology
@@ -112,10 +143,14 @@ def _send_subscriptions(
         left.name,
         accepts_changes=True,
     )
-    topology.add_sink(sink, names.registration, _RAW, _RAW, names.send, internal=True)
+    topology.add_sink(
+        sink, names.registration, _RAW, _RAW, names.send, internal=True, partitioner=partitioner
+    )
 
 
-def _answer_subscriptions(names: _Names, right: TableNode) -> None:
+def _answer_subscriptions(
+    names: _Names, right: TableNode, partitioner: StreamPartitioner | None
+) -> None:
     """2. Next to the right table: subscriptions in, right updates out, both as responses
     keyed by the primary key."""
     topology = right.topology
@@ -137,7 +172,14 @@ def _answer_subscriptions(names: _Names, right: TableNode) -> None:
         accepts_changes=True,
     )
     topology.add_sink(
-        f"{names.response}-sink", names.response, _RAW, _RAW, receive, update, internal=True
+        f"{names.response}-sink",
+        names.response,
+        _RAW,
+        _RAW,
+        receive,
+        update,
+        internal=True,
+        partitioner=partitioner,
     )
     topology.add_copartition_group(registration, right.name)
 

@@ -1,6 +1,7 @@
 """Kafka Streams' operator option objects, beside the keyword shortcuts: :class:`Consumed`,
 :class:`Produced`, :class:`Grouped`, :class:`StreamJoined`, :class:`Joined`,
-:class:`Repartitioned` and :class:`Branched` (a processor's name is the ``name=`` keyword).
+:class:`Repartitioned`, :class:`TableJoined` and :class:`Branched` (a processor's name is the
+``name=`` keyword).
 
 Each only carries what the matching keywords carry (``Consumed.with_("str", "json")`` is
 ``key_serde="str", value_serde="json"``); a keyword given as well wins over the object, so
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from streamrt.runtime.graph.topology import StreamPartitioner
 from streamrt.runtime.timestamps import TimestampExtractor
 from streamrt.serde import SerdeLike
 
@@ -24,6 +26,7 @@ __all__ = (
     "Produced",
     "Repartitioned",
     "StreamJoined",
+    "TableJoined",
     "pick",
     "removed_keywords",
     "removed_positional",
@@ -80,11 +83,13 @@ class Consumed:
 
 @dataclass(frozen=True, slots=True)
 class Produced:
-    """How a sink writes its topic: serdes, and the sink's name (Kafka's ``Produced.as``)."""
+    """How a sink writes its topic: serdes, the sink's name (Kafka's ``Produced.as``) and a
+    stream partitioner (``partitioner=``)."""
 
     key_serde: SerdeLike = None
     value_serde: SerdeLike = None
     name: str | None = None
+    partitioner: StreamPartitioner | None = None
 
     @classmethod
     def with_(cls, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> Produced:
@@ -94,8 +99,15 @@ class Produced:
     def as_(cls, name: str) -> Produced:
         return cls(name=name)
 
+    @classmethod
+    def stream_partitioner(cls, partitioner: StreamPartitioner) -> Produced:
+        return cls(partitioner=partitioner)
+
     def with_name(self, name: str) -> Produced:
         return replace(self, name=name)
+
+    def with_stream_partitioner(self, partitioner: StreamPartitioner) -> Produced:
+        return replace(self, partitioner=partitioner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +192,14 @@ class Joined:
 
 @dataclass(frozen=True, slots=True)
 class Repartitioned:
-    """A ``repartition``'s topic name, partition count and serdes (Kafka's
-    ``Repartitioned``; a stream partitioner is not supported: records go by key hash)."""
+    """A ``repartition``'s topic name, partition count, serdes and stream partitioner
+    (Kafka's ``Repartitioned``)."""
 
     name: str | None = None
     partitions: int | None = None
     key_serde: SerdeLike = None
     value_serde: SerdeLike = None
+    partitioner: StreamPartitioner | None = None
 
     @classmethod
     def as_(cls, name: str) -> Repartitioned:
@@ -211,6 +224,44 @@ class Repartitioned:
 
     def with_value_serde(self, serde: SerdeLike) -> Repartitioned:
         return replace(self, value_serde=serde)
+
+    @classmethod
+    def stream_partitioner(cls, partitioner: StreamPartitioner) -> Repartitioned:
+        return cls(partitioner=partitioner)
+
+    def with_stream_partitioner(self, partitioner: StreamPartitioner) -> Repartitioned:
+        return replace(self, partitioner=partitioner)
+
+
+@dataclass(frozen=True, slots=True)
+class TableJoined:
+    """A foreign-key join's name and partitioners (Kafka's ``TableJoined``): ``partitioner``
+    places this table's keys (the response topic), ``other_partitioner`` the other table's
+    (the subscription topic); each is called with a ``None`` value and must answer None or
+    one partition."""
+
+    partitioner: StreamPartitioner | None = None
+    other_partitioner: StreamPartitioner | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(
+        cls, partitioner: StreamPartitioner | None, other_partitioner: StreamPartitioner | None
+    ) -> TableJoined:
+        return cls(partitioner, other_partitioner)
+
+    @classmethod
+    def as_(cls, name: str) -> TableJoined:
+        return cls(name=name)
+
+    def with_partitioner(self, partitioner: StreamPartitioner | None) -> TableJoined:
+        return replace(self, partitioner=partitioner)
+
+    def with_other_partitioner(self, partitioner: StreamPartitioner | None) -> TableJoined:
+        return replace(self, other_partitioner=partitioner)
+
+    def with_name(self, name: str) -> TableJoined:
+        return replace(self, name=name)
 
 
 @dataclass(frozen=True, slots=True)

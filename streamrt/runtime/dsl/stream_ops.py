@@ -26,7 +26,7 @@ from streamrt.runtime.dsl.options import (
     removed_positional,
 )
 from streamrt.runtime.graph.nodes import StreamNode
-from streamrt.runtime.graph.topology import TopicNameExtractor, Topology
+from streamrt.runtime.graph.topology import StreamPartitioner, TopicNameExtractor, Topology
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors import stateless as ops
 from streamrt.serde import Serde, SerdeLike, serde_for
@@ -46,6 +46,11 @@ class ValueMapperWithKey:
     ``fn(value)`` (the key stays, so no repartition follows)."""
 
     fn: Callable[[Any, Any], Any]
+
+
+def _java_str(value: Any) -> str:
+    """Java's ``String.valueOf`` for what ``print`` shows: null for None."""
+    return "null" if value is None else str(value)
 
 
 def opt_serde(spec: SerdeLike) -> Serde[Any] | None:
@@ -213,9 +218,11 @@ class StreamOperations(ABC, Generic[S]):
     ) -> None:
         """Print each record as ``[label]: key, value`` (or ``mapper(key, value)``) to
         ``file`` (default: stdout), Kafka's ``print(Printed.toSysOut().withLabel(...))``; a
-        terminal operation, for debugging."""
-        tag = label if label is not None else name or "KSTREAM-PRINTER"
-        show = mapper or (lambda k, v: f"{k}, {v}")
+        terminal operation, for debugging. As Kafka's: the label defaults to the name of the
+        node printed (e.g. ``KSTREAM-SOURCE-0000000000``; ``name`` names the printer), and
+        the default line prints a missing key or value as ``null``."""
+        tag = label if label is not None else self.node.name
+        show = mapper or (lambda k, v: f"{_java_str(k)}, {_java_str(v)}")
 
         def out(key: Any, value: Any) -> None:
             builtins.print(f"[{tag}]: {show(key, value)}", file=file or sys.stdout, flush=True)
@@ -300,10 +307,12 @@ class StreamOperations(ABC, Generic[S]):
         name: str | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
+        partitioner: StreamPartitioner | None = None,
     ) -> S:
         """Write to ``<application.id>-<name>-repartition`` (``partitions`` partitions, else
-        as many as the input) and read it back: downstream tasks follow the new key.
-        ``repartitioned`` carries the same as the keywords (a keyword wins)."""
+        as many as the input) and read it back: downstream tasks follow the new key, or the
+        partitions ``partitioner`` picks (as ``to``'s). ``repartitioned`` carries the same as
+        the keywords (a keyword wins)."""
         given: object = repartitioned  # the old spelling passed the partition count here
         if not isinstance(given, Repartitioned | None):
             raise TypeError(
@@ -316,7 +325,8 @@ class StreamOperations(ABC, Generic[S]):
         key_serde, value_serde = pick(key_serde, r.key_serde), pick(value_serde, r.value_serde)
         stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
         name = name or self.topology.new_name("KSTREAM-REPARTITION")
-        return self._wrap(stream.repartition(name, partitions=partitions))
+        partitioner = pick(partitioner, r.partitioner)
+        return self._wrap(stream.repartition(name, partitions=partitions, partitioner=partitioner))
 
     def to(
         self,
@@ -326,10 +336,14 @@ class StreamOperations(ABC, Generic[S]):
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         name: str | None = None,
+        partitioner: StreamPartitioner | None = None,
     ) -> None:
         """Write to ``topic``, or to the topic ``topic(key, value, record_context)`` names for
-        each record (Kafka's ``TopicNameExtractor``; those topics must exist). ``produced``
-        carries the serdes and sink name too (a keyword wins)."""
+        each record (Kafka's ``TopicNameExtractor``; those topics must exist), in the
+        partitions ``partitioner(topic, key, value, num_partitions)`` picks (Kafka's
+        ``StreamPartitioner``: None for the default, a set of partitions, an empty set to
+        drop the record; no partitioner: by key). ``produced`` carries the serdes, sink name
+        and partitioner too (a keyword wins)."""
         p = produced or Produced()
         key_serde, value_serde = pick(key_serde, p.key_serde), pick(value_serde, p.value_serde)
         stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
@@ -346,4 +360,5 @@ class StreamOperations(ABC, Generic[S]):
             stream.value_serde,
             stream.name,
             topic_extractor=extractor,
+            partitioner=pick(partitioner, p.partitioner),
         )

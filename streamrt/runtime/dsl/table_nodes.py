@@ -1,4 +1,5 @@
-"""The graph nodes of KTable operations: source, filter, map_values, group_by, aggregate.
+"""The graph nodes of KTable operations: source, filter, map_values, transform_values,
+group_by, aggregate.
 
 Each function adds its processors to the topology and returns the handle of the result
 (:class:`TableNode`, or for ``group_by`` the repartitioned :class:`StreamNode` of Changes); the
@@ -26,6 +27,11 @@ from streamrt.runtime.processors.tables import (
     filter_getter,
     map_values_getter,
 )
+from streamrt.runtime.processors.transform_values import (
+    TableTransformValuesProcessor,
+    TransformerSupplier,
+    transform_values_getter,
+)
 from streamrt.runtime.stores import StoreSpec
 from streamrt.serde import Serde, SerdeLike, serde_for
 
@@ -35,6 +41,7 @@ __all__ = (
     "group_table",
     "map_values_table",
     "table_source",
+    "transform_values_table",
 )
 
 
@@ -72,9 +79,11 @@ def _table(
     supplier: Callable[[], Processor],
     stored: tuple[str | None, Serde[Any], Serde[Any]],
     getter: ValueGetter,
+    more_stores: tuple[str, ...] = (),
 ) -> TableNode:
     """A table node ``name`` after ``parent``: its own store if materialized, else read via
-    ``getter`` (and a request for old values passes on to ``parent``, as Kafka's)."""
+    ``getter`` (and a request for old values passes on to ``parent``, as Kafka's); its
+    processor may also use ``more_stores``."""
     store, kser, vser = stored
     topology = parent.topology
     if store is None:
@@ -83,7 +92,7 @@ def _table(
         name,
         supplier,
         parent.name,
-        stores=(store,) if store else (),
+        stores=((store,) if store else ()) + more_stores,
         accepts_changes=True,
     )
     return TableNode(topology, node, store, kser, vser, store_getter(store) if store else getter)
@@ -125,6 +134,31 @@ def map_values_table(
         lambda: TableMapValuesProcessor(fn, store),
         stored,
         map_values_getter(table.getter, fn),
+    )
+
+
+def transform_values_table(
+    table: TableNode,
+    supplier: TransformerSupplier,
+    stores: tuple[str, ...],
+    value_serde: SerdeLike,
+    materialized: MaterializedLike,
+    name: str | None = None,
+) -> TableNode:
+    """``KTable.transform_values`` (see :mod:`streamrt.runtime.processors.transform_values`);
+    the transformer may use ``stores`` (registered with ``add_state_store``)."""
+    topology = table.topology
+    vser = serde_for(value_serde) if value_serde is not None else table.value_serde
+    stored = materialize(topology, materialized, table.key_serde, vser)
+    store = stored[0]
+    name = name or topology.new_name("KTABLE-TRANSFORMVALUES")
+    return _table(
+        table,
+        name,
+        lambda: TableTransformValuesProcessor(supplier, store, topology.sends_old_values(name)),
+        stored,
+        transform_values_getter(table.getter, supplier),
+        stores,
     )
 
 

@@ -16,14 +16,19 @@ from streamrt.errors import ConfigError
 from streamrt.runtime.dsl.aggregate_nodes import suppress_table
 from streamrt.runtime.dsl.fk_join_nodes import foreign_key_join
 from streamrt.runtime.dsl.join_nodes import table_join
-from streamrt.runtime.dsl.options import removed_keywords
+from streamrt.runtime.dsl.options import TableJoined, pick, removed_keywords
 from streamrt.runtime.dsl.stream_ops import ValueMapperWithKey
-from streamrt.runtime.dsl.table_nodes import filter_table, map_values_table
+from streamrt.runtime.dsl.table_nodes import (
+    filter_table,
+    map_values_table,
+    transform_values_table,
+)
 from streamrt.runtime.graph.materialized import MaterializedLike
 from streamrt.runtime.graph.nodes import TableNode
-from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.graph.topology import StreamPartitioner, Topology
 from streamrt.runtime.processors.join_windows import Joiner, JoinKind, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import Suppressed
+from streamrt.runtime.processors.transform_values import TransformerSupplier
 from streamrt.serde import SerdeLike, serde_for
 
 __all__ = ("TableOperations",)
@@ -39,6 +44,9 @@ class TableJoinArgs(TypedDict, total=False):
     store: MaterializedLike
     value_serde: SerdeLike
     name: str | None
+    table_joined: TableJoined | None
+    partitioner: StreamPartitioner | None
+    other_partitioner: StreamPartitioner | None
 
 
 class TableOperations(ABC, Generic[T]):
@@ -107,11 +115,30 @@ class TableOperations(ABC, Generic[T]):
         keyed = fn.fn if isinstance(fn, ValueMapperWithKey) else (lambda _k, v: fn(v))
         return self._wrap(map_values_table(self.node, keyed, value_serde, store, name))
 
+    def transform_values(
+        self,
+        supplier: TransformerSupplier,
+        *store_names: str,
+        value_serde: SerdeLike = None,
+        store: MaterializedLike = None,
+        name: str | None = None,
+    ) -> T:
+        """Kafka's ``KTable.transformValues``: a ``ValueTransformerWithKey`` from
+        ``supplier()`` per task, ``transform(key, value)`` of each update (a delete's None
+        too; of old values when asked, and of the parent's value on reads by key unless
+        ``store`` materializes the result); it may use the ``store_names`` registered with
+        ``add_state_store``."""
+        return self._wrap(
+            transform_values_table(self.node, supplier, store_names, value_serde, store, name)
+        )
+
     def join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
         """Inner table-table join on the key, or on ``foreign_key(value)`` (a foreign-key
         join: ``other`` is keyed by what ``foreign_key`` returns; a
         ``ValueMapperWithKey(fn)`` gets ``fn(key, value)``, Kafka's ``BiFunction`` extractor
-        of KIP-1104)."""
+        of KIP-1104). A foreign-key join's ``partitioner`` / ``other_partitioner`` place its
+        response / subscription records when this / the other table is not partitioned by
+        key hash (``table_joined=TableJoined.with_(p, op)`` is the same)."""
         return self._join_with(other, joiner, "inner", options)
 
     def left_join(self, other: T, joiner: Joiner, **options: Unpack[TableJoinArgs]) -> T:
@@ -122,6 +149,13 @@ class TableOperations(ABC, Generic[T]):
         unknown = set(options) - set(TableJoinArgs.__annotations__)
         removed_keywords("KTable.join", {k: None for k in sorted(unknown)})
         foreign_key, materialized = options.get("foreign_key"), options.get("store")
+        tj = options.get("table_joined") or TableJoined()
+        partitioners = (
+            pick(options.get("partitioner"), tj.partitioner),
+            pick(options.get("other_partitioner"), tj.other_partitioner),
+        )
+        if foreign_key is None and partitioners != (None, None):
+            raise ConfigError("partitioner= is for a foreign-key join (foreign_key=...)")
         return self._join(
             other,
             joiner,
@@ -129,7 +163,8 @@ class TableOperations(ABC, Generic[T]):
             foreign_key,
             materialized,
             options.get("value_serde"),
-            options.get("name"),
+            pick(options.get("name"), tj.name),
+            partitioners,
         )
 
     def outer_join(
@@ -154,6 +189,7 @@ class TableOperations(ABC, Generic[T]):
         materialized: MaterializedLike,
         value_serde: SerdeLike,
         name: str | None = None,
+        partitioners: tuple[StreamPartitioner | None, StreamPartitioner | None] = (None, None),
     ) -> T:
         if not isinstance(other, TableOperations):
             raise ConfigError(f"cannot join a KTable with {type(other).__name__}")
@@ -166,7 +202,15 @@ class TableOperations(ABC, Generic[T]):
             left = kind == "left"
             return self._wrap(
                 foreign_key_join(
-                    self.node, other.node, fk_of, joiner, left, materialized, vser, name
+                    self.node,
+                    other.node,
+                    fk_of,
+                    joiner,
+                    left,
+                    materialized,
+                    vser,
+                    name,
+                    partitioners,
                 )
             )
         return self._wrap(table_join(self.node, other.node, joiner, kind, materialized, vser, name))

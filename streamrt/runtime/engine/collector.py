@@ -31,6 +31,13 @@ class Collector(Protocol):
     @property
     def producer(self) -> ThreadProducer: ...
 
+    @property
+    def checks_range(self) -> bool: ...
+
+    def partitions_for(self, topic: str) -> int:
+        """The topic's partition count (0: unknown), for sinks with a stream partitioner."""
+        ...
+
     def send(
         self,
         topic: str,

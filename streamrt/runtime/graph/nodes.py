@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, Topology
+from streamrt.runtime.graph.topology import REPARTITION_SUFFIX, StreamPartitioner, Topology
 from streamrt.runtime.processor import Processor, ProcessorContext, ValueAndTimestamp
 from streamrt.serde import Serde
 
@@ -127,15 +127,27 @@ class StreamNode:
             self, key_serde=key_serde or self.key_serde, value_serde=value_serde or self.value_serde
         )
 
-    def repartition(self, name: str | None, *, partitions: int | None = None) -> StreamNode:
+    def repartition(
+        self,
+        name: str | None,
+        *,
+        partitions: int | None = None,
+        partitioner: StreamPartitioner | None = None,
+    ) -> StreamNode:
         """Through ``<application.id>-<name>-repartition`` (written, then read back), so the
-        tasks downstream follow the current key."""
+        tasks downstream follow the current key (or ``partitioner``'s choice)."""
         topology = self.topology
         base = (name or topology.new_name("KSTREAM-AGGREGATE-STATE-STORE")) + REPARTITION_SUFFIX
         # as Kafka's repartition: a record with a null key cannot be partitioned by it, dropped
         keyed = topology.add_processor(f"{base}-filter", NullKeyFilter, self.name)
         topology.add_sink(
-            f"{base}-sink", base, self.key_serde, self.value_serde, keyed, internal=True
+            f"{base}-sink",
+            base,
+            self.key_serde,
+            self.value_serde,
+            keyed,
+            internal=True,
+            partitioner=partitioner,
         )
         source = topology.add_source(
             f"{base}-source",

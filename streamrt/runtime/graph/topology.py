@@ -23,6 +23,7 @@ __all__ = (
     "ProcessorNode",
     "SinkNode",
     "SourceNode",
+    "StreamPartitioner",
     "SubTopology",
     "TopicNameExtractor",
     "Topology",
@@ -34,6 +35,9 @@ REPARTITION_SUFFIX = "-repartition"
 
 # (key, value, record_context) -> the topic a sink writes the record to
 TopicNameExtractor = Callable[[Any, Any, Any], str]
+# (topic, key, value, partition count) -> None (default partitioning) or the partitions to
+# send the record to (Kafka's StreamPartitioner.partitions, KIP-837; empty: drop it)
+StreamPartitioner = Callable[[str, Any, Any, int], Any]
 
 
 def internal_topic(application_id: str, name: str) -> str:
@@ -85,6 +89,7 @@ class SinkNode:
     # fn(key, value, record_context) -> topic per record (Kafka's TopicNameExtractor); then
     # ``topic`` only names the sink in describe()
     topic_extractor: TopicNameExtractor | None = None
+    partitioner: StreamPartitioner | None = None  # None: by key (the producer's murmur2)
 
     def __post_init__(self) -> None:  # a registry serde learns its topic (its subject)
         if self.topic_extractor is None:
@@ -201,9 +206,11 @@ class Topology:
         internal: bool = False,
         accepts_changes: bool = False,
         topic_extractor: TopicNameExtractor | None = None,
+        partitioner: StreamPartitioner | None = None,
     ) -> str:
         """A sink writing to ``topic``, or to ``topic_extractor(key, value, record_context)``
-        per record (Kafka's ``TopicNameExtractor``; the topics must exist)."""
+        per record (Kafka's ``TopicNameExtractor``; the topics must exist), in the partitions
+        ``partitioner`` picks (see :mod:`streamrt.runtime.engine.tasks.sink_writer`)."""
         self._add(
             SinkNode(
                 name,
@@ -214,6 +221,7 @@ class Topology:
                 internal,
                 accepts_changes=accepts_changes,
                 topic_extractor=topic_extractor,
+                partitioner=partitioner,
             )
         )
         return name

@@ -3,12 +3,15 @@
 The left table is partitioned by its key, the right table by the foreign key, so they cannot be
 co-located. As in Kafka Streams:
 
-1. left updates send a *subscription* (instruction, hash of the new left value, primary key) to
-   ``<name>-subscription-registration-repartition``, keyed by the foreign key;
+1. left updates send a *subscription* (instruction, hash of the new left value, primary key,
+   and the partition of the left record) to ``<name>-subscription-registration-repartition``,
+   keyed by the foreign key;
 2. next to the right table, a subscription store keyed by (FK, PK) remembers the subscribers; a
    subscription is answered, and every right update is sent to all its subscribers, as a
-   *response* (hash, right value) keyed by the primary key on ``<name>-subscription-response-
-   repartition``;
+   *response* (hash, right value, the subscriber's partition) keyed by the primary key on
+   ``<name>-subscription-response-repartition``, written to that partition
+   (:func:`primary_partition`, Kafka's default: the answer goes back where the left row is,
+   however the left table is partitioned);
 3. next to the left table again, a response is joined with the *current* left value only if the
    hash still matches: a stale answer (the left row changed or moved to another FK since) is
    dropped, so results never go back in time although responses come from different tasks.
@@ -33,6 +36,7 @@ __all__ = (
     "ResponseJoinProcessor",
     "SubscriptionReceiveProcessor",
     "SubscriptionSendProcessor",
+    "primary_partition",
 )
 
 DELETE_KEY_AND_PROPAGATE = 0
@@ -41,6 +45,7 @@ PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = 2
 PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = 3
 
 _U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")  # a partition; -1: unknown (Kafka's null primaryPartition)
 _NO_HASH = b""
 
 
@@ -48,22 +53,31 @@ def value_hash(data: bytes | None) -> bytes:
     return _NO_HASH if data is None else hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _subscription(instruction: int, digest: bytes, pk: bytes) -> bytes:
-    return bytes([instruction, len(digest)]) + digest + pk
+def _subscription(instruction: int, digest: bytes, pk: bytes, partition: int) -> bytes:
+    return bytes([instruction, len(digest)]) + _I32.pack(partition) + digest + pk
 
 
-def _parse_subscription(raw: bytes) -> tuple[int, bytes, bytes]:
+def _parse_subscription(raw: bytes) -> tuple[int, bytes, bytes, int]:
     n = raw[1]
-    return raw[0], raw[2 : 2 + n], raw[2 + n :]
+    return raw[0], raw[6 : 6 + n], raw[6 + n :], _I32.unpack_from(raw, 2)[0]
 
 
-def _response(digest: bytes, value: bytes | None) -> bytes:
-    return bytes([len(digest), 0 if value is None else 1]) + digest + (value or b"")
+def _response(digest: bytes, value: bytes | None, partition: int) -> bytes:
+    head = bytes([len(digest), 0 if value is None else 1]) + _I32.pack(partition)
+    return head + digest + (value or b"")
 
 
 def _parse_response(raw: bytes) -> tuple[bytes, bytes | None]:
     n, has = raw[0], raw[1]
-    return raw[2 : 2 + n], (raw[2 + n :] if has else None)
+    return raw[6 : 6 + n], (raw[6 + n :] if has else None)
+
+
+def primary_partition(topic: str, key: Any, value: Any, count: int) -> set[int] | None:
+    """The response sink's default stream partitioner: the partition of the left record that
+    subscribed (None, the key hash, if unknown)."""
+    del topic, key, count
+    partition: int = _I32.unpack_from(value, 2)[0]
+    return None if partition < 0 else {partition}
 
 
 def _prefix(fk: bytes) -> bytes:
@@ -98,13 +112,15 @@ class SubscriptionSendProcessor(Processor):
         return None if fk is None else self.fk_serde.serialize(fk)
 
     def _send(self, fk: bytes, instruction: int, digest: bytes, pk: bytes) -> None:
-        self.context.forward(fk, _subscription(instruction, digest, pk), to=self.sink)
+        subscription = _subscription(instruction, digest, pk, self.context.partition)
+        self.context.forward(fk, subscription, to=self.sink)
 
     def _propagate_null(self, fk: bytes | None, digest: bytes, pk: bytes) -> None:
         """Ask for an answer even without a right row; for a null FK, answer here (Kafka
         sends it through the subscription topic, answered with no right row)."""
         if fk is None:
-            self.context.forward(pk, _response(digest, None), to=self.local)
+            response = _response(digest, None, self.context.partition)
+            self.context.forward(pk, response, to=self.local)
         else:
             self._send(fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
 
@@ -166,12 +182,12 @@ class SubscriptionReceiveProcessor(Processor):
 
     def process(self, key: Any, value: Any) -> None:
         fk: bytes = key
-        instruction, digest, pk = _parse_subscription(value)
+        instruction, digest, pk, partition = _parse_subscription(value)
         entry = _prefix(fk) + pk
         if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
             self.store.delete(entry)
-        else:
-            self.store.put(entry, digest or b"\x00")
+        else:  # the subscriber's partition, then the hash of its left value
+            self.store.put(entry, _I32.pack(partition) + digest)
         if instruction == DELETE_KEY_NO_PROPAGATE:
             return
         found = self.get_right(self.fk_serde.deserialize(fk))
@@ -180,9 +196,10 @@ class SubscriptionReceiveProcessor(Processor):
         ts = self.context.timestamp
         ts = ts if found is None else max(ts, found.timestamp)
         if instruction == DELETE_KEY_AND_PROPAGATE:
-            self.context.forward(pk, _response(digest, None), timestamp=ts)
+            self.context.forward(pk, _response(digest, None, partition), timestamp=ts)
         elif right is not None or instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            self.context.forward(pk, _response(digest, self._serialize_right(right)), timestamp=ts)
+            answer = _response(digest, self._serialize_right(right), partition)
+            self.context.forward(pk, answer, timestamp=ts)
 
     def _serialize_right(self, right: Any) -> bytes | None:
         return None if right is None else self.right_serde.serialize(right)
@@ -205,11 +222,11 @@ class ForeignTableUpdateProcessor(Processor):
         store = self.context.get_store(self.store_name)
         new = None if change.new is None else self.right_serde.serialize(change.new)
         end = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
-        for entry, digest in list(store.half_open_range(prefix, end)):
+        for entry, subscribed in list(store.half_open_range(prefix, end)):
             if not entry.startswith(prefix):
                 continue
-            pk = entry[len(prefix) :]
-            self.context.forward(pk, _response(b"" if digest == b"\x00" else digest, new))
+            pk, partition = entry[len(prefix) :], _I32.unpack_from(subscribed)[0]
+            self.context.forward(pk, _response(subscribed[4:], new, partition))
 
 
 class ResponseJoinProcessor(Processor):

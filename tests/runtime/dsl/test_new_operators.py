@@ -214,7 +214,7 @@ def test_print_writes_label_key_and_value() -> None:
     s.print(mapper=lambda k, v: f"{k}={v}", file=lines, name="p2")
     with TopologyTestDriver(a) as d:
         d.create_input_topic("in", "str", "str").pipe_input("k", "v")
-    assert lines.getvalue().splitlines() == ["[seen]: k, v", "[p2]: k=v"]
+    assert lines.getvalue().splitlines() == ["[seen]: k, v", "[KSTREAM-SOURCE-0000000000]: k=v"]
 
 
 def test_table_map_values_with_key_maps_updates_and_reads() -> None:

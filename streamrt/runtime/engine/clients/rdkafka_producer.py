@@ -195,6 +195,16 @@ class LibrdkafkaProducer:
         self._reached = {}
         self._error = None
 
+    def partition_count(self, topic: str, timeout_s: float = 5.0) -> int:
+        """``topic``'s partition count from the cluster's metadata (0: no such topic); blocks
+        the thread's loop for one metadata request, as Kafka's ``partitionsFor`` blocks its
+        thread (callers cache the answer), so briefly: a timeout raises, well within a
+        session timeout."""
+        metadata = self._producer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return 0
+        return len(metadata.partitions)
+
     def poll(self) -> None:
         """Serve delivery reports (non-blocking)."""
         self._producer.poll(0)
@@ -251,9 +261,13 @@ class LibrdkafkaProducer:
 class LibrdkafkaCollector:
     """The thread's record collector over a :class:`LibrdkafkaProducer` (see module doc)."""
 
+    #: a partition a stream partitioner names must exist (see engine/tasks/sink_writer)
+    checks_range = True
+
     def __init__(self, producer: LibrdkafkaProducer) -> None:
         self.producer = producer
         self._produce = producer.produce  # bound once: one call per record
+        self._partition_counts: dict[str, int] = {}
         self._exact_zero = producer.zero_timestamps is not None
         self._waiting: deque[
             tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
@@ -274,6 +288,16 @@ class LibrdkafkaCollector:
             or not self._produce(topic, key, value, partition, timestamp_ms, headers)
         ):
             self._waiting.append((topic, key, value, partition, timestamp_ms, headers))
+
+    def partitions_for(self, topic: str) -> int:
+        """The topic's partition count, read once per topic (a sink with a stream partitioner
+        asks for each record); 0 (no such topic) is asked again next time."""
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = self.producer.partition_count(topic)
+            if count > 0:
+                self._partition_counts[topic] = count
+        return count
 
     async def drain(self) -> None:
         """Hand the records that waited (for room, or behind one at timestamp 0) to librdkafka,

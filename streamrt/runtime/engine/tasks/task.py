@@ -16,6 +16,12 @@ from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
 from streamrt.runtime.engine.tasks.partition_group import TimestampOf, head_extractor
 from streamrt.runtime.engine.tasks.schedule import Schedule
+from streamrt.runtime.engine.tasks.sink_writer import (
+    PartitionCounts,
+    SinkPlan,
+    sink_plan,
+)
+from streamrt.runtime.engine.tasks.task_id import TaskId
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
     RecordErrorHandlers,
@@ -28,7 +34,6 @@ from streamrt.runtime.graph.topology import (
     SinkNode,
     SourceNode,
     SubTopology,
-    TopicNameExtractor,
     Topology,
     changelog_topic,
 )
@@ -53,29 +58,12 @@ from streamrt.runtime.timestamps import (
     fail_on_invalid_timestamp,
 )
 from streamrt.runtime.window_stores import StoreView, store_view
-from streamrt.serde import Serde
 from streamrt.state import ROCKS_DB, StateManager, StoreKind
 from streamrt.topic_partition import TopicPartition
 
 __all__ = ("DeserializationError", "RecordCollector", "StreamTask", "TaskId")
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TaskId:
-    """``<subtopology>_<partition>``, as Kafka Streams names tasks."""
-
-    subtopology: int
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.subtopology}_{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> TaskId:
-        sub, _, part = text.partition("_")
-        return cls(int(sub), int(part))
 
 
 class DeserializationError(RecordFailedError):
@@ -205,8 +193,10 @@ class StreamTask:
         timestamp_extractor: TimestampExtractor = fail_on_invalid_timestamp,
         clock: Clock | None = None,
         lock_state: bool = True,
+        partition_counts: PartitionCounts | None = None,
     ) -> None:
         self.task_id = task_id
+        self.partition_counts = partition_counts  # for sinks with a stream partitioner
         self.subtopology = subtopology
         self.topology = topology
         self.application_id = application_id
@@ -214,11 +204,7 @@ class StreamTask:
         self.errors = errors or RecordErrorHandlers(
             deserialization=parse_handler("deserialization_handler", deserialization_handler)
         )
-        self._raw: tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]] = (
-            None,
-            None,
-            (),
-        )
+        self._raw: tuple[bytes | None, bytes | None, Headers] = (None, None, ())
         self.inputs = [TopicPartition(t, task_id.partition) for t in subtopology.source_topics]
         self.state = StateManager(
             str(task_id), state_dir / application_id / str(task_id), lock=lock_state
@@ -242,7 +228,7 @@ class StreamTask:
         self.dropped_records = 0  # Kafka's task sensor ``dropped-records`` (late records, ...)
         self.record = RecordContext(partition=task_id.partition)
         self._processors: dict[str, Processor] = {}
-        self._sinks: dict[str, tuple[str | TopicNameExtractor, Serde[Any], Serde[Any]]] = {}
+        self._sinks: dict[str, SinkPlan] = {}
         self._contexts: dict[str, _NodeContext] = {}
         self._sources = {
             topology.topic_of(n, application_id): n
@@ -309,8 +295,12 @@ class StreamTask:
                     processor.init(ctx)
                     self._processors[name] = processor
                 elif isinstance(node, SinkNode):
-                    topic = self.topology.sink_target(node, self.application_id)
-                    self._sinks[name] = (topic, node.key_serde, node.value_serde)
+                    self._sinks[name] = sink_plan(
+                        self.topology.sink_target(node, self.application_id),
+                        (node.key_serde, node.value_serde),
+                        node.partitioner,
+                        self.partition_counts,
+                    )
         except BaseException:
             self.close()
             raise
@@ -425,20 +415,29 @@ class StreamTask:
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
 
     def _send(self, node_name: str, key: Any, value: Any) -> None:
-        """A sink: serialize and hand the record to the collector."""
-        target, key_serde, value_serde = self._sinks[node_name]
+        """A sink: topic, partitions (sink_writer), bytes (errors: the production handler)."""
+        target, key_serde, value_serde, chooser = self._sinks[node_name]
         record = self.record
-        try:  # a topic extractor's or a serde's error: the production handler decides
+        try:
             topic = target if isinstance(target, str) else target(key, value, record)
+            partitions = None
+            if chooser is not None:
+                partitions = chooser.choose(topic, key, value)
+                if not partitions:  # dropped by the partitioner (logged), not serialized
+                    self.dropped_records += 1
+                    return
             key_bytes = key_serde.serialize(key)
             value_bytes = value_serde.serialize(value)
         except Exception as exc:
             context = self._error_context(Stage.PRODUCTION, node_name)
             self.errors.handle(context, exc, self.collector)  # type: ignore[arg-type]
             return
-        self.collector.send(
-            topic, key_bytes, value_bytes, None, record.timestamp, list(record.headers) or None
-        )
+        headers = list(record.headers) or None
+        if partitions is None:  # no partitioner: the producer's (one check on the hot path)
+            self.collector.send(topic, key_bytes, value_bytes, None, record.timestamp, headers)
+            return
+        for partition in partitions:
+            self.collector.send(topic, key_bytes, value_bytes, partition, record.timestamp, headers)
 
     def punctuate(self, now_ms: int) -> int:
         """Run due wall-clock punctuators at ``now_ms`` (the thread's clock); returns how many

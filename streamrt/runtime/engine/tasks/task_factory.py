@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampGuard
+from streamrt.runtime.engine.collector import Collector
 from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.restore.standby import StandbyTask
 from streamrt.runtime.engine.tasks.metered_task import MeteredTask
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
-from streamrt.runtime.stores import RecordCache, RecordCollector
+from streamrt.runtime.stores import RecordCache
 
 __all__ = ("TaskFactory",)
 
@@ -21,7 +22,7 @@ class TaskFactory:
     """One per thread: its tasks share the thread's collector (producer) and record cache."""
 
     env: ThreadEnv
-    collector: RecordCollector
+    collector: Collector
     cache: RecordCache
 
     def active(self, task_id: TaskId) -> StreamTask:
@@ -42,6 +43,7 @@ class TaskFactory:
             cache=self.cache,
             timestamp_extractor=cfg.timestamp_extractor(),
             clock=self.env.clock,
+            partition_counts=self.collector,
         )
         if guard is not None:
             guard.watch(task.record)

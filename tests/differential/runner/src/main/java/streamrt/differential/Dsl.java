@@ -189,6 +189,9 @@ final class Dsl {
             });
         }
         Produced produced = Produced.with((org.apache.kafka.common.serialization.Serde) Serdes.String(), json);
+        if (n.has("partitioner")) {
+            produced = produced.withStreamPartitioner(Extras.partitioner(text(n, "partitioner")));
+        }
         if (n.has("extractor")) {  // the topics it may name are listed, so they are read
             for (JsonNode t : n.get("topics")) {
                 outputs.add(t.asText());
@@ -203,16 +206,24 @@ final class Dsl {
         switch (op) {
             case "filter": return s.filter(Fns.predicate(text(n, "fn")));
             case "filterNot": return s.filterNot(Fns.predicate(text(n, "fn")));
-            case "mapValues": return s.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "mapValues":
+                return n.has("with_key") ? s.mapValues((org.apache.kafka.streams.kstream.ValueMapperWithKey) Extras.valueMapperWithKey(text(n, "fn")))
+                    : s.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "print": print(n, s); return null;
             case "map": return s.map(Fns.mapper(text(n, "fn")));
             case "selectKey": return s.selectKey(Fns.keySelector(text(n, "fn")));
-            case "flatMapValues": return s.flatMapValues(Fns.flatValues(text(n, "fn")));
+            case "flatMapValues":
+                return n.has("with_key") ? s.flatMapValues((org.apache.kafka.streams.kstream.ValueMapperWithKey) Extras.flatValuesWithKey(text(n, "fn")))
+                    : s.flatMapValues(Fns.flatValues(text(n, "fn")));
             case "flatMap": return s.flatMap(Fns.flatMapper(text(n, "fn")));
             case "merge": return s.merge((KStream<String, Object>) node(text(n, "other")));
             case "peek": return s.peek((k, v) -> { });
             case "repartition":
-                if (n.has("name") || n.has("partitions")) {
+                if (n.has("name") || n.has("partitions") || n.has("partitioner")) {
                     Repartitioned<String, Object> r = Repartitioned.with(Serdes.String(), json);
+                    if (n.has("partitioner")) {
+                        r = r.withStreamPartitioner((org.apache.kafka.streams.processor.StreamPartitioner) Extras.partitioner(text(n, "partitioner")));
+                    }
                     if (n.has("name")) {
                         r = r.withName(text(n, "name"));
                     }
@@ -331,12 +342,41 @@ final class Dsl {
         return j;
     }
 
+    /** print: to the captured System.out (read after each step); label, mapper, name. */
+    private void print(JsonNode n, KStream<String, Object> s) {
+        var printed = Extras.toCapturedOut();
+        if (n.has("label")) {
+            printed = printed.withLabel(text(n, "label"));
+        }
+        if (n.has("mapper")) {
+            printed = printed.withKeyValueMapper(Extras.printMapper(text(n, "mapper")));
+        }
+        if (n.has("name")) {
+            printed = printed.withName(text(n, "name"));
+        }
+        ((KStream<Object, Object>) (KStream) s).print(printed);
+        printing = true;
+    }
+
+    /** Whether a print node writes to the captured System.out (see Oracle.run). */
+    boolean printing;
+
     private Object tableOp(String op, JsonNode n, KTable<Object, Object> t) {
         KTable<String, Object> st = (KTable<String, Object>) (KTable) t;
         switch (op) {
             case "filter": return st.filter(Fns.predicate(text(n, "fn")));
             case "filterNot": return st.filterNot(Fns.predicate(text(n, "fn")));
-            case "mapValues": return st.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "mapValues":
+                return n.has("with_key") ? st.mapValues((org.apache.kafka.streams.kstream.ValueMapperWithKey) Extras.valueMapperWithKey(text(n, "fn")))
+                    : st.mapValues(Fns.valueMapper(text(n, "fn")));
+            case "transformValues": {
+                var supplier = (org.apache.kafka.streams.kstream.ValueTransformerWithKeySupplier) Extras.transformer(text(n, "fn"));
+                if (n.has("store")) {
+                    storeTypes.put(text(n, "store"), "timestampedKeyValue");
+                    return st.transformValues(supplier, Materialized.as(text(n, "store")));
+                }
+                return st.transformValues(supplier);
+            }
             case "toStream":
                 return n.has("fn") ? st.toStream(Fns.keySelector(text(n, "fn"))) : t.toStream();
             case "groupBy":
@@ -369,6 +409,12 @@ final class Dsl {
         var joiner = Fns.joiner(text(n, "joiner"));
         if (n.has("foreign_key")) {
             Function<Object, Object> fk = Fns.foreignKey(text(n, "foreign_key"));
+            if (n.has("partitioners")) {  // TableJoined.with(this table's, the other table's)
+                var tj = org.apache.kafka.streams.kstream.TableJoined.with(
+                    (org.apache.kafka.streams.processor.StreamPartitioner) Extras.partitioner(n.get("partitioners").get(0).asText()),
+                    (org.apache.kafka.streams.processor.StreamPartitioner) Extras.partitioner(n.get("partitioners").get(1).asText()));
+                return op.equals("join") ? t.join(o, fk, joiner, tj) : t.leftJoin(o, fk, joiner, tj);
+            }
             return op.equals("join") ? t.join(o, fk, joiner) : t.leftJoin(o, fk, joiner);
         }
         KTable<String, Object> so = (KTable<String, Object>) (KTable) o;

@@ -145,9 +145,13 @@ public final class Oracle {
                     return;
                 }
                 drain(outputs, name, step);
+                if (dsl.printing) {
+                    drainPrinted(name, step);
+                }
                 step++;
             }
         } finally {
+            Extras.restoreOut();
             try (Stream<Path> walk = Files.walk(stateDir)) {
                 walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
@@ -165,6 +169,17 @@ public final class Oracle {
         }
         String key = s.hasNonNull("key") ? s.get("key").asText() : null;
         topic.pipeInput(key, scalar(s.get("value")), s.get("ts").asLong());
+    }
+
+    /** The lines print nodes wrote during a step, as records of topic "stdout". */
+    private static void drainPrinted(String name, int step) {
+        for (String line : Extras.printedLines()) {
+            ObjectNode o = emit(name, step);
+            o.put("topic", "stdout");
+            o.putNull("key");
+            o.put("value", line);
+            o.put("ts", 0L);
+        }
     }
 
     private static void drain(Map<String, TestOutputTopic<String, byte[]>> outputs, String name, int step)
