@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamrt.admin import access
+from streamrt.admin import access, offsets
 from streamrt.admin.access import AclBinding, ScramCredentialInfo
 from streamrt.admin.cluster import Cluster, check
 from streamrt.admin.connection import UnsupportedVersionError
@@ -366,58 +366,24 @@ class AdminClient:
         return out
 
     async def list_offsets(
-        self, partitions: Iterable[tuple[str, int]], timestamp: int = LATEST
+        self,
+        partitions: Iterable[tuple[str, int]],
+        timestamp: int = LATEST,
+        *,
+        read_committed: bool = False,
     ) -> dict[tuple[str, int], int]:
-        """Offsets at ``timestamp`` (ms, or :data:`LATEST` / :data:`EARLIEST`) from the leaders."""
-        wanted = sorted(set(partitions))
-
-        async def attempt() -> dict[tuple[str, int], int]:
-            described = await self.describe_topics(sorted({t for t, _ in wanted}))
-            leaders: dict[int, list[tuple[str, int]]] = collections.defaultdict(list)
-            for topic, partition in wanted:
-                info = {p.partition: p for p in described[topic].partitions}.get(partition)
-                if info is None:
-                    raise KafkaError(
-                        ErrorCode.unknown_topic_or_partition, f"{topic}-{partition} does not exist"
-                    )
-                leaders[info.leader].append((topic, partition))
-            found = await asyncio.gather(
-                *(self._list_offsets_on(n, tps, timestamp) for n, tps in leaders.items())
-            )
-            return {tp: offset for part in found for tp, offset in part.items()}
-
-        return await self._cluster.retrying("ListOffsets", attempt)
-
-    async def _list_offsets_on(
-        self, node_id: int, partitions: list[tuple[str, int]], timestamp: int
-    ) -> dict[tuple[str, int], int]:
-        by_topic: dict[str, list[int]] = collections.defaultdict(list)
-        for topic, partition in partitions:
-            by_topic[topic].append(partition)
-        conn = await self._cluster.node(node_id)
-        response = await conn.call(
-            ApiKey.LIST_OFFSETS,
-            min_version=1,
-            max_version=9,
-            replica_id=-1,
-            isolation_level=0,
-            topics=[
-                {
-                    "name": t,
-                    "partitions": [
-                        {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
-                        for p in ps
-                    ],
-                }
-                for t, ps in by_topic.items()
-            ],
+        """Offsets at ``timestamp`` (ms, or :data:`LATEST` / :data:`EARLIEST`) from the leaders;
+        ``read_committed``: the log end is the last stable offset."""
+        return await offsets.list_offsets(
+            self._cluster, partitions, timestamp, read_committed=read_committed
         )
-        out: dict[tuple[str, int], int] = {}
-        for t in response.topics:
-            for p in t.partitions:
-                check(p.error_code, f"ListOffsets {t.name}-{p.partition_index}")
-                out[(str(t.name), int(p.partition_index))] = int(p.offset)
-        return out
+
+    async def delete_records(
+        self, before: Mapping[tuple[str, int], int], *, timeout_ms: int = 30_000
+    ) -> offsets.DeletedRecords:
+        """Delete each partition's records before its offset (DeleteRecords): its new log
+        start offset, or its error."""
+        return await offsets.delete_records(self._cluster, before, timeout_ms=timeout_ms)
 
     # -- ACLs and SCRAM users (see streamrt.admin.access) ---------------------------------
 

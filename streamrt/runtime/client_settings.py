@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from streamrt.admin.client import AdminClient
 from streamrt.client_config import ClientConfig
 from streamrt.errors import ConfigError
 
@@ -24,7 +25,7 @@ __all__ = (
     "PRODUCER_DEFAULTS",
     "PRODUCER_KEYS",
     "RESTORE_CONSUMER_DEFAULTS",
-    "admin_kwargs",
+    "admin_client",
     "consumer_kwargs",
     "is_client_key",
     "producer_kwargs",
@@ -105,11 +106,11 @@ CONSUMER_KEYS: dict[str, tuple[str, _Parse]] = {
     "auto.offset.reset": ("auto_offset_reset", _choice("earliest", "latest", "none")),
     "client.rack": ("client_rack", lambda _key, raw: raw),
 }
+# streamrt's admin client reads these two (it asks for metadata per call and keeps its
+# connections until closed, so the other common names have nothing to tune there)
 ADMIN_KEYS: dict[str, tuple[str, _Parse]] = {
     "request.timeout.ms": ("request_timeout_ms", _int),
     "retry.backoff.ms": ("retry_backoff_ms", _int),
-    "metadata.max.age.ms": ("metadata_max_age_ms", _int),
-    "connections.max.idle.ms": ("connections_max_idle_ms", _int),
 }
 # Handled by ClientConfig (security) or by StreamsConfig fields (group timing).
 _SECURITY_PREFIXES = ("ssl.", "sasl.")
@@ -175,10 +176,10 @@ def _tuning(
 def validate(cfg: ClientConfig) -> None:
     """Raise ConfigError now for a client setting a thread would refuse when it starts."""
     _tuning(cfg, "producer", PRODUCER_KEYS, _OWNED["producer"])
-    for role in ("main.consumer", "restore.consumer"):
+    for role in ("main.consumer", "restore.consumer", "global.consumer"):
         _tuning(cfg, role, CONSUMER_KEYS, _OWNED["consumer"])
     _tuning(cfg, "admin", ADMIN_KEYS, ())
-    cfg.validate(("main.consumer", "restore.consumer", "producer", "admin"))
+    cfg.validate(("main.consumer", "restore.consumer", "global.consumer", "producer", "admin"))
 
 
 def producer_kwargs(cfg: ClientConfig, client_id: str) -> dict[str, Any]:
@@ -192,8 +193,10 @@ def producer_kwargs(cfg: ClientConfig, client_id: str) -> dict[str, Any]:
 
 
 def consumer_kwargs(cfg: ClientConfig, role: str, client_id: str) -> dict[str, Any]:
-    """AIOKafkaConsumer kwargs for ``main.consumer`` or ``restore.consumer``."""
-    defaults = RESTORE_CONSUMER_DEFAULTS if role == "restore.consumer" else MAIN_CONSUMER_DEFAULTS
+    """AIOKafkaConsumer kwargs for ``main.consumer``, ``restore.consumer`` or
+    ``global.consumer`` (which reads whole topics as a restore does: the restore defaults)."""
+    whole_topics = role in ("restore.consumer", "global.consumer")
+    defaults = RESTORE_CONSUMER_DEFAULTS if whole_topics else MAIN_CONSUMER_DEFAULTS
     out: dict[str, Any] = dict(defaults)
     out.update(_tuning(cfg, role, CONSUMER_KEYS, _OWNED["consumer"]))
     out.update(cfg.aiokafka_consumer_kwargs(role))
@@ -202,9 +205,19 @@ def consumer_kwargs(cfg: ClientConfig, role: str, client_id: str) -> dict[str, A
     return out
 
 
-def admin_kwargs(cfg: ClientConfig, client_id: str) -> dict[str, Any]:
-    """AIOKafkaAdminClient kwargs (internal topic creation, source topic checks)."""
-    out = _tuning(cfg, "admin", ADMIN_KEYS, ())
-    out.update(cfg.aiokafka_admin_kwargs())
-    out["client_id"] = client_id
-    return out
+def admin_client(
+    cfg: ClientConfig, client_id: str, bootstrap_servers: str | None = None
+) -> AdminClient:
+    """streamrt's admin client (internal topics, source topic checks, repartition purges) with
+    the ``admin.``/bare settings and the admin role's security, as Kafka Streams' admin client."""
+    tuning = _tuning(cfg, "admin", ADMIN_KEYS, ())
+    bootstrap = bootstrap_servers or cfg.for_role("admin").get("bootstrap.servers")
+    if not bootstrap:
+        raise ConfigError("bootstrap.servers is not set")
+    return AdminClient(
+        bootstrap,
+        client_id=client_id,
+        request_timeout=tuning.get("request_timeout_ms", 30_000) / 1000,
+        retry_backoff=tuning.get("retry_backoff_ms", 100) / 1000,
+        config=cfg,
+    )

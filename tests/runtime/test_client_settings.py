@@ -1,6 +1,7 @@
 """Kafka client settings reach the stream thread's clients, as in Kafka Streams: bare names for
-every client, ``producer.``/``consumer.``/``main.consumer.``/``restore.consumer.`` prefixes for
-one; the runtime's defaults otherwise; settings the commit protocol owns are refused."""
+every client, ``producer.``/``consumer.``/``main.consumer.``/``restore.consumer.``/
+``global.consumer.`` prefixes for one; the runtime's defaults otherwise; settings the commit
+protocol owns are refused."""
 
 from __future__ import annotations
 
@@ -115,6 +116,9 @@ def test_security_keys_are_accepted_and_hidden() -> None:
         ("linger.ms", "soon", "linger.ms must be an integer"),
         ("security.protocol", "SASL_FOO", "security.protocol"),
         ("lingr.ms", "5", "unknown config key"),
+        # the global-table consumer's own settings are checked as the others are
+        ("global.consumer.max.poll.records", "many", "max.poll.records must be an integer"),
+        ("global.consumer.group.id", "other", "set by the runtime"),
     ],
 )
 def test_bad_client_settings_are_refused_at_start(key: str, value: str, message: str) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KPTP
 
+from streamrt.admin.client import AdminClient
+from streamrt.admin.models import NewTopic
 from streamrt.runtime.engine.clients.purge import purge_repartition_records
+from streamrt.topic_partition import TopicPartition
 from tests.apache_kafka.support import BrokerEndpoint
 
 
@@ -17,8 +18,7 @@ def test_purge_deletes_records_before_the_committed_offsets(any_broker: BrokerEn
     topic = "app-agg-repartition"
 
     async def scenario() -> dict[TopicPartition, int]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=any_broker.bootstrap)
-        await admin.start()
+        admin = AdminClient(any_broker.bootstrap)
         try:
             await admin.create_topics([NewTopic(topic, 2, 1)])
             producer = KafkaProducer(bootstrap_servers=any_broker.bootstrap)
@@ -40,8 +40,7 @@ def test_purge_deletes_records_before_the_committed_offsets(any_broker: BrokerEn
 
 def test_a_failed_purge_is_not_raised(any_broker: BrokerEndpoint) -> None:
     async def scenario() -> dict[TopicPartition, int]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=any_broker.bootstrap)
-        await admin.start()
+        admin = AdminClient(any_broker.bootstrap)
         try:
             return await purge_repartition_records(admin, {TopicPartition("missing", 0): 10})
         finally:

@@ -84,3 +84,35 @@ def test_word_count_over_sasl_ssl(
     assert any("[hidden]" in repr(r.__dict__) for r in caplog.records)  # the start log
     assert events and all(secret not in repr(e) for e in events)
     assert secret not in repr(app.config)
+
+
+def test_a_global_table_restores_over_sasl_ssl(secure_broker, pki: Pki, tmp_path: Path) -> None:
+    """The global thread's consumer and admin client get the app's security settings as the
+    stream threads' clients do (its aiokafka consumer once connected in plaintext and the
+    start failed)."""
+    plain = address(secure_broker, "PLAINTEXT")
+    table, lines, sink = "sec-glob-table", "sec-glob-lines", "sec-glob-out"
+    for topic in (table, lines, sink):
+        create_topic(plain, topic, 2)
+    produce(plain, table, [(b"fr", b"France"), (b"de", b"Germany")], partitions=[0, 1])
+    app = App(
+        {
+            "application.id": "sec-glob",
+            "bootstrap.servers": address(secure_broker, "SASL_SSL"),
+            "state.dir": str(tmp_path),
+            "ssl.endpoint.identification.algorithm": "",
+            **_security(pki),
+        }
+    )
+    countries = app.global_table(table, store="countries", key_serde="str", value_serde="str")
+    app.stream(lines, key_serde="str", value_serde="str").join(
+        countries, lambda cc, name: f"{cc}={name}", key_mapper=lambda _k, cc: cc
+    ).to(sink, key_serde="str", value_serde="str")
+    app.start()
+    try:
+        assert [app.query_local("countries", c) for c in ("fr", "de")] == ["France", "Germany"]
+        produce(plain, table, [(b"it", b"Italy")], partitions=[0])
+        wait_until(lambda: app.query_local("countries", "it") == "Italy", what="global update")
+    finally:
+        app.stop()
+    assert app.fatal_error is None

@@ -25,6 +25,7 @@ from streamrt.errors import ConfigError, StreamrtError
 from streamrt.logs import fields, log_format
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.dsl import StreamsBuilder
+from streamrt.runtime.engine.thread.global_thread import GlobalStreamThread
 from streamrt.runtime.engine.thread.thread import FatalThreadError, ThreadEnv
 from streamrt.runtime.env_config import read_env
 from streamrt.runtime.exception_handlers import ErrorStats
@@ -49,7 +50,6 @@ from streamrt.runtime.instance.store_reads import StoreRead
 from streamrt.runtime.instance.supervisor import RestartBackoff, Supervisor, SupervisorHooks
 from streamrt.runtime.instance.thread_handle import ThreadHandle
 from streamrt.runtime.instance.threads import ChildThreads, LocalThreads, Threads
-from streamrt.runtime.processors.global_thread import GlobalStreamThread
 
 __all__ = ("App", "AppError", "Health", "Service", "StateListener", "StoreNotReadyError")
 
@@ -328,7 +328,7 @@ class App:
         if not specs:
             return
         self._global_thread = GlobalStreamThread(
-            config.bootstrap_servers, f"{config.application_id}-{self.instance_id}", specs
+            config, f"{config.application_id}-{self.instance_id}", specs
         )
         try:
             self._global_thread.start()

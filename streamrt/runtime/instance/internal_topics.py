@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-from streamrt.errors import ConfigError
+from streamrt.admin.client import AdminClient
+from streamrt.admin.models import NewTopic
+from streamrt.client_config import ClientConfig
+from streamrt.errors import ConfigError, ErrorCode, KafkaError
 from streamrt.logs import fields
-from streamrt.replication import resolve_replication_factor
 from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.clients.bootstrap import retry_retriable, started_admin
@@ -30,45 +29,48 @@ __all__ = ("changelog_config", "ensure_internal_topics", "ensure_internal_topics
 
 logger = logging.getLogger(__name__)
 
-TOPIC_ALREADY_EXISTS = 36
+
+async def _partition_counts(admin: AdminClient, topics: list[str]) -> dict[str, int]:
+    """Partition counts of those ``topics`` that exist (all topics are listed: a metadata
+    request naming a missing topic could auto-create it with the broker's default count)."""
+    listed = await admin.list_topics()
+    return {t: len(listed[t].partitions) for t in topics if t in listed and listed[t].partitions}
 
 
-async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
-    """Partition counts of those ``topics`` that exist (listed first: a metadata request for
-    a missing topic could auto-create it with the broker's default partition count)."""
-    present = set(await admin.list_topics()) & set(topics)
-    if not present:
-        return {}
-    counts: dict[str, int] = {}
-    for t in await admin.describe_topics(sorted(present)):
-        if t.get("error_code", 0) == 0 and t["partitions"]:
-            counts[t["topic"]] = len(t["partitions"])
-    return counts
-
-
-def _raise_create_errors(response: Any) -> None:
+def _raise_create_errors(results: Mapping[str, KafkaError | None]) -> None:
     """CreateTopics answers per topic; an already existing topic (another instance made it
     first) is fine, any other error is the app's to report."""
-    for topic in response.topic_errors:
-        name, code = topic[0], topic[1]
-        if code not in (0, TOPIC_ALREADY_EXISTS):
-            message = topic[2] if len(topic) > 2 else None
-            raise ConfigError(f"could not create internal topic {name}: error {code} {message}")
+    for name, error in results.items():
+        if error is not None and error.code != ErrorCode.topic_already_exists:
+            raise ConfigError(
+                f"could not create internal topic {name}: error {int(error.code)} {error}"
+            )
 
 
-async def _wait_until_led(
-    admin: AIOKafkaAdminClient, topics: Mapping[str, int], wait_s: float
-) -> None:
+async def _led(admin: AdminClient, topics: Mapping[str, int]) -> set[str]:
+    """Those of ``topics`` whose partitions all have a leader (a topic the metadata does not
+    show whole yet is not)."""
+    try:
+        described = await admin.describe_topics(sorted(topics))
+    except KafkaError as exc:  # e.g. LEADER_NOT_AVAILABLE for a topic just created
+        logger.debug("internal topics not led yet", extra=fields(error=str(exc)))
+        return set()
+    return {
+        name
+        for name, t in described.items()
+        if len([p for p in t.partitions if p.leader >= 0]) >= topics.get(name, 0)
+    }
+
+
+async def _wait_until_led(admin: AdminClient, topics: Mapping[str, int], wait_s: float) -> None:
     """Wait until every partition of the new ``topics`` has a leader, as Kafka Streams'
     InternalTopicManager does: a CreateTopics answer does not mean the partitions are led
     yet, and an assignment computed from metadata without them has no tasks for them."""
     deadline = asyncio.get_running_loop().time() + wait_s
     pending = dict(topics)
     while True:
-        for t in await admin.describe_topics(sorted(pending)):
-            led = [p for p in t.get("partitions") or () if p.get("leader", -1) >= 0]
-            if t.get("error_code", 0) == 0 and len(led) >= pending.get(t["topic"], 0):
-                pending.pop(t["topic"], None)
+        for name in await _led(admin, pending):
+            pending.pop(name, None)
         if not pending:
             return
         if asyncio.get_running_loop().time() > deadline:
@@ -111,9 +113,7 @@ async def ensure_internal_topics_for(config: StreamsConfig, topology: Topology) 
             config.application_id,
             topology,
             topology.subtopologies(config.application_id),
-            admin_kwargs=client_settings.admin_kwargs(
-                config.client_config(), f"{config.application_id}-admin"
-            ),
+            client_config=config.client_config(),
             window_additional_retention_ms=config.windowstore_changelog_additional_retention_ms,
             replication_factor=config.replication_factor,
         ),
@@ -128,25 +128,20 @@ async def ensure_internal_topics(
     subtopologies: list[SubTopology],
     *,
     wait_s: float = 30.0,
-    admin_kwargs: Mapping[str, Any] | None = None,
+    client_config: ClientConfig | None = None,
     window_additional_retention_ms: int = 86_400_000,
     replication_factor: int = -1,
 ) -> dict[str, int]:
     """Create missing repartition and changelog topics; returns every topic's partition count.
 
-    ``admin_kwargs``: extra AIOKafkaAdminClient arguments (security, timeouts).
+    ``client_config``: the app's client settings (the admin client's security, timeouts).
     ``replication_factor``: of the topics created (``replication.factor``; -1: the brokers'
-    ``default.replication.factor``, as Kafka Streams).
+    ``default.replication.factor``, as Kafka Streams: CreateTopics v4+ asks for it, KIP-464).
     """
-    extra = dict(admin_kwargs or {})
+    cfg = client_config or ClientConfig({})
+    client_id = f"{application_id}-admin"
     admin = await started_admin(
-        lambda: AIOKafkaAdminClient(
-            **{
-                **extra,
-                "bootstrap_servers": bootstrap_servers,
-                "client_id": f"{application_id}-admin",
-            }
-        )
+        lambda: client_settings.admin_client(cfg, client_id, bootstrap_servers)
     )
     try:
         repartition = set(topology.repartition_topics(application_id))
@@ -156,8 +151,8 @@ async def ensure_internal_topics(
             bootstrap_servers,
             external,
             wait_s=wait_s,
-            client_id=f"{application_id}-admin",
-            admin_kwargs=extra,
+            client_id=client_id,
+            client_config=cfg,
         )
         counts = await _partition_counts(admin, external)
         wanted = _wanted_topics(
@@ -207,7 +202,7 @@ def _wanted_topics(
 
 
 async def _create(
-    admin: AIOKafkaAdminClient,
+    admin: AdminClient,
     missing: _Wanted,
     replication_factor: int,
     wait_s: float,
@@ -216,10 +211,8 @@ async def _create(
     """Create the ``missing`` topics and wait until each partition has a leader."""
     if not missing:
         return
-    replicas = await resolve_replication_factor(admin, replication_factor)
-    new = [NewTopic(name, n, replicas, topic_configs=cfg) for name, (n, cfg) in missing.items()]
-    response = await admin.create_topics(new)
-    _raise_create_errors(response)
+    new = [NewTopic(name, n, replication_factor, cfg) for name, (n, cfg) in missing.items()]
+    _raise_create_errors(await admin.create_topics(new))
     logger.info(
         "created internal topics",
         extra=fields(topics=[t.name for t in new], application_id=application_id),

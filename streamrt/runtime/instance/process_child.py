@@ -23,11 +23,11 @@ from typing import Any
 from streamrt.clock import SystemClock
 from streamrt.errors import ConfigError
 from streamrt.logs import configure_logging, fields
+from streamrt.runtime.engine.thread.global_thread import GlobalStreamThread
 from streamrt.runtime.engine.thread.thread import FatalThreadError, StreamThread, ThreadEnv
 from streamrt.runtime.instance.process_thread import STATUS_INTERVAL_S, load_app_object
 from streamrt.runtime.instance.store_reads import StoreRead, read_on_thread
 from streamrt.runtime.instance.supervisor import failure_key
-from streamrt.runtime.processors.global_thread import GlobalStreamThread
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class _Child:
         specs = list(app.topology.global_tables.values())
         if specs:
             self.global_thread = GlobalStreamThread(
-                config.bootstrap_servers,
+                config,
                 f"{config.application_id}-{init['instance_id']}-{init['index']}",
                 specs,
             )

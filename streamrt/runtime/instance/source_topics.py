@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from aiokafka.admin import AIOKafkaAdminClient
-
+from streamrt.client_config import ClientConfig
 from streamrt.errors import ConfigError
 from streamrt.logs import fields
+from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.bootstrap import started_admin
 
 __all__ = (
@@ -57,23 +56,18 @@ async def missing_source_topics(
     topics: Iterable[str],
     *,
     client_id: str = "streamrt-source-check",
-    admin_kwargs: Mapping[str, Any] | None = None,
+    client_config: ClientConfig | None = None,
 ) -> list[str]:
     """Those of ``topics`` that do not exist on the cluster, sorted.
 
-    ``admin_kwargs``: extra AIOKafkaAdminClient arguments (security, timeouts).
+    ``client_config``: the app's client settings (the admin client's security, timeouts).
     """
     wanted = set(topics)
     if not wanted:
         return []
+    cfg = client_config or ClientConfig({})
     admin = await started_admin(
-        lambda: AIOKafkaAdminClient(
-            **{
-                **(admin_kwargs or {}),
-                "bootstrap_servers": bootstrap_servers,
-                "client_id": client_id,
-            }
-        )
+        lambda: client_settings.admin_client(cfg, client_id, bootstrap_servers)
     )
     try:
         return sorted(wanted - set(await admin.list_topics()))
@@ -88,7 +82,7 @@ async def wait_for_source_topics(
     wait_s: float = 30.0,
     poll_s: float = 0.5,
     client_id: str = "streamrt-source-check",
-    admin_kwargs: Mapping[str, Any] | None = None,
+    client_config: ClientConfig | None = None,
 ) -> None:
     """Return once every topic exists; log the missing ones at once, raise after ``wait_s``.
 
@@ -100,7 +94,7 @@ async def wait_for_source_topics(
     announced: list[str] = []
     while True:
         missing = await missing_source_topics(
-            bootstrap_servers, wanted, client_id=client_id, admin_kwargs=admin_kwargs
+            bootstrap_servers, wanted, client_id=client_id, client_config=client_config
         )
         if not missing:
             if announced:

@@ -16,9 +16,10 @@ from typing import Any
 
 import confluent_kafka
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.errors import NodeNotReadyError
+from aiokafka import AIOKafkaProducer
 
+from streamrt.admin.client import AdminClient
+from streamrt.admin.connection import AdminConnectionError
 from streamrt.runtime import App
 from streamrt.runtime import client_settings as cs
 from streamrt.runtime.config import StreamsConfig
@@ -56,9 +57,8 @@ def restore_consumer(
 
 
 def offsets_consumer(bootstrap: str, read_committed: bool = False) -> OffsetsConsumer:
-    """The thread's offsets consumer (aiokafka's, in the runtime's TopicPartition)."""
-    level = "read_committed" if read_committed else "read_uncommitted"
-    return OffsetsConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=level))
+    """The thread's offsets consumer (streamrt's admin client, the runtime's TopicPartition)."""
+    return OffsetsConsumer(AdminClient(bootstrap), read_committed)
 
 
 def task_state(tmp_path: Path, task_id: str, changelog: TopicPartition) -> StateManager:
@@ -84,7 +84,7 @@ async def restore_all(restorer: ChangelogRestorer, timeout_s: float = 30.0) -> N
 async def started(
     kind: str, bootstrap: str, read_committed: bool = False, **settings: str
 ) -> AsyncIterator[tuple[RestoreConsumer, OffsetsConsumer]]:
-    """A started restore consumer of ``kind`` and the aiokafka offsets consumer."""
+    """A started restore consumer of ``kind`` and the offsets consumer (the admin client)."""
     consumer = restore_consumer(kind, bootstrap, read_committed, **settings)
     offsets = offsets_consumer(bootstrap, read_committed)
     await consumer.start()
@@ -358,9 +358,9 @@ def test_restore_settings_reach_librdkafka_and_exactly_once_reads_committed() ->
 
 
 class _LeaderDownFor:
-    """The offsets consumer's answers while a changelog's leader is down: ``NodeNotReadyError``
-    for the first ``failures`` calls (what aiokafka raised on a 3-broker Apache Kafka while
-    one broker restarted), then the real consumer's answer."""
+    """The offsets consumer's answers while a changelog's leader is down: a refused connection
+    for the first ``failures`` calls (on a 3-broker Apache Kafka while one broker restarted),
+    then the real consumer's answer."""
 
     def __init__(self, offsets: OffsetsConsumer, failures: int) -> None:
         self.offsets = offsets
@@ -370,7 +370,7 @@ class _LeaderDownFor:
     async def end_offsets(self, partitions: list[Any]) -> dict[Any, int]:
         self.calls += 1
         if self.calls <= self.failures:
-            raise NodeNotReadyError("Attempt to send a request to node which is not ready")
+            raise AdminConnectionError("cannot connect to 127.0.0.1:1: Connection refused")
         ends: dict[Any, int] = await self.offsets.end_offsets(partitions)
         return ends
 

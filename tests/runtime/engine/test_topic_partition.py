@@ -10,9 +10,9 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as AiokafkaTP
 
+from streamrt.admin.client import AdminClient
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.clients.end_offsets import OffsetsConsumer
 from streamrt.runtime.engine.clients.rdkafka_consumer import (
@@ -79,7 +79,7 @@ def test_the_stream_threads_clients_hand_the_engine_its_own_type(broker) -> None
         main = LibrdkafkaConsumer(config, max_records)
         config, max_records = librdkafka_restore_config(clients, "tp-restore", "tp", False)
         restore = LibrdkafkaRestoreConsumer(config, max_records)
-        offsets = OffsetsConsumer(AIOKafkaConsumer(bootstrap_servers=bootstrap))
+        offsets = OffsetsConsumer(AdminClient(bootstrap))
         for client in (main, restore, offsets):
             await client.start()
         try:

@@ -10,10 +10,10 @@ The offsets consumer only lists changelog end offsets and never fetches. A broke
 request per connection at a time, in order, so a ListOffsets sent on the restore consumer's
 connection waits behind the standbys' long-poll Fetch (up to ``fetch.max.wait.ms``, 500 ms, when
 their changelogs are idle, as they are once the active owner is gone): the restore check of a
-promoted standby, and the ends refresh before each join, waited for it. It stays aiokafka's:
-one ListOffsets for all of a task's changelogs (librdkafka's ``get_watermark_offsets`` asks per
-partition), the last stable offset under read_committed (docs/architecture.md, "Kafka
-clients").
+promoted standby, and the ends refresh before each join, waited for it. It is streamrt's
+admin client (as Kafka Streams' changelog reader lists offsets with its admin client): one
+ListOffsets per leader for all of a task's changelogs (librdkafka's ``get_watermark_offsets``
+asks per partition), the last stable offset under read_committed.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import AIOKafkaProducer
 
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
@@ -165,17 +163,11 @@ class ClientFactory:
         return LibrdkafkaRestoreConsumer(config, max_records)
 
     def offsets_consumer(self) -> OffsetsConsumer:
-        """Lists end offsets only: the restore consumer's settings, on its own connection."""
-        kwargs = client_settings.consumer_kwargs(
-            self.env.config.client_config(), "restore.consumer", f"{self.client_id}-offsets"
-        )
-        return OffsetsConsumer(AIOKafkaConsumer(**self._isolation(kwargs)))
-
-    def _isolation(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Under exactly_once_v2 every consumer reads committed data only (Kafka Streams too)."""
-        if self.transactional_id is not None:
-            kwargs["isolation_level"] = "read_committed"
-        return kwargs
+        """Lists end offsets only, with the consumers' isolation level: streamrt's admin client
+        (as Kafka Streams' changelog reader asks its admin client), on its own connections."""
+        cfg = self.env.config
+        admin = client_settings.admin_client(cfg.client_config(), f"{self.client_id}-offsets")
+        return OffsetsConsumer(admin, read_committed=self.transactional_id is not None)
 
     def purger(self) -> RepartitionPurger | None:
         """Deletes consumed repartition records after commits (None: no repartition topic)."""
@@ -183,10 +175,11 @@ class ClientFactory:
         topics = self.env.topology.repartition_topics(cfg.application_id)
         if not topics:
             return None
-        kwargs = client_settings.admin_kwargs(cfg.client_config(), f"{self.client_id}-purge")
+        client_config, client_id = cfg.client_config(), f"{self.client_id}-purge"
+        client_settings.admin_client(client_config, client_id)  # its settings checked now
         return RepartitionPurger(
             topics,
-            lambda: AIOKafkaAdminClient(**kwargs),
+            lambda: client_settings.admin_client(client_config, client_id),
             self.env.clock,
             cfg.repartition_purge_interval_ms,
         )

@@ -1,12 +1,15 @@
 """Listing changelog end offsets through a broker fault.
 
-The restore check and the standbys list changelog ends with a group-less aiokafka consumer
-(``ThreadClients.offsets_consumer``), whose ``end_offsets`` fails at once when a partition's
-leader is down or moving (``NodeNotReadyError``, ``LeaderNotAvailableError``, a refused
-connection). Kafka's consumer retries such ListOffsets errors until ``default.api.timeout.ms``
-(60 s); without the same patience, a restore check that ran while one broker of a cluster was
-being restarted killed its stream thread, and with it the instance (seen on a 3-broker Apache
-Kafka in the bounce test).
+The restore check and the standbys list changelog ends with streamrt's admin client
+(``ThreadClients.offsets_consumer``): one ListOffsets per leader for all the partitions asked,
+with the isolation level of the thread's consumers (the last stable offset under
+exactly_once_v2; librdkafka's ``get_watermark_offsets`` asks per partition), on connections of
+its own that no long-poll Fetch holds. A call can fail when a partition's leader is down or
+moving (a refused connection, LEADER_NOT_AVAILABLE past the admin client's own retries).
+Kafka's consumer retries such ListOffsets errors until ``default.api.timeout.ms`` (60 s);
+without the same patience, a restore check that ran while one broker of a cluster was being
+restarted killed its stream thread, and with it the instance (seen on a 3-broker Apache Kafka
+in the bounce test, then with aiokafka's ``NodeNotReadyError``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import asyncio
 import logging
 import time
 
-from aiokafka import AIOKafkaConsumer
-from aiokafka.errors import KafkaError as AiokafkaError
-from aiokafka.structs import TopicPartition as AiokafkaTP
-
+from streamrt.admin.client import LATEST, AdminClient
+from streamrt.admin.connection import AdminConnectionError
+from streamrt.errors import KafkaError
 from streamrt.logs import fields
+from streamrt.runtime.engine.clients.bootstrap import is_retriable
 from streamrt.runtime.engine.restore_consumer import EndOffsets
 from streamrt.topic_partition import TopicPartition
 
@@ -43,8 +46,8 @@ async def end_offsets_through_faults(
     while True:
         try:
             return await source.end_offsets(partitions)
-        except AiokafkaError as exc:
-            if not exc.retriable or time.monotonic() + delay > deadline:
+        except (AdminConnectionError, KafkaError) as exc:
+            if not is_retriable(exc) or time.monotonic() + delay > deadline:
                 raise
             logger.info(
                 "listing changelog ends failed, retrying",
@@ -55,20 +58,25 @@ async def end_offsets_through_faults(
 
 
 class OffsetsConsumer:
-    """The thread's offsets consumer (``ThreadClients.offsets_consumer``): aiokafka's
-    ``end_offsets`` in the runtime's :class:`~streamrt.topic_partition.TopicPartition`, so
-    aiokafka's own type stays in this room."""
+    """The thread's offsets consumer (``ThreadClients.offsets_consumer``): end offsets only,
+    through streamrt's admin client, in the runtime's
+    :class:`~streamrt.topic_partition.TopicPartition`."""
 
-    def __init__(self, consumer: AIOKafkaConsumer) -> None:
-        self._consumer = consumer
+    def __init__(self, admin: AdminClient, read_committed: bool = False) -> None:
+        self._admin = admin
+        self._read_committed = read_committed
 
     async def start(self) -> None:
-        await self._consumer.start()
+        """Read the cluster's metadata (a missing broker raises, for ``retry_bootstrap``)."""
+        await self._admin.__aenter__()
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        await self._admin.close()
 
     async def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        asked = [AiokafkaTP(tp.topic, tp.partition) for tp in partitions]
-        ends = await self._consumer.end_offsets(asked)
-        return {TopicPartition(tp.topic, tp.partition): int(end) for tp, end in ends.items()}
+        ends = await self._admin.list_offsets(
+            [(tp.topic, tp.partition) for tp in partitions],
+            LATEST,
+            read_committed=self._read_committed,
+        )
+        return {TopicPartition(topic, partition): end for (topic, partition), end in ends.items()}

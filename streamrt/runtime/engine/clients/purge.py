@@ -12,11 +12,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.admin.records_to_delete import RecordsToDelete
-from aiokafka.structs import TopicPartition
-
+from streamrt.admin.client import AdminClient
 from streamrt.clock import Clock
+from streamrt.topic_partition import TopicPartition
 
 __all__ = ("RepartitionPurger", "purge_repartition_records")
 
@@ -24,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 async def purge_repartition_records(
-    admin: AIOKafkaAdminClient,
+    admin: AdminClient,
     committed: Mapping[TopicPartition, int],
     *,
     timeout_ms: int = 30_000,
@@ -36,19 +34,23 @@ async def purge_repartition_records(
     logged and not raised: purging is housekeeping and retried after the next commit, as in
     Kafka Streams.
     """
-    wanted = {tp: RecordsToDelete(offset) for tp, offset in committed.items() if offset > 0}
+    wanted = {(tp.topic, tp.partition): offset for tp, offset in committed.items() if offset > 0}
     if not wanted:
         return {}
     try:
-        deleted: dict[TopicPartition, int] = await admin.delete_records(
-            wanted, timeout_ms=timeout_ms
-        )
-        return deleted
+        deleted = await admin.delete_records(wanted, timeout_ms=timeout_ms)
     except Exception as exc:
         logger.warning(
             "purging repartition records failed; will retry after the next commit: %s", exc
         )
         return {}
+    out: dict[TopicPartition, int] = {}
+    for (topic, partition), low in deleted.items():
+        if isinstance(low, int):
+            out[TopicPartition(topic, partition)] = low
+        else:
+            logger.warning("purging %s-%d failed; retried later: %s", topic, partition, low)
+    return out
 
 
 class RepartitionPurger:
@@ -60,7 +62,7 @@ class RepartitionPurger:
     def __init__(
         self,
         repartition_topics: Iterable[str],
-        make_admin: Callable[[], AIOKafkaAdminClient],
+        make_admin: Callable[[], AdminClient],
         clock: Clock,
         interval_ms: int = 30_000,
     ) -> None:
@@ -69,7 +71,7 @@ class RepartitionPurger:
         self._clock = clock
         self._interval_ms = interval_ms
         self._next_ms = clock.now_ms() + interval_ms
-        self._admin: AIOKafkaAdminClient | None = None
+        self._admin: AdminClient | None = None
         self._task: asyncio.Task[None] | None = None
         self.purged: dict[TopicPartition, int] = {}  # last log start offset per partition
 
@@ -89,7 +91,6 @@ class RepartitionPurger:
     async def _purge(self, wanted: dict[TopicPartition, int]) -> None:
         if self._admin is None:
             self._admin = self._make_admin()
-            await self._admin.start()
         self.purged.update(await purge_repartition_records(self._admin, wanted))
 
     async def close(self) -> None:

@@ -52,12 +52,17 @@ _QUEUE_BACKOFF_MS = 10
 
 
 def librdkafka_restore_config(
-    cfg: ClientConfig, client_id: str, group_id: str, read_committed: bool
+    cfg: ClientConfig,
+    client_id: str,
+    group_id: str,
+    read_committed: bool,
+    role: str = "restore.consumer",
 ) -> tuple[dict[str, Any], int]:
     """The restore consumer's librdkafka config (``restore.consumer.`` settings, the large
-    fetch defaults, security) and records per fetch."""
+    fetch defaults, security) and records per fetch; ``role="global.consumer"`` for the
+    global thread's, which reads whole topics the same way."""
     config, max_records = librdkafka_consumer_config(
-        cfg, client_id, group_id, read_committed, role="restore.consumer"
+        cfg, client_id, group_id, read_committed, role=role
     )
     config["enable.partition.eof"] = True  # how a position passes trailing markers
     # Once librdkafka has queued queued.max.messages.kbytes (64 MiB) it stops fetching for
