@@ -11,6 +11,7 @@ partition its key's input came from.
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,6 +31,10 @@ __all__ = (
 _LONG = struct.Struct(">q")
 _TWO_LONGS = struct.Struct(">qq")
 _MAX_LONG = 2**63 - 1
+
+# murmur2 is pure Python (~7 us for a short key); a windowed result's key repeats with every
+# update of its windows, so hashes are remembered per inner key (bytes hash in C)
+_murmur2 = functools.lru_cache(maxsize=16_384)(murmur2)
 
 
 @runtime_checkable
@@ -128,7 +133,7 @@ class WindowedStreamPartitioner:
         if key is None:  # no key to hash: the producer's partitioner
             return None
         data = self.serializer.serialize_base_key(key)
-        return {(murmur2(data) & 0x7FFFFFFF) % num_partitions}
+        return {(_murmur2(data) & 0x7FFFFFFF) % num_partitions}
 
 
 def windowed_partitioner(key_serde: Any) -> WindowedStreamPartitioner | None:

@@ -16,7 +16,16 @@ import pytest
 from aiokafka.partitioner import DefaultPartitioner
 from confluent_kafka import Producer
 
-from streamrt.runtime import App, SessionWindows, TimeWindows, Windowed
+from streamrt.runtime import (
+    App,
+    SessionWindowedSerde,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindowedSerde,
+    TimeWindows,
+    Windowed,
+)
+from streamrt.serde import StrSerde
 from tests.kafka_helpers import create_topic, read_all, wait_until
 
 PARTITIONS = 4
@@ -131,3 +140,63 @@ def test_windowed_results_carry_kafkas_bytes_in_the_inner_keys_partition(
     finally:
         app.stop()
     assert app.fatal_error is None
+
+
+# -- the serdes alone: Kafka's documented layouts, byte for byte ---------------------------
+
+
+def test_time_windowed_serde_writes_inner_key_and_start_and_reads_end_from_the_size() -> None:
+    serde = TimeWindowedSerde(StrSerde(), 5_000)
+    data = serde.serialize(Windowed("k1", 10_000, 15_000))
+    assert data == b"k1" + (10_000).to_bytes(8, "big")
+    assert serde.deserialize(data) == Windowed("k1", 10_000, 15_000)
+    # the end is rebuilt from the size given, not read: another size, another end
+    assert TimeWindowedSerde(StrSerde(), 7).deserialize(data) == Windowed("k1", 10_000, 10_007)
+    # Kafka truncates an end past Long.MAX to Long.MAX
+    big = TimeWindowedSerde(StrSerde(), 2**62).deserialize(b"k" + (2**62).to_bytes(8, "big"))
+    assert big == Windowed("k", 2**62, 2**63 - 1)
+
+
+def test_session_windowed_serde_writes_inner_key_end_then_start() -> None:
+    serde = SessionWindowedSerde(StrSerde())
+    data = serde.serialize(Windowed("k1", 3, 9))
+    assert data == b"k1" + (9).to_bytes(8, "big") + (3).to_bytes(8, "big")
+    assert serde.deserialize(data) == Windowed("k1", 3, 9)
+
+
+def test_windowed_serdes_refuse_bad_bytes_and_sizes_with_clear_errors() -> None:
+    assert TimeWindowedSerde(StrSerde(), 5).deserialize(b"") is None  # Kafka: a null key
+    assert SessionWindowedSerde(StrSerde()).deserialize(None) is None
+    with pytest.raises(ValueError, match="at least 8 bytes"):
+        TimeWindowedSerde(StrSerde(), 5).deserialize(b"abc")
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        SessionWindowedSerde(StrSerde()).deserialize(b"k" + bytes(8))
+    with pytest.raises(TypeError, match="window size in ms"):
+        TimeWindowedSerde(StrSerde(), None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="> 0"):
+        TimeWindowedSerde(StrSerde(), 0)
+
+
+def test_windowed_aggregations_pick_kafkas_serde_with_their_window_size() -> None:
+    app = App({"application.id": "serdes"})
+    grouped = app.stream("in", key_serde="str").group_by_key()
+    tables = {
+        "hopping": grouped.windowed_by(TimeWindows.of_size_with_no_grace(60).advance_by(20)),
+        "sliding": grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(30)),
+        "session": grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10)),
+    }
+    serdes = {name: w.count(store=name).to_stream().node.key_serde for name, w in tables.items()}
+    assert (
+        isinstance(serdes["hopping"], TimeWindowedSerde) and serdes["hopping"].window_size_ms == 60
+    )
+    assert (
+        isinstance(serdes["sliding"], TimeWindowedSerde) and serdes["sliding"].window_size_ms == 30
+    )
+    assert isinstance(serdes["session"], SessionWindowedSerde)
+
+
+def test_the_removed_windowed_serde_names_its_replacements() -> None:
+    import streamrt.runtime.dsl as dsl
+
+    with pytest.raises(AttributeError, match=r"TimeWindowedSerde.*SessionWindowedSerde"):
+        dsl.WindowedSerde  # noqa: B018
