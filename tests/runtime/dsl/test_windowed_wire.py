@@ -25,6 +25,8 @@ from streamrt.runtime import (
     TimeWindows,
     Windowed,
 )
+from streamrt.runtime.graph.topology import SinkNode
+from streamrt.runtime.graph.windowed_serdes import WindowedStreamPartitioner
 from streamrt.serde import StrSerde
 from tests.kafka_helpers import create_topic, read_all, wait_until
 
@@ -200,3 +202,26 @@ def test_the_removed_windowed_serde_names_its_replacements() -> None:
 
     with pytest.raises(AttributeError, match=r"TimeWindowedSerde.*SessionWindowedSerde"):
         dsl.WindowedSerde  # noqa: B018
+
+
+def test_only_to_defaults_to_the_inner_key_partitioner_as_kafkas_stream_sink_node() -> None:
+    app = App({"application.id": "sinks"})
+    counts = (
+        app.stream("in", key_serde="str")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count(store="c")
+        .to_stream()
+    )
+
+    def mine(topic: str, key: Any, value: Any, count: int) -> set[int]:
+        return {0}
+
+    counts.to("windowed")
+    counts.to("chosen", partitioner=mine)
+    counts.repartition(name="moved").to("moved-out")  # a repartition: the producer's default
+    counts.map(lambda w, v: (w.key, v), key_serde="str").to("plain")
+    sinks = {n.topic: n.partitioner for n in app.topology.nodes.values() if isinstance(n, SinkNode)}
+    assert isinstance(sinks.pop("windowed"), WindowedStreamPartitioner)
+    assert isinstance(sinks.pop("moved-out"), WindowedStreamPartitioner)  # still windowed keys
+    assert sinks == {"chosen": mine, "moved-repartition": None, "plain": None}
