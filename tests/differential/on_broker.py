@@ -31,7 +31,7 @@ from aiokafka.structs import TopicPartition
 from streamrt.runtime import App
 from streamrt.serde import serde_for
 from tests.differential.streamrt_side import Event
-from tests.differential.topology import JSON, STR, build
+from tests.differential.topology import JSON, STR, WIRE_SUFFIX, build
 from tests.kafka_helpers import create_topic, produce, read_all
 
 KEYS, VALUES = serde_for(STR), serde_for(JSON)
@@ -147,8 +147,15 @@ def run_on_broker(
         app.stop()
     events: list[Event] = []
     for topic in sorted(built.outputs):
+        raw = topic.endswith(WIRE_SUFFIX)  # windowed keys as written: hex, as the driver's
         events.extend(
-            Event(-1, topic, KEYS.deserialize(r.key), VALUES.deserialize(r.value), r.timestamp)
+            Event(
+                -1,
+                topic,
+                (r.key.hex() if raw and r.key is not None else KEYS.deserialize(r.key)),
+                VALUES.deserialize(r.value),
+                r.timestamp,
+            )
             for r in read_all(bootstrap, topic)
         )
     return events

@@ -44,6 +44,9 @@ from tests.differential import extras, stores
 
 JSON = "json"
 STR = "str"
+# the extra topic a windowed stream's ``to`` also writes with its own windowed key serde (no
+# key serde given: Kafka's bytes), compared as hex of the raw key (the runner's WIRE_SUFFIX)
+WIRE_SUFFIX = ".windowed-key-bytes"
 
 
 @dataclass
@@ -101,7 +104,11 @@ def _apply(built: Built, spec: dict[str, Any], source: str | None) -> Node | Non
         else:
             built.outputs.add(spec["topic"])
             target = spec["topic"]
-        _to(built.nodes[str(source)], target, spec)
+        node = built.nodes[str(source)]
+        _to(node, target, spec)
+        if node.windowed and isinstance(target, str):
+            built.outputs.add(target + WIRE_SUFFIX)
+            node.obj.to(target + WIRE_SUFFIX, value_serde=JSON)
         return None
     if op == "print":
         _print(built, spec)

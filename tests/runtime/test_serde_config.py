@@ -10,7 +10,7 @@ import pytest
 
 from streamrt.errors import ConfigError
 from streamrt.runtime.config import StreamsConfig, load_config_file
-from streamrt.runtime.dsl import WindowedSerde
+from streamrt.runtime.dsl import SessionWindowedSerde, TimeWindowedSerde
 from streamrt.runtime.env_config import read_env
 from streamrt.runtime.processor import Windowed
 from streamrt.serde import IntSerde, serde_for
@@ -43,10 +43,10 @@ def test_faust_record_serde() -> None:
     assert serde.deserialize(data) == Click(user="u", page="/")
 
 
-def test_windowed_serde_round_trip() -> None:
-    serde = WindowedSerde(serde_for("str"))
+def test_windowed_serdes_round_trip() -> None:
     key = Windowed("k", 10, 20)
-    assert serde.deserialize(serde.serialize(key)) == key
+    for serde in (TimeWindowedSerde(serde_for("str"), 10), SessionWindowedSerde(serde_for("str"))):
+        assert serde.deserialize(serde.serialize(key)) == key
 
 
 def test_unknown_serde_is_refused() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from streamrt.clock import ManualClock
 from streamrt.runtime import App, Branched, Processor, TimeWindows, Windowed
+from streamrt.runtime.engine.tasks.sink_writer import fixed_counts
 from streamrt.runtime.engine.tasks.task import (
     DeserializationError,
     StreamTask,
@@ -44,6 +45,9 @@ def make_task(
     app: App, sub: int, partition: int, state_dir: Path, collector: ListCollector, **kw: Any
 ) -> StreamTask:
     subs = app.topology.subtopologies("app")
+    # one partition per topic, as the test driver: to() partitions windowed keys by their
+    # inner key (Kafka's WindowedStreamPartitioner), which asks for the topic's count
+    kw.setdefault("partition_counts", fixed_counts(1, checks_range=False))
     return StreamTask(
         TaskId(sub, partition), subs[sub], app.topology, "app", state_dir, collector, **kw
     )

@@ -27,16 +27,13 @@ from streamrt.runtime import (
     TimeWindows,
     Windowed,
 )
-from streamrt.runtime.dsl import WindowedSerde
 from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.exception_handlers import RecordFailedError
+from streamrt.runtime.graph.topology import SinkNode
 from streamrt.runtime.instance.internal_topics import changelog_config
-from streamrt.serde import StrSerde
 from streamrt.state import IN_MEMORY
 from streamrt.topic_partition import TopicPartition
 from tests.runtime.test_task import ListCollector, make_task
-
-WKEY = WindowedSerde(StrSerde())
 
 
 class Driver:
@@ -54,9 +51,12 @@ class Driver:
         self.offset += 1
 
     def out(self) -> list[tuple[Windowed, int | None]]:
-        """Everything sent to ``out``, decoded, then forgotten."""
+        """Everything sent to ``out``, decoded with the sink's own key serde (Kafka's
+        windowed layout for the windows at hand), then forgotten."""
+        sinks = self.app.topology.nodes.values()
+        serde = next(n.key_serde for n in sinks if isinstance(n, SinkNode) and n.topic == "out")
         got = [
-            (WKEY.deserialize(k), None if v is None else struct.unpack(">q", v)[0])
+            (serde.deserialize(k), None if v is None else struct.unpack(">q", v)[0])
             for k, v in self.collector.to("out")
         ]
         self.collector.sent = [s for s in self.collector.sent if s[0] != "out"]

@@ -6,7 +6,7 @@ import struct
 from pathlib import Path
 
 from streamrt.runtime import App, TimeWindows
-from streamrt.runtime.dsl import WindowedSerde
+from streamrt.runtime.dsl import TimeWindowedSerde
 from streamrt.serde import StrSerde
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
@@ -106,9 +106,9 @@ def test_windowed_count_gives_exact_results(any_broker, tmp_path: Path) -> None:
         .windowed_by(TimeWindows.of_size_and_grace(10_000, 86_390_000))
         .count(store="clicks-windowed")
         .to_stream()
-        .to("clicks-per-window", key_serde=WindowedSerde(StrSerde()), value_serde="int")
+        .to("clicks-per-window", value_serde="int")
     )
-    serde = WindowedSerde(StrSerde())
+    serde = TimeWindowedSerde(StrSerde(), 10_000)
 
     def results() -> dict[tuple[str, int], int]:
         latest = latest_by_key(read_all(any_broker.bootstrap, "clicks-per-window"))

@@ -34,7 +34,7 @@ from streamrt.runtime.dsl.streams import (
     TimeWindowedKStream,
 )
 from streamrt.runtime.graph.materialized import Materialized
-from streamrt.runtime.graph.serdes import WindowedSerde
+from streamrt.runtime.graph.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from streamrt.runtime.processors.join_windows import JoinWindows, ValueJoinerWithKey
 from streamrt.runtime.processors.suppress import BufferConfig, BufferFullError, Suppressed
 from streamrt.runtime.processors.transform_values import ValueTransformerWithKey
@@ -59,14 +59,26 @@ __all__ = (
     "Repartitioned",
     "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
+    "SessionWindowedSerde",
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
     "TableJoined",
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
+    "TimeWindowedSerde",
     "ValueJoinerWithKey",
     "ValueMapperWithKey",
     "ValueTransformerWithKey",
-    "WindowedSerde",
 )
+
+
+def __getattr__(name: str) -> object:
+    """Removed names fail with their replacement (issue 38: old spellings go)."""
+    if name == "WindowedSerde":
+        raise AttributeError(
+            "WindowedSerde is gone: windowed keys are written as Kafka Streams writes them; use "
+            "TimeWindowedSerde(inner, window_size_ms) for time and sliding windows or "
+            "SessionWindowedSerde(inner) for session windows (streamrt.runtime.dsl)"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from streamrt.errors import ConfigError
 from streamrt.runtime.graph.materialized import store_kind
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
-from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.graph.topology import Topology
+from streamrt.runtime.graph.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import AggregateProcessor, Aggregation
 from streamrt.runtime.processors.emit_final import emit_time_store
@@ -49,6 +49,7 @@ __all__ = (
     "suppress_table",
     "window_processor",
     "windowed_aggregate",
+    "windowed_key_serde",
 )
 
 EmitStrategy = Literal["on_window_update", "on_window_close"]
@@ -124,6 +125,19 @@ def window_processor(
     )
 
 
+def windowed_key_serde(
+    windows: Windows, inner: Serde[Any]
+) -> TimeWindowedSerde | SessionWindowedSerde:
+    """The key serde of a windowed aggregation's table, as Kafka's: time and sliding windows
+    write the start only and read the end back with the window size (a sliding window's is
+    its time difference); sessions write end and start."""
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedSerde(inner)
+    if isinstance(windows, SlidingWindows):
+        return TimeWindowedSerde(inner, windows.time_difference_ms)
+    return TimeWindowedSerde(inner, windows.size_ms)
+
+
 def _on_window_close(strategy: str) -> bool:
     if strategy not in ("on_window_update", "on_window_close"):
         raise ConfigError(
@@ -159,7 +173,7 @@ def windowed_aggregate(
         topology,
         node,
         store,
-        WindowedSerde(stream.key_serde),
+        windowed_key_serde(windows, stream.key_serde),
         vser,
         window_close_delay_ms=windows.close_delay_ms,
     )

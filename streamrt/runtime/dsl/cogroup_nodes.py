@@ -15,10 +15,10 @@ from streamrt.runtime.dsl.aggregate_nodes import (
     WindowStoreOptions,
     add_window_store,
     window_processor,
+    windowed_key_serde,
 )
 from streamrt.runtime.graph.materialized import Materialized, MaterializedLike, materialize
 from streamrt.runtime.graph.nodes import StreamNode, TableNode
-from streamrt.runtime.graph.serdes import WindowedSerde
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors.aggregate import (
     AggregateProcessor,
@@ -114,7 +114,7 @@ def windowed_cogroup_aggregate(
         topology,
         merged[0],
         store,
-        WindowedSerde(first.key_serde),
+        windowed_key_serde(windows, first.key_serde),
         value_serde,
         window_close_delay_ms=windows.close_delay_ms,
     )

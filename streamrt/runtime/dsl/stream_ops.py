@@ -27,6 +27,7 @@ from streamrt.runtime.dsl.options import (
 )
 from streamrt.runtime.graph.nodes import StreamNode
 from streamrt.runtime.graph.topology import StreamPartitioner, TopicNameExtractor, Topology
+from streamrt.runtime.graph.windowed_serdes import windowed_partitioner
 from streamrt.runtime.processor import Processor
 from streamrt.runtime.processors import stateless as ops
 from streamrt.serde import Serde, SerdeLike, serde_for
@@ -342,8 +343,9 @@ class StreamOperations(ABC, Generic[S]):
         each record (Kafka's ``TopicNameExtractor``; those topics must exist), in the
         partitions ``partitioner(topic, key, value, num_partitions)`` picks (Kafka's
         ``StreamPartitioner``: None for the default, a set of partitions, an empty set to
-        drop the record; no partitioner: by key). ``produced`` carries the serdes, sink name
-        and partitioner too (a keyword wins)."""
+        drop the record; no partitioner: by key, a windowed key by its inner key as Kafka's
+        ``WindowedStreamPartitioner``). ``produced`` carries the serdes, sink name and
+        partitioner too (a keyword wins)."""
         p = produced or Produced()
         key_serde, value_serde = pick(key_serde, p.key_serde), pick(value_serde, p.value_serde)
         stream = self.node.with_serdes(opt_serde(key_serde), opt_serde(value_serde))
@@ -360,5 +362,5 @@ class StreamOperations(ABC, Generic[S]):
             stream.value_serde,
             stream.name,
             topic_extractor=extractor,
-            partitioner=pick(partitioner, p.partitioner),
+            partitioner=pick(partitioner, p.partitioner) or windowed_partitioner(stream.key_serde),
         )

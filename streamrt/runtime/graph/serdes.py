@@ -1,36 +1,17 @@
-"""The serdes of the graph's own record formats: windowed keys and table Changes."""
+"""The serde of the graph's own record format for table Changes on repartition topics
+(windowed keys: :mod:`.windowed_serdes`)."""
 
 from __future__ import annotations
 
 import struct
 from typing import Any
 
-from streamrt.runtime.processor import Change, Windowed
+from streamrt.runtime.processor import Change
 from streamrt.serde import Serde
 
-__all__ = ("ChangeSerde", "WindowedSerde")
+__all__ = ("ChangeSerde",)
 
-_WINDOW = struct.Struct(">qq")
 _LEN = struct.Struct(">i")
-
-
-class WindowedSerde:
-    """Windowed keys: the inner key's bytes, then window start and end (8 bytes each)."""
-
-    def __init__(self, inner: Serde[Any]) -> None:
-        self.inner = inner
-
-    def serialize(self, value: Windowed | None) -> bytes | None:
-        if value is None:
-            return None
-        inner = self.inner.serialize(value.key) or b""
-        return inner + _WINDOW.pack(value.start, value.end)
-
-    def deserialize(self, data: bytes | None) -> Windowed | None:
-        if data is None:
-            return None
-        start, end = _WINDOW.unpack(data[-16:])
-        return Windowed(self.inner.deserialize(data[:-16]), start, end)
 
 
 class ChangeSerde:

@@ -16,7 +16,7 @@ from aiokafka.partitioner import murmur2
 
 from streamrt.errors import KafkaError, StreamrtError
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.graph.topology import SubTopology, Topology
+from streamrt.runtime.graph.topology import StreamPartitioner, SubTopology, Topology
 from streamrt.runtime.instance.metadata import StreamsMetadata
 from streamrt.runtime.instance.store_reads import StoreNotReadyError, StoreRead
 from streamrt.runtime.instance.thread_handle import ThreadHandle
@@ -107,27 +107,45 @@ class StreamsQueries:
             )
         return out
 
-    def metadata_for_key(self, store: str, key: Any) -> StreamsMetadata | None:
+    def metadata_for_key(
+        self, store: str, key: Any, partitioner: StreamPartitioner | None = None
+    ) -> StreamsMetadata | None:
         """The instance that owns ``key`` of ``store`` (None while no assignment is known).
 
         The partition is the producer's: Kafka's default partitioner, murmur2 of the key
         serialized with the store's key serde, over the store's source topic partitions.
         For window and session stores that is the record key alone (a :class:`Windowed` key
-        counts by its ``key``), never the window bytes.
-        Raises KeyError for an unknown store and ValueError for a key the serde cannot encode.
+        counts by its ``key``), never the window bytes. With ``partitioner`` (Kafka's
+        ``queryMetadataForKey(store, key, StreamPartitioner)``, for data written with a
+        custom one) the partition is ``partitioner(topic, key, None, partitions)``: one
+        partition, or None for the default.
+        Raises KeyError for an unknown store and ValueError for a key the serde cannot encode
+        or a partitioner answer that is not one partition in range.
         """
-        task_id = self.task_for_key(store, key)
+        task_id = self.task_for_key(store, key, partitioner)
         for instance in self.metadata_for_all_clients():
             if task_id in instance.tasks:
                 return instance
         return None
 
-    def task_for_key(self, store: str, key: Any) -> str:
+    def task_for_key(
+        self, store: str, key: Any, partitioner: StreamPartitioner | None = None
+    ) -> str:
         started = self._require_started()
         spec = self._topology.stores.get(store)
         sub = next((s for s in started.subtopologies if store in s.stores), None)
         if spec is None or sub is None:
             raise KeyError(store)
+        topic = sub.source_topics[0]
+        partitions = {
+            p for m in self.metadata_for_all_clients() for t, p in m.topic_partitions if t == topic
+        }
+        if not partitions:
+            raise StoreNotReadyError(f"no assignment of {topic} is known yet")
+        count = max(partitions) + 1
+        chosen = None if partitioner is None else _one_partition(partitioner, topic, key, count)
+        if chosen is not None:
+            return f"{sub.id}_{chosen}"
         if spec.segments is not None and isinstance(key, Windowed):
             key = key.key  # window/session stores: the record key alone picks the partition
         try:
@@ -136,13 +154,7 @@ class StreamsQueries:
             raise ValueError(f"store {store}: cannot serialize key {key!r}: {exc}") from exc
         if not isinstance(key_bytes, bytes):
             raise ValueError(f"store {store}: key {key!r} serializes to no bytes")
-        topic = sub.source_topics[0]
-        partitions = {
-            p for m in self.metadata_for_all_clients() for t, p in m.topic_partitions if t == topic
-        }
-        if not partitions:
-            raise StoreNotReadyError(f"no assignment of {topic} is known yet")
-        partition = (murmur2(key_bytes) & 0x7FFFFFFF) % (max(partitions) + 1)
+        partition = (murmur2(key_bytes) & 0x7FFFFFFF) % count
         return f"{sub.id}_{partition}"
 
     # -- interactive queries -----------------------------------------------------------------
@@ -205,6 +217,21 @@ class StreamsQueries:
                 return await admin.remove_members(group, expand_instance_ids(instance_ids, members))
 
         return asyncio.run(go())
+
+
+def _one_partition(partitioner: StreamPartitioner, topic: str, key: Any, count: int) -> int | None:
+    """The partition ``partitioner`` names for ``key`` (None: the default partitioning).
+    Kafka requires a singleton set here: a key lives in one partition."""
+    answer = partitioner(topic, key, None, count)
+    if answer is None:
+        return None
+    chosen = list(answer) if isinstance(answer, set | frozenset | list | tuple) else [answer]
+    if len(chosen) != 1 or type(chosen[0]) is not int or not 0 <= chosen[0] < count:
+        raise ValueError(
+            f"the stream partitioner must name one partition of {topic!r} (0..{count - 1}) for "
+            f"a key's metadata, as Kafka's singleton set; it returned {answer!r}"
+        )
+    return chosen[0]
 
 
 def expand_instance_ids(requested: Sequence[str], members: Sequence[str]) -> list[str]:

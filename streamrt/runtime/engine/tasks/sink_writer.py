@@ -5,7 +5,9 @@ Kafka Streams' ``RecordCollectorImpl.send`` with a ``StreamPartitioner`` (KIP-83
 gets the record's key and value (not bytes) and the topic's partition count, and answers
 ``None`` (the producer's default partitioning: murmur2 of the key bytes), a collection of
 partitions (the record is sent to each: multicast) or an empty one (the record is dropped,
-counted in ``dropped-records``). Kept out of :mod:`.task` so the task stays one job.
+counted in ``dropped-records``). A windowed key's ``to()`` without a partitioner gets Kafka's
+``WindowedStreamPartitioner`` when the topology is built (``runtime/graph/windowed_serdes``),
+so it arrives here as any partitioner. Kept out of :mod:`.task` so the task stays one job.
 """
 
 from __future__ import annotations

@@ -180,8 +180,13 @@ final class Dsl {
         return builder.table(topic);
     }
 
+    /** Suffix of the extra topic a windowed stream's `to` also writes with the stream's own
+     *  windowed key serde (Kafka's bytes), read back with raw keys (compared as hex). */
+    static final String WIRE_SUFFIX = ".windowed-key-bytes";
+
     private void to(JsonNode n, String from) {
         KStream<Object, Object> s = (KStream<Object, Object>) node(from);
+        KStream<Object, Object> windowedKeys = windowed.contains(from) && !n.has("extractor") ? s : null;
         if (windowed.contains(from)) {
             s = s.map((k, v) -> {
                 Windowed<String> w = (Windowed<String>) k;
@@ -200,6 +205,11 @@ final class Dsl {
             return;
         }
         s.to(text(n, "topic"), produced);
+        if (windowedKeys != null) {  // no key serde given: the aggregation's windowed serde
+            String wire = text(n, "topic") + WIRE_SUFFIX;
+            outputs.add(wire);
+            windowedKeys.to(wire, Produced.valueSerde((org.apache.kafka.common.serialization.Serde) json));
+        }
     }
 
     private Object streamOp(String op, JsonNode n, KStream<String, Object> s) {

@@ -17,7 +17,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.stream.Stream;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
@@ -120,9 +119,9 @@ public final class Oracle {
             for (String t : dsl.inputs) {
                 inputs.put(t, driver.createInputTopic(t, new StringSerializer(), new JsonSerde().serializer()));
             }
-            Map<String, TestOutputTopic<String, byte[]>> outputs = new java.util.TreeMap<>();
+            Map<String, TestOutputTopic<byte[], byte[]>> outputs = new java.util.TreeMap<>();
             for (String t : dsl.outputs) {
-                outputs.put(t, driver.createOutputTopic(t, new StringDeserializer(), new ByteArrayDeserializer()));
+                outputs.put(t, driver.createOutputTopic(t, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
             }
             int step = 0;
             for (JsonNode s : scenario.get("steps")) {
@@ -182,14 +181,25 @@ public final class Oracle {
         }
     }
 
-    private static void drain(Map<String, TestOutputTopic<String, byte[]>> outputs, String name, int step)
+    /** A record key as compared: UTF-8 text, or hex of the raw bytes on a windowed-key topic. */
+    private static String key(String topic, byte[] key) {
+        if (key == null) {
+            return null;
+        }
+        if (topic.endsWith(Dsl.WIRE_SUFFIX)) {
+            return java.util.HexFormat.of().formatHex(key);
+        }
+        return new String(key, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static void drain(Map<String, TestOutputTopic<byte[], byte[]>> outputs, String name, int step)
             throws IOException {
-        for (Map.Entry<String, TestOutputTopic<String, byte[]>> e : outputs.entrySet()) {
+        for (Map.Entry<String, TestOutputTopic<byte[], byte[]>> e : outputs.entrySet()) {
             while (!e.getValue().isEmpty()) {
-                TestRecord<String, byte[]> r = e.getValue().readRecord();
+                TestRecord<byte[], byte[]> r = e.getValue().readRecord();
                 ObjectNode o = emit(name, step);
                 o.put("topic", e.getKey());
-                o.put("key", r.key());
+                o.put("key", key(e.getKey(), r.key()));
                 o.set("value", r.value() == null ? JsonSerde.MAPPER.nullNode() : JsonSerde.MAPPER.readTree(r.value()));
                 o.put("ts", r.timestamp());
             }
