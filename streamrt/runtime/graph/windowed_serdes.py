@@ -11,12 +11,10 @@ partition its key's input came from.
 
 from __future__ import annotations
 
-import functools
 import struct
 from typing import Any, Protocol, runtime_checkable
 
-from aiokafka.partitioner import murmur2
-
+from streamrt.key_partition import murmur2_cached
 from streamrt.runtime.processor import Windowed
 from streamrt.serde import Serde, bind_serde
 
@@ -34,7 +32,7 @@ _MAX_LONG = 2**63 - 1
 
 # murmur2 is pure Python (~7 us for a short key); a windowed result's key repeats with every
 # update of its windows, so hashes are remembered per inner key (bytes hash in C)
-_murmur2 = functools.lru_cache(maxsize=16_384)(murmur2)
+_murmur2 = murmur2_cached
 
 
 @runtime_checkable

@@ -12,9 +12,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from aiokafka.partitioner import murmur2
-
 from streamrt.errors import KafkaError, StreamrtError
+from streamrt.key_partition import partition_for_key
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.graph.topology import StreamPartitioner, SubTopology, Topology
 from streamrt.runtime.instance.metadata import StreamsMetadata
@@ -154,7 +153,7 @@ class StreamsQueries:
             raise ValueError(f"store {store}: cannot serialize key {key!r}: {exc}") from exc
         if not isinstance(key_bytes, bytes):
             raise ValueError(f"store {store}: key {key!r} serializes to no bytes")
-        partition = (murmur2(key_bytes) & 0x7FFFFFFF) % count
+        partition = partition_for_key(key_bytes, count)
         return f"{sub.id}_{partition}"
 
     # -- interactive queries -----------------------------------------------------------------
