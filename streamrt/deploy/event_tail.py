@@ -10,7 +10,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamrt.client_config import ClientConfig
@@ -63,6 +63,18 @@ class EventTail:
     def is_running(self, pid: int, threads: int) -> bool:
         states = self.thread_states(pid)
         return len(states) >= threads and all(s == "RUNNING" for s in states.values())
+
+    def is_settled(self, pids: Sequence[int]) -> bool:
+        """Every thread of these processes has completed a rebalance, all at one generation,
+        and none of them is owed a second (cooperative) round: the group is done moving. A
+        thread RUNNING after the first of two rounds is not settled yet."""
+        latest: dict[tuple[int, int], dict[str, Any]] = {}
+        for e in self.events(lambda e: e["pid"] in pids and e["type"] == "rebalance_complete"):
+            latest[(e["pid"], e["thread"])] = e["fields"]
+        if {pid for pid, _thread in latest} != set(pids):
+            return False
+        generations = {f.get("generation") for f in latest.values()}
+        return len(generations) == 1 and not any(f.get("followup") for f in latest.values())
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
         """Poll ``condition`` every 50 ms; returns the wall time it became true."""

@@ -78,16 +78,18 @@ class Timeline:
 def wait_all_running(
     tail: EventTail, instances: Sequence[LocalInstance], threads: int, timeout: float
 ) -> float:
-    """Until every instance's threads report RUNNING; returns when that was seen. Raises
-    :class:`~streamrt.errors.ChildExited` as soon as one of them exits."""
-    return tail.wait_for(
-        watching(
-            instances,
-            lambda: all(i.pid is not None and tail.is_running(i.pid, threads) for i in instances),
-        ),
-        timeout,
-        "every instance RUNNING",
-    )
+    """Until every instance's threads report RUNNING and the group has settled (no second
+    cooperative round still due: one landing after the deploy began would be counted as the
+    deploy's); returns when that was seen. Raises :class:`~streamrt.errors.ChildExited` as
+    soon as one of them exits."""
+
+    def ready() -> bool:
+        pids = [i.pid for i in instances]
+        if any(pid is None or not tail.is_running(pid, threads) for pid in pids):
+            return False
+        return tail.is_settled([pid for pid in pids if pid is not None])
+
+    return tail.wait_for(watching(instances, ready), timeout, "every instance RUNNING, settled")
 
 
 def watching(

@@ -77,6 +77,7 @@ class _Envelope(BaseModel):
 
 class _Generation(BaseModel):
     generation: int
+    followup: bool = False  # rebalance_complete: a second (cooperative) round is due
 
 
 class _Partitions(BaseModel):

@@ -145,9 +145,11 @@ class MemberListener(MemberRebalanceListener):
         logger.info(
             "partitions assigned", extra=fields(thread=thread.name, partitions=added, tasks=wanted)
         )
-        thread.emit("rebalance_complete", generation=thread.generation)
+        followup = info is not None and info.followup and not self._eager
+        # followup: a second round is due (a tool waiting for a settled group waits for it)
+        thread.emit("rebalance_complete", generation=thread.generation, followup=followup)
         thread.emit("assignment", partitions=added, tasks=wanted)
-        if info is not None and info.followup and not self._eager:
+        if followup:
             # the leader held tasks back for a second round; every member asks for it, as
             # Kafka Streams' do (nextScheduledRebalanceMs = 0): the member that must revoke
             # them may have crashed and come back static, with its stored assignment and
