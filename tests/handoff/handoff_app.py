@@ -3,6 +3,9 @@
 ``HANDOFF_APP_MODE_FILE`` names a file read at import, so a reload (same argv, same env) picks
 up "new code": ``crash`` raises during start-up, ``v2`` builds another topology, ``slow`` makes
 each record take ``HANDOFF_APP_RECORD_SLEEP`` seconds (so a stop takes a while).
+``HANDOFF_APP_HOLD_FILE`` names a file that, while it exists, holds every record (checked at
+run time): a stop waits for the record in hand, so a hand-off cannot finish until the test
+removes the file.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ MODE = Path(_mode_file).read_text().strip() if _mode_file and Path(_mode_file).e
 if MODE == "crash":
     raise RuntimeError("handoff_app: simulated crash during start-up")
 _sleep = float(os.environ.get("HANDOFF_APP_RECORD_SLEEP", "0.01")) if MODE == "slow" else 0.0
+_hold = os.environ.get("HANDOFF_APP_HOLD_FILE")
 
 
 def _slow(value: str) -> str:
     if _sleep:
         time.sleep(_sleep)
+    while _hold and os.path.exists(_hold):
+        time.sleep(0.01)
     return value
 
 

@@ -71,6 +71,11 @@ class Instance:
     def mode_file(self) -> Path:
         return self.work / "mode"
 
+    @property
+    def hold_file(self) -> Path:
+        """While it exists, the app holds every record (handoff_app.py)."""
+        return self.work / "hold"
+
     def argv(self, handoff: bool) -> list[str]:
         cmd = [sys.executable, "-m", "streamrt.cli", "--log-format", "json", "run", TARGET]
         cmd += ["--instance-id", "web-1", "--threads", str(self.threads)]
@@ -85,6 +90,7 @@ class Instance:
     def spawn(self, handoff: bool = False) -> Proc:
         log = self.work / f"proc-{len(self.procs)}.log"
         env = {**os.environ, "HANDOFF_APP_MODE_FILE": str(self.mode_file), **self.env}
+        env["HANDOFF_APP_HOLD_FILE"] = str(self.hold_file)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
         with log.open("wb") as out:
             popen = subprocess.Popen(

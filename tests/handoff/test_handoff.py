@@ -140,11 +140,16 @@ def test_two_successors_race_one_wins_the_other_gets_a_clear_error(tmp_path: Pat
         send(inst.bootstrap, 100)
         wait_counts(inst.bootstrap, 100)
         before = broker_rebalances(metrics)
-        send(inst.bootstrap, 500, start=100)  # a backlog: the hand-off takes seconds
+        # the old process holds the record in hand until the loser has lost: however far
+        # apart the two start on a loaded machine, the first one's hand-off is still under way
+        # when the second asks (else the second would simply take over from the first)
+        inst.hold_file.touch()
+        send(inst.bootstrap, 500, start=100)
         racers = [inst.spawn(handoff=True), inst.spawn(handoff=True)]
         wait_until(lambda: any(not r.alive() for r in racers), 90, "a loser exits", 0.1)
         loser = next(r for r in racers if not r.alive())
         winner = next(r for r in racers if r is not loser)
+        inst.hold_file.unlink()
         assert loser.wait() == 1
         assert "already taking over" in loser.text(), loser.text()
         assert old.wait(90) == 0
