@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.group.admin import offset_tombstones
@@ -24,6 +24,7 @@ from streamrt.wire.codec import build
 from streamrt.wire.group_responses import response_cls
 
 __all__ = (
+    "MemberChecks",
     "commit",
     "delete",
     "expired",
@@ -33,8 +34,19 @@ __all__ = (
 )
 
 
+class MemberChecks(Protocol):
+    """What the offset checks need of a broker-driven (consumer or streams) coordinator."""
+
+    @property
+    def groups(self) -> Mapping[str, Any]: ...
+
+    def validate_offset_request(
+        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    ) -> ErrorCode | None: ...
+
+
 def commit(
-    consumer: ConsumerGroupCoordinator,
+    consumer: MemberChecks,
     offsets: OffsetMetadataManager,
     now_ms: int,
     version: int,
@@ -51,7 +63,7 @@ def commit(
 
 
 def txn_commit(
-    consumer: ConsumerGroupCoordinator,
+    consumer: MemberChecks,
     offsets: OffsetMetadataManager,
     now_ms: int,
     version: int,
@@ -72,7 +84,7 @@ def txn_commit(
     return response, records
 
 
-def fetch_errors(consumer: ConsumerGroupCoordinator, version: int, request: Any) -> dict[str, Any]:
+def fetch_errors(consumer: MemberChecks, version: int, request: Any) -> dict[str, Any]:
     """Group id -> error for the consumer groups of an OffsetFetch v9+ whose member checks fail."""
     if version < 9:
         return {}

@@ -11,6 +11,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streamrt.broker.streams_group.configured_topology import (
+    ConfiguredTopology,
+    InvalidTopologyError,
+    configure_topics,
+)
 from streamrt.broker.streams_group.group import Status
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.topology import StreamsTopology
@@ -30,6 +35,8 @@ class Configured:
         default_factory=dict
     )
     invalid: str | None = None
+    #: the sized topology itself (the assignor's ``TopologyDescriber``)
+    described: ConfiguredTopology | None = None
 
     @property
     def ready(self) -> bool:
@@ -37,7 +44,24 @@ class Configured:
 
 
 def configure(topology: StreamsTopology, topics: Mapping[str, int]) -> Configured:
-    raise NotImplementedError("bound to configured_topology when it lands")
+    """Size ``topology`` against ``topics`` (name -> partition count)."""
+    try:
+        c = configure_topics(topology, topics.get)
+    except InvalidTopologyError as exc:
+        return Configured(invalid=str(exc))
+    status: tuple[Status, ...] = ()
+    if c.status is not None:
+        status = ((int(c.status), c.status_detail),)
+    to_create = {
+        t.name: (t.partitions, t.replication_factor, dict(t.configs)) for t in c.topics_to_create
+    }
+    return Configured(
+        tasks=dict(c.subtopology_tasks) if c.ready else {},
+        stateful=c.stateful_subtopologies,
+        status=status,
+        to_create=to_create,
+        described=c,
+    )
 
 
 def assign(
