@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from streamrt.broker.consumer_group.coordinator import Timer
 from streamrt.broker.coordination.result import CoordinatorRecord, Result
-from streamrt.broker.streams_group import persist, planning
+from streamrt.broker.streams_group import persist, planning, steps
 from streamrt.broker.streams_group.endpoints import partitions_by_endpoint
 from streamrt.broker.streams_group.group import Status, StreamsGroup
 from streamrt.broker.streams_group.member import (
@@ -104,7 +104,7 @@ class StreamsGroupCoordinator:
         one still revoking), as Kafka's ``onLoaded``; topics are sized again."""
         topics = self.topics()
         for group in self.groups.values():
-            self._configure(group, topics)
+            steps.configure(group, topics)
             for member in group.members.values():
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state is MemberState.UNREVOKED_TASKS:
@@ -176,18 +176,18 @@ class StreamsGroupCoordinator:
             self._cancel_timers(group.group_id, replaced.member_id)
             if target is not None:
                 group.target[updated.member_id] = target
-        bump = self._update_topology(group, req) or bump
+        bump = steps.update_topology(group, req) or bump
         group.put(updated)
         status: list[Status] = []
         topics = self.topics()
-        configured = self._configure(group, topics)
-        bump = self._metadata_changed(group, configured, topics) or bump
+        configured = steps.configure(group, topics)
+        bump = steps.metadata_changed(group, configured, topics, self._standbys(group)) or bump
         if configured.ready:
             check_tasks(req.owned, configured.tasks)
         if bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, configured)
+            steps.compute_target(group, configured)
         final = reconcile(
             updated,
             group.assignment_epoch,
@@ -331,6 +331,9 @@ class StreamsGroupCoordinator:
         check_epoch(existing, req)
         return existing, None
 
+    def _standbys(self, group: StreamsGroup) -> int:
+        return self.config.standby_replicas(dict(self.group_configs(group.group_id)))
+
     def _check_size(self, group: StreamsGroup) -> None:
         if len(group.members) >= self.config.max_size:
             raise KafkaError(
@@ -338,70 +341,6 @@ class StreamsGroupCoordinator:
                 f"The streams group has reached its maximum capacity of "
                 f"{self.config.max_size} members.",
             )
-
-    # -- topology, topics, target ----------------------------------------------------------------
-
-    @staticmethod
-    def _update_topology(group: StreamsGroup, req: StreamsHeartbeatRequest) -> bool:
-        """Kafka's ``maybeUpdateTopology``: the first topology is the group's (a bump); an
-        older epoch is stale (a status); a different one is refused."""
-        requested = req.topology
-        if requested is None:
-            if group.topology is None:
-                raise KafkaError(ErrorCode.invalid_request, "The group has no topology.")
-            return False
-        current = group.topology
-        if current is None:
-            group.topology = requested
-            return True
-        if requested.epoch < current.epoch or requested == current:
-            return False
-        if requested.epoch > current.epoch:
-            raise KafkaError(
-                ErrorCode.streams_invalid_topology_epoch,
-                f"The member's topology epoch {requested.epoch} is ahead of the group's "
-                f"topology epoch {current.epoch}; topology updates are not supported yet.",
-            )
-        raise KafkaError(ErrorCode.invalid_request, "Topology updates are not supported yet.")
-
-    def _configure(self, group: StreamsGroup, topics: Mapping[str, int]) -> planning.Configured:
-        if group.topology is None:
-            return planning.Configured()
-        configured = planning.configure(group.topology, topics)
-        if configured.invalid is not None:
-            raise KafkaError(ErrorCode.streams_invalid_topology, configured.invalid)
-        group.topology_status = configured.status
-        group.tasks_per_subtopology = dict(configured.tasks) if configured.ready else {}
-        return configured
-
-    def _metadata_changed(
-        self, group: StreamsGroup, configured: planning.Configured, topics: Mapping[str, int]
-    ) -> bool:
-        """The topology's topics changed size, it became ready, or the standby count moved."""
-        changed = False
-        metadata = group.metadata_of(topics)
-        if metadata != group.metadata:
-            group.metadata = metadata
-            changed = True
-        validated = -1 if group.topology is None or not configured.ready else group.topology.epoch
-        if validated != group.validated_topology_epoch:
-            group.validated_topology_epoch = validated
-            changed = True
-        standbys = self.config.standby_replicas(dict(self.group_configs(group.group_id)))
-        if standbys != group.standby_replicas_used:
-            group.standby_replicas_used = standbys
-            changed = True
-        return changed
-
-    def _compute_target(self, group: StreamsGroup, configured: planning.Configured) -> None:
-        """A new target at the group epoch (Kafka's streams ``TargetAssignmentBuilder``); a
-        topology that is not ready gives every member no tasks."""
-        if configured.ready:
-            group.target = planning.assign(group.members, configured, group.standby_replicas_used)
-        else:
-            group.target = {}
-        group.assignment_epoch = group.group_epoch
-        group.assignments_computed += 1
 
     # -- leaving and fencing -------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streamrt.broker.streams_group import task_assignor
 from streamrt.broker.streams_group.configured_topology import (
     ConfiguredTopology,
     InvalidTopologyError,
@@ -18,6 +19,7 @@ from streamrt.broker.streams_group.configured_topology import (
 )
 from streamrt.broker.streams_group.group import Status
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
+from streamrt.broker.streams_group.task_assignor import AssignmentMemberSpec, GroupSpec
 from streamrt.broker.streams_group.topology import StreamsTopology
 
 __all__ = ("Configured", "assign", "configure")
@@ -66,7 +68,28 @@ def configure(topology: StreamsTopology, topics: Mapping[str, int]) -> Configure
 
 def assign(
     members: Mapping[str, StreamsMember],
+    targets: Mapping[str, Tasks],
     configured: Configured,
     standby_replicas: int,
 ) -> dict[str, Tasks]:
-    raise NotImplementedError("bound to task_assignor when it lands")
+    """Every member's new target (Kafka's ``TargetAssignmentBuilder``): the sticky assignor
+    starts from each member's current target, so tasks stay where they were meant to be."""
+    if configured.described is None:
+        return {}
+    specs = {}
+    for member_id, m in members.items():
+        target = targets.get(member_id) or Tasks()
+        specs[member_id] = AssignmentMemberSpec(
+            instance_id=m.instance_id,
+            rack_id=m.rack_id,
+            process_id=m.process_id,
+            active_tasks=target.active,
+            standby_tasks=target.standby,
+            warmup_tasks=target.warmup,
+            client_tags=dict(m.client_tags),
+        )
+    result = task_assignor.assign(GroupSpec(specs, standby_replicas), configured.described)
+    return {
+        member_id: Tasks.of(a.active, a.standby, a.warmup)
+        for member_id, a in result.members.items()
+    }
