@@ -1,0 +1,130 @@
+"""The proof with someone else's client: Kafka Streams 4.3.1 (Java, from Maven Central) with
+``group.protocol=streams`` runs a word count with a repartition against the embedded broker,
+two instances sharing the tasks the broker assigns, and writes exactly the expected counts.
+
+The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
+``group.protocol`` set through ``PEERS_CONFIG``). The broker creates the repartition and
+changelog topics; the record cache is off, so every update is emitted: each word's counts are
+1, 2, ..., n once each. Skips only when java or mvn is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench._kafka_streams import command
+from streamrt.admin.connection import BrokerConnection
+from streamrt.broker.embedded import BrokerThread
+from streamrt.wire.api_keys import ApiKey
+from tests.kafka_helpers import create_topic, produce, read_all, wait_until
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("java") is None or shutil.which("mvn") is None,
+    reason="Kafka Streams needs java and mvn",
+)
+
+APP = "wc-streams"
+VOCABULARY = ("kafka", "streams", "group", "task", "epoch", "static", "member", "broker")
+
+
+def _describe(port: int) -> Any:
+    async def go() -> Any:
+        conn = await BrokerConnection.open("127.0.0.1", port)
+        try:
+            resp = await conn.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
+            )
+            return resp.groups[0]
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def instances(tmp_path: Path) -> Iterator[Callable[[str, int], subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(bootstrap: str, n: int) -> subprocess.Popen[bytes]:
+        env = {
+            **os.environ,
+            "PEERS_WORKLOAD": "wordcount",
+            "PEERS_APP_ID": APP,
+            "PEERS_BOOTSTRAP": bootstrap,
+            "PEERS_STATE_DIR": str(tmp_path / f"state-{n}"),
+            "PEERS_IN": "lines",
+            "PEERS_OUT": "counts",
+            "PEERS_CONFIG": json.dumps({"group.protocol": "streams", "commit.interval.ms": "200"}),
+        }
+        log = (tmp_path / f"instance-{n}.log").open("wb")
+        proc = subprocess.Popen(command("peers"), env=env, stdout=log, stderr=subprocess.STDOUT)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.send_signal(signal.SIGTERM)
+    for proc in started:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_two_kafka_streams_instances_count_words_over_a_streams_group(
+    broker_factory: Callable[..., BrokerThread],
+    instances: Callable[[str, int], subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    broker = broker_factory({"group.streams.heartbeat.interval.ms": "500"})
+    create_topic(broker.bootstrap, "lines", partitions=4)
+    create_topic(broker.bootstrap, "counts", partitions=4)
+    procs = [instances(broker.bootstrap, n) for n in (1, 2)]
+
+    def two_members_stable() -> bool:
+        for proc in procs:
+            assert proc.poll() is None, (tmp_path / "instance-1.log").read_text()[-3000:]
+        group = _describe(broker.port)
+        return group.group_state == "Stable" and len(group.members) == 2
+
+    wait_until(two_members_stable, timeout=90, what="two Kafka Streams members, stable")
+    group = _describe(broker.port)
+    owned = [sum(len(t.partitions) for t in m.assignment.active_tasks) for m in group.members]
+    assert sorted(owned) == [4, 4]  # 8 tasks (2 subtopologies x 4 partitions) over 2 members
+    topics = broker.broker.core.logs.topics()  # type: ignore[union-attr]
+    assert f"{APP}-words-repartition" in topics and f"{APP}-counts-changelog" in topics
+
+    rng = random.Random(20261128)
+    lines = [" ".join(rng.choice(VOCABULARY) for _ in range(5)) for _ in range(300)]
+    expected = Counter(w for line in lines for w in line.split())
+    produce(
+        broker.bootstrap, "lines", [(str(i).encode(), ln.encode()) for i, ln in enumerate(lines)]
+    )
+
+    def emitted() -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for r in read_all(broker.bootstrap, "counts"):
+            out.setdefault(r.key.decode(), []).append(int(r.value))
+        return out
+
+    def complete() -> bool:
+        seen = emitted()
+        return all(max(seen.get(w, [0])) == n for w, n in expected.items())
+
+    wait_until(complete, timeout=90, what="every word counted")
+    seen = emitted()
+    assert set(seen) == set(expected)
+    for word, n in expected.items():
+        assert sorted(seen[word]) == list(range(1, n + 1)), word  # each update once
