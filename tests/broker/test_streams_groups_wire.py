@@ -251,3 +251,54 @@ def test_bad_requests_get_errors_and_the_broker_keeps_serving(
     off = broker_factory({"group.coordinator.rebalance.protocols": "classic,consumer"})
     refused = _run(off.port, lambda c: _beat(c, "m", 0))
     assert refused.error_code == ErrorCode.unsupported_version
+
+
+def test_the_group_survives_a_broker_bounce(
+    broker_factory: Callable[..., BrokerThread], tmp_path: Any
+) -> None:
+    """Members, epochs and tasks come back from ``__consumer_offsets`` after a restart; a
+    static member that left with -2 before it rejoins afterwards with its tasks."""
+    data = tmp_path / "bounced"
+    first = broker_factory(data_dir=data)
+    create_topic(first.bootstrap, "words", partitions=2)
+
+    async def before(conn: BrokerConnection) -> tuple[Any, Any, Any]:
+        a = await _beat(conn, "a-1", 0, instance="A", process="pa")
+        await _beat(conn, "a-1", a.member_epoch, [], instance="A")
+        b = await _beat(conn, "b-1", 0, process="pb")
+        last = await _converge(conn, {"a-1": a, "b-1": b})
+        await _beat(conn, "a-1", -2, instance="A")
+        described = await conn.call(
+            ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
+        )
+        return last["a-1"], last["b-1"], described.groups[0]
+
+    a, b, group = _run(first.port, before)
+    first.stop()
+    second = broker_factory(data_dir=data)
+
+    async def after(conn: BrokerConnection) -> tuple[Any, Any, Any]:
+        described = await conn.call(
+            ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
+        )
+        back = await _beat(conn, "a-2", 0, instance="A", process="pa")
+        b2 = await _beat(conn, "b-1", b.member_epoch, _active(b))
+        return described.groups[0], back, b2
+
+    regroup, back, b2 = _run(second.port, after)
+
+    def members(g: Any) -> dict[str, tuple[int, list[Any]]]:
+        return {
+            m.member_id: (
+                m.member_epoch,
+                [(t.subtopology_id, t.partitions) for t in m.assignment.active_tasks],
+            )
+            for m in g.members
+        }
+
+    assert members(regroup) == members(group) and regroup.topology == group.topology
+    assert regroup.group_epoch == group.group_epoch
+    assert members(regroup)["a-1"][0] == -2
+    assert back.error_code == ErrorCode.none and _active(back) == _active(a)
+    assert back.member_epoch == group.group_epoch  # no new epoch after the bounce either
+    assert b2.error_code == ErrorCode.none and b2.active_tasks is None

@@ -101,10 +101,15 @@ class StreamsGroupCoordinator:
 
     def on_loaded(self) -> None:
         """After load: every member's session timer starts afresh (and the rebalance timer of
-        one still revoking), as Kafka's ``onLoaded``; topics are sized again."""
+        one still revoking), as Kafka's ``onLoaded``; topics are sized again, and taken as they
+        are now (a change while the broker was down bumps the epoch at the next change)."""
         topics = self.topics()
         for group in self.groups.values():
-            steps.configure(group, topics)
+            try:
+                steps.configure(group, topics)
+            except KafkaError as exc:  # kept as loaded; the next heartbeat reports it
+                logger.warning("streams group %s: %s", group.group_id, exc)
+            group.metadata = group.metadata_of(topics)  # the hash is not reversible: as now
             for member in group.members.values():
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state is MemberState.UNREVOKED_TASKS:
