@@ -1,6 +1,7 @@
 """The proof with someone else's client: Kafka Streams 4.3.1 (Java, from Maven Central) with
 ``group.protocol=streams`` runs a word count with a repartition against the embedded broker,
-two instances sharing the tasks the broker assigns, and writes exactly the expected counts.
+two instances sharing the tasks the broker assigns, and writes exactly the expected counts;
+the same test runs on Apache Kafka 4.3.1 (marker ``kafka``), so both brokers give one output.
 
 The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
 ``group.protocol`` set through ``PEERS_CONFIG``). The broker creates the repartition and
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from bench._kafka_streams import command
 from streamrt.admin.connection import BrokerConnection
@@ -39,9 +41,38 @@ APP = "wc-streams"
 VOCABULARY = ("kafka", "streams", "group", "task", "epoch", "static", "member", "broker")
 
 
-def _describe(port: int) -> Any:
+@pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
+def bootstrap(
+    request: pytest.FixtureRequest, broker_factory: Callable[..., BrokerThread]
+) -> Iterator[str]:
+    """The embedded broker (heartbeats every 500 ms, for a quick test) or Apache Kafka 4.3.1."""
+    if request.param == "embedded":
+        yield broker_factory({"group.streams.heartbeat.interval.ms": "500"}).bootstrap
+        return
+    from tests.apache_kafka.support import clean_slate
+
+    kafka = request.getfixturevalue("apache_kafka")
+    yield kafka.bootstrap
+    # the instances have left (SIGTERM closes them): the streams group goes first, as the
+    # shared clean-up describes groups with the classic API only
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+
+    def deleted() -> bool:
+        try:
+            admin.delete_consumer_groups([APP], request_timeout=30)[APP].result(30)
+        except Exception as exc:  # GROUP_ID_NOT_FOUND once gone; NON_EMPTY_GROUP meanwhile
+            return "GROUP_ID_NOT_FOUND" in str(exc)
+        return True
+
+    wait_until(deleted, timeout=60, what="the streams group deleted")
+    clean_slate(kafka.bootstrap)
+
+
+def _describe(bootstrap: str) -> Any:
+    host, port = bootstrap.rsplit(",", 1)[0].rsplit(":", 1)
+
     async def go() -> Any:
-        conn = await BrokerConnection.open("127.0.0.1", port)
+        conn = await BrokerConnection.open(host, int(port))
         try:
             resp = await conn.call(
                 ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
@@ -84,38 +115,36 @@ def instances(tmp_path: Path) -> Iterator[Callable[[str, int], subprocess.Popen[
 
 
 def test_two_kafka_streams_instances_count_words_over_a_streams_group(
-    broker_factory: Callable[..., BrokerThread],
+    bootstrap: str,
     instances: Callable[[str, int], subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
-    broker = broker_factory({"group.streams.heartbeat.interval.ms": "500"})
-    create_topic(broker.bootstrap, "lines", partitions=4)
-    create_topic(broker.bootstrap, "counts", partitions=4)
-    procs = [instances(broker.bootstrap, n) for n in (1, 2)]
+    create_topic(bootstrap, "lines", partitions=4)
+    create_topic(bootstrap, "counts", partitions=4)
+    procs = [instances(bootstrap, n) for n in (1, 2)]
 
     def two_members_stable() -> bool:
         for proc in procs:
             assert proc.poll() is None, (tmp_path / "instance-1.log").read_text()[-3000:]
-        group = _describe(broker.port)
+        group = _describe(bootstrap)
         return group.group_state == "Stable" and len(group.members) == 2
 
     wait_until(two_members_stable, timeout=90, what="two Kafka Streams members, stable")
-    group = _describe(broker.port)
+    group = _describe(bootstrap)
     owned = [sum(len(t.partitions) for t in m.assignment.active_tasks) for m in group.members]
     assert sorted(owned) == [4, 4]  # 8 tasks (2 subtopologies x 4 partitions) over 2 members
-    topics = broker.broker.core.logs.topics()  # type: ignore[union-attr]
-    assert f"{APP}-words-repartition" in topics and f"{APP}-counts-changelog" in topics
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics
+    for internal in (f"{APP}-words-repartition", f"{APP}-counts-changelog"):
+        assert len(topics[internal].partitions) == 4  # created by the broker
 
     rng = random.Random(20261128)
     lines = [" ".join(rng.choice(VOCABULARY) for _ in range(5)) for _ in range(300)]
     expected = Counter(w for line in lines for w in line.split())
-    produce(
-        broker.bootstrap, "lines", [(str(i).encode(), ln.encode()) for i, ln in enumerate(lines)]
-    )
+    produce(bootstrap, "lines", [(str(i).encode(), ln.encode()) for i, ln in enumerate(lines)])
 
     def emitted() -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
-        for r in read_all(broker.bootstrap, "counts"):
+        for r in read_all(bootstrap, "counts"):
             out.setdefault(r.key.decode(), []).append(int(r.value))
         return out
 

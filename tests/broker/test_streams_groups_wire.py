@@ -302,3 +302,30 @@ def test_the_group_survives_a_broker_bounce(
     assert back.error_code == ErrorCode.none and _active(back) == _active(a)
     assert back.member_epoch == group.group_epoch  # no new epoch after the bounce either
     assert b2.error_code == ErrorCode.none and b2.active_tasks is None
+
+
+def test_delete_groups_removes_an_empty_streams_group_only(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "words", partitions=2)
+
+    async def scenario(conn: BrokerConnection) -> list[Any]:
+        out = []
+        a = await _beat(conn, "a-1", 0)
+        deleted = await conn.call(ApiKey.DELETE_GROUPS, groups_names=[APP])
+        out.append(deleted.results[0].error_code)
+        left = await _beat(conn, "a-1", -1)
+        out.append(left.error_code)
+        deleted = await conn.call(ApiKey.DELETE_GROUPS, groups_names=[APP])
+        out.append(deleted.results[0].error_code)
+        described = await conn.call(
+            ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
+        )
+        out.append(described.groups[0].error_code)
+        assert a.error_code == ErrorCode.none
+        return out
+
+    assert _run(broker.port, scenario) == [
+        ErrorCode.non_empty_group,
+        ErrorCode.none,
+        ErrorCode.none,
+        ErrorCode.group_id_not_found,
+    ]

@@ -365,15 +365,17 @@ class GroupCoordinatorService:
         return dataclasses.replace(result, response=response)
 
     def _delete_groups(self, ctx: Any, request: Any) -> Result:
-        """An empty consumer group goes as an empty classic group does (its offsets and the
-        group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
-        busy = {gid for gid in request.groups_names if self.consumer.has_members(gid)}
+        """An empty consumer or streams group goes as an empty classic group does (its offsets
+        and the group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
+        owners = (self.consumer, self.streams)  # streams groups go the same way
+        busy = {g for g in request.groups_names for o in owners if o.has_members(g)}
         tombstones: tuple[CoordinatorRecord, ...] = ()
         for gid in request.groups_names:
-            if gid in self.consumer.groups and gid not in busy:
-                tombstones += self.consumer.drop_if_empty(gid)
-                if gid not in self.coordinator.groups:
-                    self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
+            for owner in owners:
+                if gid in owner.groups and gid not in busy:
+                    tombstones += owner.drop_if_empty(gid)
+                    if gid not in self.coordinator.groups:
+                        self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
         # the consumer group's tombstones first (replaying them is a no-op: it is gone)
         result = Result(records=tombstones, replay=True).then(
             self.coordinator.delete_groups(ctx, request)
