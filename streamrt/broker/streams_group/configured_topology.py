@@ -24,6 +24,8 @@ __all__ = (
     "PartitionCount",
     "TopologyStatus",
     "configure_topics",
+    "summarize_topics",
+    "validate_topology",
 )
 
 #: topic name -> its partition count, or None when the topic does not exist
@@ -129,6 +131,13 @@ def validate_topology(topology: StreamsTopology) -> None:
                 f"Subtopology {sub.subtopology_id} has no source topics; regex sources are "
                 "not supported."
             )
+        for info in (*sub.repartition_source_topics, *sub.state_changelog_topics):
+            if info.partitions < 0 or info.replication_factor < 0:
+                raise InvalidTopologyError(
+                    f"Internal topic {info.name} of subtopology {sub.subtopology_id} has a "
+                    f"negative partition count or replication factor "
+                    f"({info.partitions}, {info.replication_factor})."
+                )
         for group in sub.copartition_groups:
             for indexes, size, what in (
                 (group.source_topics, len(sub.source_topics), "source topic"),

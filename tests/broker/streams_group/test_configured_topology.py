@@ -234,6 +234,12 @@ def test_changelog_named_like_a_source_topic_is_not_created() -> None:
             ),
             "source topic index 5 outside 0..0",
         ),
+        (
+            StreamsTopology(
+                1, (Subtopology("s", ("a",), state_changelog_topics=(TopicInfo("c", -2),)),)
+            ),
+            r"Internal topic c of subtopology s has a negative partition count .*\(-2, 0\)",
+        ),
     ],
 )
 def test_bad_topology_raises_a_clear_error(topology: StreamsTopology, message: str) -> None:
