@@ -5,8 +5,9 @@ Kafka's ``InternalTopicManager.configureTopics`` (with ``RepartitionTopics``,
 passes the topology and a ``partition_count(topic)`` lookup and gets back the number of tasks of
 each subtopology, every internal topic with its partition count and configs, the ones still to
 create, and the heartbeat status to report when the topology cannot run yet. Problems the
-application must fix in its code (a repartition loop, bad copartition indexes) raise
-``InvalidTopologyError``, the heartbeat's STREAMS_INVALID_TOPOLOGY error.
+application must fix in its code (a repartition loop, bad copartition indexes, source topic
+regexes, which are not supported yet) raise ``InvalidTopologyError``, the heartbeat's
+STREAMS_INVALID_TOPOLOGY error.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = (
     "PartitionCount",
     "TopologyStatus",
     "configure_topics",
+    "summarize_topics",
+    "validate_topology",
 )
 
 #: topic name -> its partition count, or None when the topic does not exist
@@ -124,11 +127,20 @@ def validate_topology(topology: StreamsTopology) -> None:
         if sub.subtopology_id in seen:
             raise InvalidTopologyError(f"Duplicate subtopology id {sub.subtopology_id!r}.")
         seen.add(sub.subtopology_id)
-        if not sub.source_topics and not sub.repartition_source_topics:
+        if sub.source_topic_regex:
             raise InvalidTopologyError(
-                f"Subtopology {sub.subtopology_id} has no source topics; regex sources are "
-                "not supported."
+                f"Subtopology {sub.subtopology_id}: regular expressions for source topics "
+                "are not supported yet."
             )
+        if not sub.source_topics and not sub.repartition_source_topics:
+            raise InvalidTopologyError(f"Subtopology {sub.subtopology_id} has no source topics.")
+        for info in (*sub.repartition_source_topics, *sub.state_changelog_topics):
+            if info.partitions < 0 or info.replication_factor < 0:
+                raise InvalidTopologyError(
+                    f"Internal topic {info.name} of subtopology {sub.subtopology_id} has a "
+                    f"negative partition count or replication factor "
+                    f"({info.partitions}, {info.replication_factor})."
+                )
         for group in sub.copartition_groups:
             for indexes, size, what in (
                 (group.source_topics, len(sub.source_topics), "source topic"),

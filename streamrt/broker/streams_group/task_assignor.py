@@ -22,6 +22,7 @@ stickiness and the result has none.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from typing import Protocol
@@ -237,15 +238,16 @@ def _assign_active(state: _State, tasks: list[TaskId], stateful: bool) -> None:
             state.add_active(holder, task, stateful)
         else:
             rest.append(task)
+    # least-loaded process first, then the fewest stateless actives (so stateless tasks fill
+    # processes heavy on stateful ones), then process id; only the popped entry changes
+    heap = [(p.load(), p.stateless_load(), p.process_id) for p in state.processes.values()]
+    heapq.heapify(heap)
     for task in sorted(rest):
-        process = min(
-            state.processes.values(),
-            key=lambda p: (p.load(), p.stateless_load(), p.process_id),
-        )
-        member = _Member(process.process_id, process.least_loaded_member())
-        count = process.add(member.member_id, task, active=True, stateful=stateful)
+        process = state.processes[heapq.heappop(heap)[2]]
+        count = process.add(process.least_loaded_member(), task, active=True, stateful=stateful)
         state.active_quota.note(count)
         state.total_quota.note(count)
+        heapq.heappush(heap, (process.load(), process.stateless_load(), process.process_id))
 
 
 def _sticky_standbys(state: _State, task: TaskId) -> int:
@@ -273,13 +275,31 @@ def _assign_standby(state: _State) -> None:
         left = _sticky_standbys(state, task)
         if left:
             remaining.append((task, left))
+    heap = [(p.load(), p.process_id) for p in state.processes.values()]
+    heapq.heapify(heap)
     for task, left in sorted(remaining, reverse=True):
         for _ in range(left):
-            free = [p for p in state.processes.values() if task not in p.tasks]
-            if not free:
+            if not _standby_to_least_loaded(state, heap, task):
                 break  # fewer processes than replicas + 1: place what fits
-            process = min(free, key=lambda p: (p.load(), p.process_id))
-            state.add_standby(process, process.least_loaded_member(), task)
+
+
+def _standby_to_least_loaded(state: _State, heap: list[tuple[float, str]], task: TaskId) -> bool:
+    """Give a standby of ``task`` to the least-loaded process without a copy of it."""
+    skipped: list[tuple[float, str]] = []
+    placed = False
+    while heap:
+        entry = heapq.heappop(heap)
+        process = state.processes[entry[1]]
+        if task in process.tasks:
+            skipped.append(entry)
+            continue
+        state.add_standby(process, process.least_loaded_member(), task)
+        skipped.append((process.load(), process.process_id))
+        placed = True
+        break
+    for entry in skipped:
+        heapq.heappush(heap, entry)
+    return placed
 
 
 def _compact(tasks: set[TaskId]) -> dict[str, frozenset[int]]:

@@ -213,6 +213,34 @@ def test_repartition_only_group_with_fixed_counts_that_differ() -> None:
     )
 
 
+def test_flexible_repartition_topic_follows_a_fixed_one_in_its_group() -> None:
+    topology = StreamsTopology(
+        1,
+        (
+            _writer("w1", "x", "r1"),
+            _writer("w2", "y", "r2"),
+            _join(TopicInfo("r1", partitions=3), TopicInfo("r2")),
+        ),
+    )
+    result = configure_topics(topology, _lookup({"x": 8, "y": 5}))
+    assert {t.name: t.partitions for t in result.topics_to_create} == {"r1": 3, "r2": 3}
+
+
+def test_fixed_repartition_topic_that_agrees_with_the_source_is_fine() -> None:
+    topology = StreamsTopology(
+        1, (_writer("w", "big", "r"), _join("a", TopicInfo("r", partitions=2)))
+    )
+    result = configure_topics(topology, _lookup({"big": 8, "a": 2}))
+    assert result.status is TopologyStatus.MISSING_INTERNAL_TOPICS
+    assert {t.name: t.partitions for t in result.topics_to_create} == {"r": 2}
+
+
+def test_stateless_topology_without_internal_topics_is_ready_at_once() -> None:
+    result = configure_topics(StreamsTopology(1, (Subtopology("s", ("a",)),)), _lookup({"a": 4}))
+    assert result.ready and result.internal_topics == () and not result.is_stateful("s")
+    assert result.subtopology_tasks == {"s": 4}
+
+
 def test_changelog_named_like_a_source_topic_is_not_created() -> None:
     sub = Subtopology("s", source_topics=("table",), state_changelog_topics=(TopicInfo("table"),))
     result = configure_topics(StreamsTopology(1, (sub,)), _lookup({"table": 6}))
@@ -224,6 +252,10 @@ def test_changelog_named_like_a_source_topic_is_not_created() -> None:
     [
         (StreamsTopology(1, (Subtopology("s"),)), "has no source topics"),
         (
+            StreamsTopology(1, (Subtopology("s", ("a",), source_topic_regex=("a.*",)),)),
+            "regular expressions for source topics are not supported yet",
+        ),
+        (
             StreamsTopology(1, (Subtopology("s", ("a",)), Subtopology("s", ("b",)))),
             "Duplicate subtopology id",
         ),
@@ -233,6 +265,12 @@ def test_changelog_named_like_a_source_topic_is_not_created() -> None:
                 (Subtopology("s", ("a",), copartition_groups=(CopartitionGroup((0, 5)),)),),
             ),
             "source topic index 5 outside 0..0",
+        ),
+        (
+            StreamsTopology(
+                1, (Subtopology("s", ("a",), state_changelog_topics=(TopicInfo("c", -2),)),)
+            ),
+            r"Internal topic c of subtopology s has a negative partition count .*\(-2, 0\)",
         ),
     ],
 )

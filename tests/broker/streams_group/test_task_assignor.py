@@ -196,3 +196,109 @@ def test_empty_group_and_bad_standby_count() -> None:
     assert run({}, stateless(s=3)).members == {}
     with pytest.raises(TaskAssignorError, match=r"num\.standby\.replicas"):
         run({"m": member("p")}, stateless(s=1), standbys=-1)
+
+
+def test_standby_holders_get_the_actives_when_nobody_owned_them() -> None:
+    members = {
+        "m1": member("p1", standby=tasks(s={2})),
+        "m2": member("p2", standby=tasks(s={1})),
+        "m3": member("p3", standby=tasks(s={0})),
+    }
+    result = run(members, stateless(s=3))
+    assert [result.members[m].active for m in members] == [
+        tasks(s={2}),
+        tasks(s={1}),
+        tasks(s={0}),
+    ]
+
+
+def test_a_warmup_holder_takes_the_unowned_task_over_a_less_loaded_member() -> None:
+    members = {
+        "m1": member("p1", tasks(s={0, 1, 2})),
+        "m2": member("p2", tasks(s={3, 4, 5})),
+        "m3": member("p3", tasks(s={6, 7}), warmup=tasks(s={8})),
+        "m4": member("p4", tasks(s={9})),
+    }
+    result = run(members, stateful(s=12))
+    assert result.members["m3"].active == tasks(s={6, 7, 8})
+    assert result.members["m4"].active == tasks(s={9, 10, 11})
+
+
+def test_a_warmup_holder_gets_the_standby_over_an_idle_member() -> None:
+    members = {
+        "m1": member("p1", tasks(s={0})),
+        "m2": member("p2", tasks(s={1})),
+        "m3": member("p3", tasks(s={2}), warmup=tasks(s={1})),
+        "m4": member("p4"),
+    }
+    result = run(members, stateful(s=3), standbys=1)
+    assert result.members["m3"].active == tasks(s={2})
+    assert result.members["m3"].standby == tasks(s={1})
+    assert 1 not in result.members["m4"].standby.get("s", frozenset())
+
+
+def test_previous_standbys_become_active_and_standby_swaps() -> None:
+    members = {"m1": member("p1", standby=tasks(s={0})), "m2": member("p2", standby=tasks(s={1}))}
+    result = run(members, stateful(s=2), standbys=1)
+    assert (result.members["m1"].active, result.members["m1"].standby) == (
+        tasks(s={0}),
+        tasks(s={1}),
+    )
+    assert (result.members["m2"].active, result.members["m2"].standby) == (
+        tasks(s={1}),
+        tasks(s={0}),
+    )
+
+
+def test_a_full_previous_standby_leaves_the_task_to_an_idle_member() -> None:
+    members = {
+        "m1": member("p1", tasks(s={0}), standby=tasks(s={1})),
+        "m2_1": member("p2", tasks(s={2}), standby=tasks(s={1})),
+        "m2_2": member("p2"),
+    }
+    result = run(members, stateless(s=3))
+    assert [result.members[m].active for m in members] == [
+        tasks(s={0}),
+        tasks(s={2}),
+        tasks(s={1}),
+    ]
+
+
+def test_two_standby_replicas_on_three_processes() -> None:
+    members = {f"m{i}": member(f"p{i}", tasks(s={i})) for i in range(3)}
+    result = run(members, stateful(s=3), standbys=2)
+    assert [result.members[m].standby for m in members] == [
+        tasks(s={1, 2}),
+        tasks(s={0, 2}),
+        tasks(s={0, 1}),
+    ]
+
+
+def test_a_lone_process_gets_no_standby() -> None:
+    result = run({"m": member("p")}, stateful(s=1), standbys=1)
+    assert result.members["m"].active == tasks(s={0}) and not result.members["m"].standby
+
+
+def test_actives_and_standbys_balance_over_idle_members() -> None:
+    members = {f"m{i}": member(f"p{i}") for i in range(6)}
+    result = run(members, stateful(s=3), standbys=1)
+    for a in result.members.values():
+        assert len(flat(a.active)) + len(flat(a.standby)) == 1
+
+
+def test_a_process_with_two_members_takes_twice_the_tasks() -> None:
+    members = {"m1": member("p1"), "m2_1": member("p2"), "m2_2": member("p2")}
+    result = run(members, stateless(s0=3, s1=3, s2=3, s3=3))
+    assert active_count(result, "m1") == 4
+    assert active_count(result, "m2_1") + active_count(result, "m2_2") == 8
+
+
+def test_an_overloaded_member_gives_up_only_what_it_must() -> None:
+    members = {
+        "m1": member("p1"),
+        "m2": member("p2"),
+        "m3": member("p3", tasks(s={0, 1, 2, 3})),
+    }
+    result = run(members, stateless(s=4))
+    assert [active_count(result, m) for m in members] == [1, 1, 2]
+    assert flat(result.members["m3"].active) <= {("s", p) for p in range(4)}
