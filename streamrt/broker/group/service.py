@@ -300,18 +300,22 @@ class GroupCoordinatorService:
         return Result(response=response, records=records, replay=True)
 
     def _consumer_offsets_cleanup(self) -> Result:
-        """Offsets retention of consumer groups (the classic ones' is the coordinator's)."""
+        """Offsets retention of consumer and streams groups (the classic ones' is the
+        coordinator's)."""
         config = self.coordinator.config
-        records, gone = consumer_offsets.expired(
-            self.consumer,
-            self.coordinator.offsets,
-            self.coordinator.pending_txn_offsets,
-            self.consumer.topics(),
-            self._clock.now_ms(),
-            config.offsets_retention_ms,
-        )
-        for group_id in gone:
-            records += self.consumer.drop_if_empty(group_id)  # tombstones: replay is a no-op
+        records: tuple[CoordinatorRecord, ...] = ()
+        for owner in (self.consumer, self.streams):
+            expired, gone = consumer_offsets.expired(
+                owner,
+                self.coordinator.offsets,
+                self.coordinator.pending_txn_offsets,
+                owner.topics(),
+                self._clock.now_ms(),
+                config.offsets_retention_ms,
+            )
+            records += expired
+            for group_id in gone:  # tombstones: replay is a no-op
+                records += owner.drop_if_empty(group_id)
         self._schedule_consumer_offsets_cleanup()
         return Result(records=records, replay=True)
 
