@@ -37,5 +37,7 @@ def ensure_jar(timeout: float = 900.0) -> Path:
 def command(mode: str, *args: str) -> list[str]:
     """``java ... -jar kafka-streams-peer.jar <mode> <args>``.
 
-    Modes: ``peers``, ``sessions``, ``rebalance`` (see PeerApp.java)."""
+    Modes: ``peers``, ``sessions``, ``rebalance`` (see PeerApp.java). ``peers`` takes any
+    StreamsConfig key from ``PEERS_CONFIG`` (JSON): ``{"group.protocol": "streams"}`` makes it a
+    KIP-1071 streams-group member (tests/broker/test_streams_groups_kafka_streams.py)."""
     return ["java", *JVM_FLAGS, "-jar", str(ensure_jar()), mode, *args]

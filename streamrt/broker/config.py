@@ -22,6 +22,7 @@ from streamrt.broker.config_types import false_only as _false_only
 from streamrt.broker.config_types import int_range as _int_range
 from streamrt.broker.config_types import ratio as _ratio
 from streamrt.broker.consumer_group_config import CONSUMER_GROUP_CONFIGS
+from streamrt.broker.streams_group_config import STREAMS_GROUP_CONFIGS
 from streamrt.errors import ConfigError
 
 __all__ = (
@@ -393,7 +394,7 @@ _DEFS: tuple[ConfigDef, ...] = (
     ),
 )
 
-_DEFS = (*_DEFS, *CONSUMER_GROUP_CONFIGS)  # consumer_group_config.py: KIP-848's keys
+_DEFS = (*_DEFS, *CONSUMER_GROUP_CONFIGS, *STREAMS_GROUP_CONFIGS)  # KIP-848's, KIP-1071's keys
 BROKER_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _DEFS}
 TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.topic_name: d for d in _DEFS if d.topic_name}
 

@@ -10,13 +10,13 @@ from streamrt.broker.config_types import MAX_INT, ConfigDef, int_range
 
 __all__ = ("CONSUMER_GROUP_CONFIGS", "ConsumerGroupConfig", "rebalance_protocols")
 
-PROTOCOLS = ("classic", "consumer")
+PROTOCOLS = ("classic", "consumer", "streams")
 ASSIGNORS = ("uniform", "range")
 
 
 def rebalance_protocols(value: str) -> str:
     """Kafka's ``group.coordinator.rebalance.protocols``: a list that must contain ``classic``;
-    ``consumer`` turns KIP-848 on. ``streams`` (KIP-1071) is not served by this broker."""
+    ``consumer`` turns KIP-848 on, ``streams`` KIP-1071 (``streams_group_config.py``)."""
     parts = [p.strip() for p in value.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PROTOCOLS]
     if unknown:
@@ -43,9 +43,10 @@ CONSUMER_GROUP_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
         "group.coordinator.rebalance.protocols",
         _protocols,
-        "classic,consumer",
+        "classic,consumer,streams",
         "Group protocols served; without consumer, ConsumerGroupHeartbeat answers "
-        "UNSUPPORTED_VERSION (KIP-848 off).",
+        "UNSUPPORTED_VERSION (KIP-848 off); without streams, StreamsGroupHeartbeat does "
+        "(KIP-1071 off).",
     ),
     ConfigDef(
         "group.consumer.heartbeat.interval.ms",

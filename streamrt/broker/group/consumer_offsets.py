@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.group.admin import offset_tombstones
@@ -24,6 +24,8 @@ from streamrt.wire.codec import build
 from streamrt.wire.group_responses import response_cls
 
 __all__ = (
+    "MemberChecks",
+    "RetainedGroups",
     "commit",
     "delete",
     "expired",
@@ -33,8 +35,19 @@ __all__ = (
 )
 
 
+class MemberChecks(Protocol):
+    """What the offset checks need of a broker-driven (consumer or streams) coordinator."""
+
+    @property
+    def groups(self) -> Mapping[str, Any]: ...
+
+    def validate_offset_request(
+        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    ) -> ErrorCode | None: ...
+
+
 def commit(
-    consumer: ConsumerGroupCoordinator,
+    consumer: MemberChecks,
     offsets: OffsetMetadataManager,
     now_ms: int,
     version: int,
@@ -51,7 +64,7 @@ def commit(
 
 
 def txn_commit(
-    consumer: ConsumerGroupCoordinator,
+    consumer: MemberChecks,
     offsets: OffsetMetadataManager,
     now_ms: int,
     version: int,
@@ -72,7 +85,7 @@ def txn_commit(
     return response, records
 
 
-def fetch_errors(consumer: ConsumerGroupCoordinator, version: int, request: Any) -> dict[str, Any]:
+def fetch_errors(consumer: MemberChecks, version: int, request: Any) -> dict[str, Any]:
     """Group id -> error for the consumer groups of an OffsetFetch v9+ whose member checks fail."""
     if version < 9:
         return {}
@@ -100,16 +113,30 @@ def with_fetch_errors(response: Any, errors: dict[str, Any]) -> Any:
     return dataclasses.replace(response, groups=groups)
 
 
+class _Retained(Protocol):
+    @property
+    def members(self) -> Mapping[str, Any]: ...
+
+    def subscription(self, topics: Mapping[str, int]) -> Mapping[str, int]: ...
+
+
+class RetainedGroups(Protocol):
+    """What offsets retention needs of a consumer or streams coordinator."""
+
+    @property
+    def groups(self) -> Mapping[str, _Retained]: ...
+
+
 def expired(
-    consumer: ConsumerGroupCoordinator,
+    consumer: RetainedGroups,
     offsets: OffsetMetadataManager,
     pending: PendingTxnOffsets,
     topics: Mapping[str, int],
     now_ms: int,
     retention_ms: int,
 ) -> tuple[tuple[CoordinatorRecord, ...], list[str]]:
-    """Offsets retention of consumer groups, as Kafka's ``cleanupExpiredOffsets`` with
-    ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
+    """Offsets retention of consumer (and streams) groups, as Kafka's ``cleanupExpiredOffsets``
+    with ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
     expires ``retention_ms`` after its commit (or at its explicit expire timestamp). Returns
     the tombstones and the empty groups left without offsets (Kafka deletes them)."""
     records: list[CoordinatorRecord] = []

@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
-from streamrt.broker.consumer_group.listing import with_consumer_groups
+from streamrt.broker.consumer_group.group import ConsumerGroup
+from streamrt.broker.consumer_group.listing import with_consumer_groups, with_groups
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
 from streamrt.broker.coordination.appender import map_group_append_error as map_append_error
@@ -35,6 +36,10 @@ from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.state import GroupState
 from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit
+from streamrt.broker.streams_group.coordinator import StreamsGroupCoordinator
+from streamrt.broker.streams_group.group import StreamsGroup
+from streamrt.broker.streams_group.requests import StreamsHeartbeatAnswer, StreamsHeartbeatRequest
+from streamrt.broker.streams_group_config import StreamsGroupConfig
 from streamrt.clock import Clock, SystemClock
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
@@ -99,6 +104,12 @@ class GroupCoordinatorService:
             topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
             topic_ids=lambda: {name: t.topic_id for name, t in logs.topics().items()},
         )
+        # KIP-1071 streams groups: the same again, with their own records
+        self.streams = StreamsGroupCoordinator(
+            StreamsGroupConfig.from_broker(config),
+            self._core.timer,
+            topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -114,16 +125,25 @@ class GroupCoordinatorService:
         )
 
     def _replay_bytes(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
-        """One ``__consumer_offsets`` record: a consumer group's, or the classic side's."""
-        if producer_id >= 0 or not self.consumer.replay(key, value):
+        """One ``__consumer_offsets`` record: a consumer or streams group's, or the classic
+        side's."""
+        if producer_id >= 0 or not (
+            self.consumer.replay(key, value) or self.streams.replay(key, value)
+        ):
             self.coordinator.replay_bytes(key, value, producer_id)
 
-    async def _on_loaded(self) -> None:
-        self.consumer.on_loaded()
-        for group_id in self.consumer.groups:  # a consumer group's offsets made a classic twin
+    def _drop_classic_twins(self) -> None:
+        """A consumer or streams group's offsets replayed through the classic side made an
+        empty classic group of the same id: it is not one."""
+        for group_id in [*self.consumer.groups, *self.streams.groups]:
             twin = self.coordinator.groups.get(group_id)
             if twin is not None and twin.is_in(GroupState.EMPTY):
                 del self.coordinator.groups[group_id]
+
+    async def _on_loaded(self) -> None:
+        self.consumer.on_loaded()
+        self.streams.on_loaded()
+        self._drop_classic_twins()
         await self._apply(self.coordinator.on_loaded())
 
     async def stop(self) -> None:
@@ -175,10 +195,7 @@ class GroupCoordinatorService:
             log = self._logs.log(CONSUMER_OFFSETS, partition)
             log.append_marker(producer_id, epoch, commit, coordinator_epoch, self._clock.now_ms())
             self.coordinator.complete_txn(producer_id, commit)
-            for group_id in self.consumer.groups:  # offsets of a consumer group: no classic twin
-                twin = self.coordinator.groups.get(group_id)
-                if twin is not None and twin.is_in(GroupState.EMPTY):
-                    del self.coordinator.groups[group_id]
+            self._drop_classic_twins()
 
     def _dispatch(self, ctx: Any, request: Any, reply: object) -> Result:
         c = self.coordinator
@@ -225,6 +242,39 @@ class GroupCoordinatorService:
                     return HeartbeatAnswer(map_append_error(error))
         return answer
 
+    async def streams_heartbeat(self, request: StreamsHeartbeatRequest) -> StreamsHeartbeatAnswer:
+        """A StreamsGroupHeartbeat, under the lock every coordinator step takes; a group id
+        held by a classic group with members or by a consumer group is refused."""
+        code = self._core.unavailable()
+        if code is not None:
+            return StreamsHeartbeatAnswer(code, None, request.member_id)
+        async with self._core.lock:
+            gid = request.group_id
+            classic = self.coordinator.groups.get(gid)
+            taken = gid in self.consumer.groups or (
+                classic is not None and not classic.is_in(GroupState.EMPTY)
+            )
+            before = self.streams.snapshot(gid)
+            answer = self.coordinator.step(lambda: self.streams.heartbeat(request, taken))
+            if classic is not None and not taken and gid in self.streams.groups:
+                del self.coordinator.groups[gid]  # an empty classic group (offsets only)
+            if answer.records:
+                error = await self._append_records(answer.records)
+                if error is not None:  # not durable: undone, and the member must not act on it
+                    self.streams.restore(gid, before)
+                    if classic is not None:
+                        self.coordinator.groups[gid] = classic
+                    return StreamsHeartbeatAnswer(map_append_error(error), None, request.member_id)
+        return answer
+
+    def _member_groups(self, group_id: str) -> consumer_offsets.MemberChecks | None:
+        """The consumer or streams coordinator owning ``group_id``, if one does."""
+        if group_id in self.consumer.groups:
+            return self.consumer
+        if group_id in self.streams.groups:
+            return self.streams
+        return None
+
     async def _append_records(self, records: tuple[CoordinatorRecord, ...]) -> ErrorCode | None:
         if self._append_off_loop:
             return await asyncio.to_thread(self._append, records)
@@ -241,26 +291,31 @@ class GroupCoordinatorService:
         return dropped.then(self.coordinator.join_group(ctx, request, reply))
 
     def _offset_commit(self, ctx: Any, request: Any) -> Result:
-        if request.group_id not in self.consumer.groups:
+        owner = self._member_groups(request.group_id)
+        if owner is None:
             return self.coordinator.offset_commit(ctx, request)
         response, records = consumer_offsets.commit(
-            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+            owner, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
         )
         return Result(response=response, records=records, replay=True)
 
     def _consumer_offsets_cleanup(self) -> Result:
-        """Offsets retention of consumer groups (the classic ones' is the coordinator's)."""
+        """Offsets retention of consumer and streams groups (the classic ones' is the
+        coordinator's)."""
         config = self.coordinator.config
-        records, gone = consumer_offsets.expired(
-            self.consumer,
-            self.coordinator.offsets,
-            self.coordinator.pending_txn_offsets,
-            self.consumer.topics(),
-            self._clock.now_ms(),
-            config.offsets_retention_ms,
-        )
-        for group_id in gone:
-            records += self.consumer.drop_if_empty(group_id)  # tombstones: replay is a no-op
+        records: tuple[CoordinatorRecord, ...] = ()
+        for owner in (self.consumer, self.streams):
+            expired, gone = consumer_offsets.expired(
+                owner,
+                self.coordinator.offsets,
+                self.coordinator.pending_txn_offsets,
+                owner.topics(),
+                self._clock.now_ms(),
+                config.offsets_retention_ms,
+            )
+            records += expired
+            for group_id in gone:  # tombstones: replay is a no-op
+                records += owner.drop_if_empty(group_id)
         self._schedule_consumer_offsets_cleanup()
         return Result(records=records, replay=True)
 
@@ -271,10 +326,11 @@ class GroupCoordinatorService:
         )
 
     def _txn_offset_commit(self, ctx: Any, request: Any) -> Result:
-        if request.group_id not in self.consumer.groups:
+        owner = self._member_groups(request.group_id)
+        if owner is None:
             return self.coordinator.txn_offset_commit(ctx, request)
         response, records = consumer_offsets.txn_commit(
-            self.consumer, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
+            owner, self.coordinator.offsets, self._clock.now_ms(), ctx.api_version, request
         )
         producer = (request.producer_id, request.producer_epoch)
         return Result(response=response, records=records, replay=True, producer=producer)
@@ -311,18 +367,21 @@ class GroupCoordinatorService:
     def _list_groups(self, ctx: Any, request: Any) -> Result:
         result = self.coordinator.list_groups(ctx, request)
         response = with_consumer_groups(result.response, self.consumer, request)
+        response = with_groups(response, self.streams.groups, request, "streams")
         return dataclasses.replace(result, response=response)
 
     def _delete_groups(self, ctx: Any, request: Any) -> Result:
-        """An empty consumer group goes as an empty classic group does (its offsets and the
-        group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
-        busy = {gid for gid in request.groups_names if self.consumer.has_members(gid)}
+        """An empty consumer or streams group goes as an empty classic group does (its offsets
+        and the group get tombstones); one with members is NON_EMPTY_GROUP, as in Kafka."""
+        owners = (self.consumer, self.streams)  # streams groups go the same way
+        busy = {g for g in request.groups_names for o in owners if o.has_members(g)}
         tombstones: tuple[CoordinatorRecord, ...] = ()
         for gid in request.groups_names:
-            if gid in self.consumer.groups and gid not in busy:
-                tombstones += self.consumer.drop_if_empty(gid)
-                if gid not in self.coordinator.groups:
-                    self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
+            for owner in owners:
+                if gid in owner.groups and gid not in busy:
+                    tombstones += owner.drop_if_empty(gid)
+                    if gid not in self.coordinator.groups:
+                        self.coordinator.groups[gid] = ClassicGroup(gid, self._clock.now_ms())
         # the consumer group's tombstones first (replaying them is a no-op: it is gone)
         result = Result(records=tombstones, replay=True).then(
             self.coordinator.delete_groups(ctx, request)
@@ -341,6 +400,7 @@ class GroupCoordinatorService:
 
     def _offset_fetch(self, ctx: Any, request: Any) -> Result:
         errors = consumer_offsets.fetch_errors(self.consumer, ctx.api_version, request)
+        errors.update(consumer_offsets.fetch_errors(self.streams, ctx.api_version, request))
         result = self.coordinator.offset_fetch(ctx, request)
         response = consumer_offsets.with_fetch_errors(result.response, errors)
         return dataclasses.replace(result, response=response)
@@ -413,9 +473,14 @@ class GroupCoordinatorService:
                     rebalances_total=self.coordinator.rebalances_total(group_id),
                 )
             )
-        for group_id, cgroup in sorted(self.consumer.groups.items()):
-            # KIP-848 groups: the group epoch as the generation, target assignments computed
-            # as the rebalances (an id also held by a classic group is shown once, as classic)
+        broker_driven: list[tuple[str, ConsumerGroup | StreamsGroup]] = [
+            *self.consumer.groups.items(),
+            *self.streams.groups.items(),
+        ]
+        for group_id, cgroup in sorted(broker_driven, key=lambda kv: kv[0]):
+            # KIP-848 and KIP-1071 groups: the group epoch as the generation, target
+            # assignments computed as the rebalances (an id also held by a classic group is
+            # shown once, as classic)
             if group_id in self.coordinator.groups:
                 continue
             static = sum(1 for m in cgroup.members.values() if m.instance_id is not None)

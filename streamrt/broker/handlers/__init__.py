@@ -28,6 +28,7 @@ from streamrt.broker.handlers import (
     records,
     replicas,
     security,
+    streams_groups,
     topics,
     transactions,
 )
@@ -53,6 +54,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     producers,
     groups,
     consumer_groups,
+    streams_groups,
     transactions,
 )
 

@@ -1,0 +1,459 @@
+"""The streams-group coordinator as a pure state machine (the streams part of Kafka's
+``GroupMetadataManager``): StreamsGroupHeartbeat, static members, session and rebalance
+timeouts, the member checks of OffsetCommit/OffsetFetch, StreamsGroupDescribe's view.
+
+No sockets, no asyncio, no wall clock: timeouts come from the injected ``Timer`` (whose ops
+return a ``Result`` like the other coordinators'), the topics from an injected ``topics()``
+(name -> partition count), topic sizing and task assignment from ``planning``. Every step that
+changes a group returns its ``__consumer_offsets`` records; ``replay`` rebuilds groups at load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from streamrt.broker.consumer_group.coordinator import Timer
+from streamrt.broker.coordination.result import CoordinatorRecord, Result
+from streamrt.broker.streams_group import persist, planning, steps
+from streamrt.broker.streams_group.endpoints import partitions_by_endpoint
+from streamrt.broker.streams_group.group import Status, StreamsGroup
+from streamrt.broker.streams_group.member import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    MemberState,
+    StreamsMember,
+    Tasks,
+)
+from streamrt.broker.streams_group.members import apply_fields, check_epoch, check_tasks
+from streamrt.broker.streams_group.reconcile import reconcile
+from streamrt.broker.streams_group.requests import (
+    StreamsHeartbeatAnswer,
+    StreamsHeartbeatRequest,
+    validate,
+)
+from streamrt.broker.streams_group_config import StreamsGroupConfig
+from streamrt.errors import ErrorCode, KafkaError
+
+__all__ = ("SHUTDOWN_APPLICATION", "STALE_TOPOLOGY", "StreamsGroupCoordinator")
+
+logger = logging.getLogger(__name__)
+Topics = Callable[[], Mapping[str, int]]
+GroupConfigs = Callable[[str], Mapping[str, str]]
+Records = tuple[CoordinatorRecord, ...]
+_T = TypeVar("_T")
+
+#: StreamsGroupHeartbeatResponse status codes (KIP-1071)
+STALE_TOPOLOGY = 0
+SHUTDOWN_APPLICATION = 4
+
+
+def _session_key(group_id: str, member_id: str) -> str:
+    return f"streams-session-{group_id}-{member_id}"
+
+
+def _rebalance_key(group_id: str, member_id: str) -> str:
+    return f"streams-rebalance-{group_id}-{member_id}"
+
+
+def _no_group_configs(group_id: str) -> Mapping[str, str]:
+    return {}
+
+
+class StreamsGroupCoordinator:
+    def __init__(
+        self,
+        config: StreamsGroupConfig,
+        timer: Timer,
+        topics: Topics,
+        group_configs: GroupConfigs = _no_group_configs,
+    ) -> None:
+        self.config = config
+        self.timer = timer
+        self.topics = topics
+        self.group_configs = group_configs
+        self.groups: dict[str, StreamsGroup] = {}
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def _tracked(self, group_id: str, op: Callable[[], _T]) -> tuple[_T, Records]:
+        """Run ``op`` and return the records of what it changed in the group."""
+        before = persist.image(self.groups.get(group_id))
+        out = op()
+        after = persist.image(self.groups.get(group_id))
+        return out, persist.records_between(group_id, before, after)
+
+    def snapshot(self, group_id: str) -> persist.GroupImage | None:
+        return persist.image(self.groups.get(group_id))
+
+    def restore(self, group_id: str, before: persist.GroupImage | None) -> None:
+        """Undo a step whose records could not be appended (a storage error)."""
+        self.groups.pop(group_id, None)
+        if before is not None:
+            self.groups[group_id] = persist.rebuild(group_id, before)
+
+    def replay(self, key: bytes, value: bytes | None) -> bool:
+        """Apply one ``__consumer_offsets`` record if it is a streams-group one (True)."""
+        return persist.replay(self.groups, key, value)
+
+    def on_loaded(self) -> None:
+        """After load: every member's session timer starts afresh (and the rebalance timer of
+        one still revoking), as Kafka's ``onLoaded``; topics are sized again, and taken as they
+        are now (a change while the broker was down bumps the epoch at the next change)."""
+        topics = self.topics()
+        for group in self.groups.values():
+            try:
+                steps.configure(group, topics)
+            except KafkaError as exc:  # kept as loaded; the next heartbeat reports it
+                logger.warning("streams group %s: %s", group.group_id, exc)
+            group.metadata = group.metadata_of(topics)  # the hash is not reversible: as now
+            for member in group.members.values():
+                self._schedule_session_timeout(group.group_id, member.member_id)
+                if member.state is MemberState.UNREVOKED_TASKS:
+                    self._schedule_rebalance_timeout(group.group_id, member)
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def drop_if_empty(self, group_id: str) -> Records:
+        """Delete an empty group (DeleteGroups, offsets expiry); returns its tombstones."""
+        group = self.groups.get(group_id)
+        if group is None or group.members:
+            return ()
+        _, records = self._tracked(group_id, lambda: self.groups.pop(group_id))
+        return records
+
+    # -- StreamsGroupHeartbeat -----------------------------------------------------------------
+
+    def heartbeat(
+        self, req: StreamsHeartbeatRequest, other_group: bool = False
+    ) -> StreamsHeartbeatAnswer:
+        """One heartbeat; errors come back in the answer (the group is left unchanged), the
+        records of a change with it. ``other_group``: the id is taken by a group of another
+        type (classic or consumer)."""
+        current = self.groups.get(req.group_id)
+        before = None if current is None else current.copy()
+        try:
+            validate(req)
+            if other_group and before is None:
+                raise KafkaError(
+                    ErrorCode.group_id_not_found, f"Group {req.group_id} is not a streams group."
+                )
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                answer, records = self._tracked(req.group_id, lambda: self._leave(req))
+            else:
+                answer, records = self._tracked(req.group_id, lambda: self._heartbeat(req))
+            return dataclasses.replace(answer, records=records)
+        except KafkaError as exc:
+            self.groups.pop(req.group_id, None)  # errors leave the group as it was
+            if before is not None:
+                self.groups[req.group_id] = before
+            return StreamsHeartbeatAnswer(
+                exc.code, str(exc.args[0]) if exc.args else None, req.member_id
+            )
+
+    def _group(self, group_id: str, create: bool) -> StreamsGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if not create:
+            raise KafkaError(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
+        group = StreamsGroup(group_id)
+        self.groups[group_id] = group
+        return group
+
+    def _heartbeat(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatAnswer:
+        joining = req.member_epoch == 0
+        group = self._group(req.group_id, joining)
+        replaced: StreamsMember | None = None
+        if req.instance_id is not None:
+            member, replaced = self._static_member(group, req)
+        else:
+            member = self._dynamic_member(group, req)
+        updated = apply_fields(member, req)
+        bump = self._member_changed(group, member, updated, replaced, joining)
+        if replaced is not None:  # the heir takes the target over: no new group epoch
+            target = group.target.get(replaced.member_id)
+            group.remove(replaced.member_id)
+            self._cancel_timers(group.group_id, replaced.member_id)
+            if target is not None:
+                group.target[updated.member_id] = target
+        bump = steps.update_topology(group, req) or bump
+        group.put(updated)
+        status: list[Status] = []
+        topics = self.topics()
+        configured = steps.configure(group, topics)
+        bump = steps.metadata_changed(group, configured, topics, self._standbys(group)) or bump
+        if configured.ready:
+            check_tasks(req.owned, configured.tasks)
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            steps.compute_target(group, configured)
+        final = reconcile(
+            updated,
+            group.assignment_epoch,
+            group.target.get(updated.member_id) or _EMPTY,
+            group.owners(),
+            req.owned,
+        )
+        group.put(final)
+        self._after_reconcile(group, updated, final)
+        if req.shutdown_application:
+            group.shutdown_requested_by = final.member_id
+        return self._answer(group, req, member, final, configured, status)
+
+    def _member_changed(
+        self,
+        group: StreamsGroup,
+        old: StreamsMember,
+        new: StreamsMember,
+        replaced: StreamsMember | None,
+        joining: bool,
+    ) -> bool:
+        """Kafka's ``hasStreamsMemberMetadataChanged``. A static member taking its own place
+        over bumps only if what the assignor reads changed (process, rack, tags, topology)."""
+        if joining and replaced is None and new.member_id not in group.members:
+            return True
+        if replaced is not None or new.instance_id is not None:
+            return _assignor_view(old) != _assignor_view(new)
+        return new != old
+
+    def _after_reconcile(
+        self, group: StreamsGroup, updated: StreamsMember, final: StreamsMember
+    ) -> None:
+        if final != updated:
+            if final.state is MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance_timeout(group.group_id, final)
+            else:
+                self.timer.cancel(_rebalance_key(group.group_id, final.member_id))
+        self._schedule_session_timeout(group.group_id, final.member_id)
+
+    def _answer(
+        self,
+        group: StreamsGroup,
+        req: StreamsHeartbeatRequest,
+        before: StreamsMember,
+        final: StreamsMember,
+        configured: planning.Configured,
+        status: list[Status],
+    ) -> StreamsHeartbeatAnswer:
+        send = req.member_epoch == 0 or not before.assigned.same(final.assigned)
+        if send and final.user_endpoint is not None:
+            group.endpoint_information_epoch += 1
+        by_endpoint = None
+        if group.endpoint_information_epoch != req.endpoint_information_epoch:
+            others = [m for m in group.members.values() if m.member_id != final.member_id]
+            by_endpoint = partitions_by_endpoint([*others, final], group.topology, self.topics())
+        topology = group.topology
+        if topology is not None and final.topology_epoch < topology.epoch:
+            status.append(
+                (
+                    STALE_TOPOLOGY,
+                    f"The member's topology epoch {final.topology_epoch} is behind the "
+                    f"group's topology epoch {topology.epoch}.",
+                )
+            )
+        status.extend(configured.status)
+        if group.shutdown_requested_by is not None:
+            status.append(
+                (
+                    SHUTDOWN_APPLICATION,
+                    f"Streams group member {group.shutdown_requested_by} encountered a fatal "
+                    "error and requested a shutdown for the entire application.",
+                )
+            )
+        return StreamsHeartbeatAnswer(
+            ErrorCode.none,
+            None,
+            final.member_id,
+            final.member_epoch,
+            self.config.heartbeat_interval_ms,
+            self.config.acceptable_recovery_lag,
+            self.config.task_offset_interval_ms,
+            tuple(status),
+            final.assigned if send else None,
+            group.endpoint_information_epoch,
+            by_endpoint,
+            dict(configured.to_create) if configured.status else {},
+        )
+
+    def _dynamic_member(self, group: StreamsGroup, req: StreamsHeartbeatRequest) -> StreamsMember:
+        member = group.members.get(req.member_id)
+        if member is None:
+            if req.member_epoch != 0:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id,
+                    f"Member {req.member_id} is not a member of group {group.group_id}.",
+                )
+            self._check_size(group)
+            return StreamsMember(member_id=req.member_id)
+        if req.member_epoch == 0 and member.member_epoch != 0:
+            # rejoining under the same id (after FENCED_MEMBER_EPOCH): it starts afresh
+            self._fence(group, member.member_id)
+            return StreamsMember(member_id=req.member_id)
+        check_epoch(member, req)
+        return member
+
+    def _static_member(
+        self, group: StreamsGroup, req: StreamsHeartbeatRequest
+    ) -> tuple[StreamsMember, StreamsMember | None]:
+        """(the member, the previous member it replaces): KAFKA-20169's static members, as
+        KIP-848's ``getOrMaybeSubscribeStaticConsumerGroupMember``."""
+        assert req.instance_id is not None
+        existing = group.static_member(req.instance_id)
+        if req.member_epoch == 0:
+            if existing is None:
+                if req.member_id not in group.members:
+                    self._check_size(group)
+                known = group.members.get(req.member_id)
+                return known or StreamsMember(member_id=req.member_id), None
+            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                raise KafkaError(
+                    ErrorCode.unreleased_instance_id,
+                    f"Static member {existing.member_id} with instance id {req.instance_id} "
+                    "is not released yet.",
+                )
+            heir = dataclasses.replace(
+                existing, member_id=req.member_id, member_epoch=0, previous_member_epoch=0
+            )
+            if existing.member_id == req.member_id:
+                return heir, None
+            return heir, existing
+        if existing is None:
+            raise KafkaError(
+                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+            )
+        if existing.member_id != req.member_id:
+            raise KafkaError(
+                ErrorCode.fenced_instance_id,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
+                f"by member {existing.member_id}.",
+            )
+        check_epoch(existing, req)
+        return existing, None
+
+    def _standbys(self, group: StreamsGroup) -> int:
+        return self.config.standby_replicas(dict(self.group_configs(group.group_id)))
+
+    def _check_size(self, group: StreamsGroup) -> None:
+        if len(group.members) >= self.config.max_size:
+            raise KafkaError(
+                ErrorCode.group_max_size_reached,
+                f"The streams group has reached its maximum capacity of "
+                f"{self.config.max_size} members.",
+            )
+
+    # -- leaving and fencing -------------------------------------------------------------------
+
+    def _leave(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatAnswer:
+        group = self._group(req.group_id, False)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id,
+                    f"Member {req.member_id} is not a member of group {group.group_id}.",
+                )
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise KafkaError(
+                    ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
+                )
+            if member.member_id != req.member_id:
+                raise KafkaError(
+                    ErrorCode.fenced_instance_id,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was "
+                    f"fenced by member {member.member_id}.",
+                )
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # a temporary leave: member and tasks stay until its session expires
+            group.put(dataclasses.replace(member, member_epoch=STATIC_LEAVE_EPOCH))
+            self.timer.cancel(_rebalance_key(group.group_id, member.member_id))
+        else:
+            self._fence(group, member.member_id)
+        return StreamsHeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch)
+
+    def _fence(self, group: StreamsGroup, member_id: str) -> None:
+        """Remove a member; the group epoch bumps, so the others get a new target."""
+        group.remove(member_id)
+        self._cancel_timers(group.group_id, member_id)
+        group.group_epoch += 1
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(_session_key(group_id, member_id))
+        self.timer.cancel(_rebalance_key(group_id, member_id))
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            if group is not None and member_id in group.members:
+                logger.info("streams group %s: member %s session expired", group_id, member_id)
+                self._fence(group, member_id)
+
+        def expire_and_record() -> Result:
+            return Result(records=self._tracked(group_id, expire)[1])
+
+        self.timer.schedule(
+            _session_key(group_id, member_id), self.config.session_timeout_ms, expire_and_record
+        )
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: StreamsMember) -> None:
+        """A member that does not revoke within its rebalance timeout is fenced."""
+        member_id, epoch = member.member_id, member.member_epoch
+
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            current = None if group is None else group.members.get(member_id)
+            if group is not None and current is not None and current.member_epoch == epoch:
+                logger.info(
+                    "streams group %s: member %s did not revoke in time", group_id, member_id
+                )
+                self._fence(group, member_id)
+
+        def expire_and_record() -> Result:
+            return Result(records=self._tracked(group_id, expire)[1])
+
+        self.timer.schedule(
+            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire_and_record
+        )
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def validate_offset_request(
+        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    ) -> ErrorCode | None:
+        """Kafka's ``StreamsGroup.validateOffsetCommit``/``validateOffsetFetch``: None if
+        allowed, else UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, or STREAMS_TOPOLOGY_FENCED for a
+        member still on an older topology than the group's."""
+        group = self.groups[group_id]
+        if fetch and member_epoch < 0 and member_id is None:
+            return None
+        if not fetch and member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        topology = group.topology
+        if not fetch and topology is not None and member.topology_epoch < topology.epoch:
+            return ErrorCode.streams_topology_fenced
+        return None
+
+    def describe(self, group_id: str) -> StreamsGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        return group
+
+
+_EMPTY = Tasks()
+
+
+def _assignor_view(m: StreamsMember) -> tuple[object, ...]:
+    return (m.process_id, m.rack_id, m.client_tags, m.topology_epoch)
