@@ -33,6 +33,8 @@ __all__ = (
 )
 
 MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
+#: Kafka Streams' ``group.protocol`` values (KIP-1071); classic is the default
+GROUP_PROTOCOLS = ("classic", "streams")
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 _GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
@@ -90,6 +92,9 @@ class StreamsConfig:
     # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
     # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
     upgrade_from: str | None = None
+    # Kafka Streams' group.protocol: classic (streamrt's own member, the leader assigns) or
+    # streams (KIP-1071: the broker holds the topology and assigns tasks; Kafka 4.2+)
+    group_protocol: str = "classic"
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -236,6 +241,11 @@ class StreamsConfig:
         upgrade = self.upgrade_from
         return [
             (
+                self.group_protocol not in GROUP_PROTOCOLS,
+                f"group.protocol {self.group_protocol!r} must be one of "
+                f"{', '.join(GROUP_PROTOCOLS)}",
+            ),
+            (
                 upgrade is not None
                 and upgrade not in EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM,
                 f"upgrade.from {upgrade!r} must be one of Kafka's versions "
@@ -336,6 +346,11 @@ class StreamsConfig:
     def exactly_once(self) -> bool:
         """True under ``processing.guarantee=exactly_once_v2``."""
         return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def streams_protocol(self) -> bool:
+        """True under ``group.protocol=streams``: the stream threads join a KIP-1071 group."""
+        return self.group_protocol == "streams"
 
     @property
     def app_state_dir(self) -> Path:

@@ -1,0 +1,157 @@
+"""``group.protocol=streams`` end to end on the embedded broker: the stream threads are
+KIP-1071 streams-group members, the broker assigns the tasks.
+
+Real broker, real apps (the counting app: a stateful count over 8 partitions, RocksDB,
+changelogs): two instances split the tasks and count exactly; a third joins and tasks move
+with their state (restored from the changelog); it leaves and the others take them back; a
+static instance bounced within the session gets its tasks back, restores nothing, and the
+other instance is not touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from streamrt.admin.connection import BrokerConnection
+from streamrt.broker.embedded import BrokerThread
+from streamrt.runtime import App
+from streamrt.wire.api_keys import ApiKey
+from tests.kafka_helpers import produce, wait_until
+from tests.runtime.counting_app import make_app
+from tests.runtime.test_membership_integration import (
+    all_running,
+    assigned,
+    counts,
+    events,
+    expected,
+    setup_topics,
+)
+
+pytestmark = pytest.mark.slow
+
+STREAMS = {
+    "group.protocol": "streams",
+    "heartbeat.interval.ms": "500",
+    "commit.interval.ms": "200",
+}
+
+
+def settings(bootstrap: str, state: Path, instance: str | None = None) -> dict[str, str]:
+    out = {"bootstrap.servers": bootstrap, "state.dir": str(state), **STREAMS}
+    if instance is not None:
+        out["group.instance.id"] = instance
+    return out
+
+
+def tasks(app: App) -> list[str]:
+    return sorted(t for th in app.metadata_for_local_threads() for t in th.active_tasks)
+
+
+def restored(app: App) -> int:
+    return sum(t.records_restored for t in app.metadata_for_local_threads())
+
+
+def rebalances(app: App) -> int:
+    return sum(t.rebalances for t in app.metadata_for_local_threads())
+
+
+def streams_group(port: int) -> tuple[str, list[str]]:
+    """The broker's view: the group's type and its members' instance ids."""
+
+    async def go() -> tuple[str, list[str]]:
+        conn = await BrokerConnection.open("127.0.0.1", port)
+        try:
+            listed = await conn.call(ApiKey.LIST_GROUPS, states_filter=[], types_filter=[])
+            described = await conn.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE,
+                group_ids=["counting"],
+                include_authorized_operations=False,
+            )
+        finally:
+            await conn.close()
+        kind = {g.group_id: g.group_type for g in listed.groups}.get("counting", "")
+        members = sorted(m.instance_id or "" for m in described.groups[0].members)
+        return kind, members
+
+    return asyncio.run(go())
+
+
+def plus(*batches: int) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for n in batches:
+        total += Counter(expected(n))
+    return dict(total)
+
+
+def test_two_instances_split_a_third_joins_with_state_then_leaves(
+    broker: BrokerThread, tmp_path: Path
+) -> None:
+    setup_topics(broker.bootstrap)
+    produce(broker.bootstrap, "events", events(160))
+    a = make_app(settings(broker.bootstrap, tmp_path / "a"))
+    b = make_app(settings(broker.bootstrap, tmp_path / "b"))
+    c: App | None = None
+    a.start()
+    b.start()
+    try:
+        wait_until(lambda: all_running(a, b), what="8 tasks on 2 running instances")
+        assert (len(tasks(a)), len(tasks(b))) == (4, 4)
+        assert sorted(tasks(a) + tasks(b)) == [f"0_{p}" for p in range(8)]
+        assert streams_group(broker.port) == ("streams", ["", ""])
+        wait_until(lambda: counts(broker.bootstrap) == expected(160), what="first counts")
+        assert restored(a) == restored(b) == 0
+
+        c = make_app(settings(broker.bootstrap, tmp_path / "c"))
+        c.start()
+        wait_until(
+            lambda: all_running(a, b, c) and len(tasks(c)) >= 2, what="tasks moved to the third"
+        )
+        assert sorted(tasks(a) + tasks(b) + tasks(c)) == [f"0_{p}" for p in range(8)]
+        assert restored(c) > 0  # the moved tasks came with their state, from the changelog
+        produce(broker.bootstrap, "events", events(80))
+        wait_until(lambda: counts(broker.bootstrap) == plus(160, 80), what="counts on three")
+
+        c.stop()  # leaves the group (epoch -1): its tasks go back to a and b
+        c = None
+        wait_until(lambda: all_running(a, b), what="scale-in: 8 tasks on 2 instances")
+        produce(broker.bootstrap, "events", events(80))
+        wait_until(lambda: counts(broker.bootstrap) == plus(160, 80, 80), what="after scale-in")
+    finally:
+        for app in (a, b, c):
+            if app is not None:
+                app.stop()
+
+
+def test_static_bounce_gets_its_tasks_back_restores_nothing_other_untouched(
+    broker: BrokerThread, tmp_path: Path
+) -> None:
+    setup_topics(broker.bootstrap)
+    produce(broker.bootstrap, "events", events(200))
+    stay = make_app(settings(broker.bootstrap, tmp_path / "a", "stay"))
+    bounce = make_app(settings(broker.bootstrap, tmp_path / "b", "bounce"))
+    stay.start()
+    bounce.start()
+    try:
+        wait_until(lambda: all_running(stay, bounce), what="both running")
+        wait_until(lambda: counts(broker.bootstrap) == expected(200), what="first counts")
+        assert streams_group(broker.port) == ("streams", ["bounce-thread-1", "stay-thread-1"])
+        before, kept = tasks(bounce), tasks(stay)
+        partitions = assigned(bounce)
+        stay_rebalances = rebalances(stay)
+        bounce.stop()  # a static member leaves with epoch -2: the broker keeps its tasks
+        back = make_app(settings(broker.bootstrap, tmp_path / "b", "bounce"))
+        back.start()
+        bounce = back
+        wait_until(lambda: all_running(stay, back), what="bounced instance running")
+        assert tasks(back) == before and assigned(back) == partitions
+        assert restored(back) == 0
+        assert tasks(stay) == kept and rebalances(stay) == stay_rebalances
+        produce(broker.bootstrap, "events", events(100))
+        wait_until(lambda: counts(broker.bootstrap) == plus(200, 100), what="after the bounce")
+    finally:
+        stay.stop()
+        bounce.stop()
