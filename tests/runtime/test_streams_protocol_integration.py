@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from streamrt.admin.connection import BrokerConnection
 from streamrt.broker.embedded import BrokerThread
+from streamrt.errors import ConfigError
 from streamrt.runtime import App
+from streamrt.runtime.instance.metadata import AppState
 from streamrt.wire.api_keys import ApiKey
 from tests.kafka_helpers import produce, wait_until
 from tests.runtime.counting_app import make_app
@@ -40,11 +43,29 @@ STREAMS = {
 }
 
 
-def settings(bootstrap: str, state: Path, instance: str | None = None) -> dict[str, str]:
+def settings(
+    bootstrap: str, state: Path, instance: str | None = None, server: str | None = None
+) -> dict[str, str]:
     out = {"bootstrap.servers": bootstrap, "state.dir": str(state), **STREAMS}
     if instance is not None:
         out["group.instance.id"] = instance
+    if server is not None:
+        out["application.server"] = server
     return out
+
+
+def routed_by_endpoints(a: App, b: App) -> bool:
+    """Interactive-query routing from the broker's PartitionsByUserEndpoint: every key of
+    the store is sent to the instance that runs its task."""
+    clients = a.metadata_for_all_clients()
+    if sorted(len(m.tasks) for m in clients) != [4, 4]:
+        return False
+    own = {7101: set(tasks(a)), 7102: set(tasks(b))}
+    for key in (f"k{i}" for i in range(16)):
+        owner = a.metadata_for_key("event-counts", key)
+        if owner is None or a.queries.task_for_key("event-counts", key) not in own[owner.port or 0]:
+            return False
+    return True
 
 
 def tasks(app: App) -> list[str]:
@@ -92,8 +113,8 @@ def test_two_instances_split_a_third_joins_with_state_then_leaves(
 ) -> None:
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(160))
-    a = make_app(settings(broker.bootstrap, tmp_path / "a"))
-    b = make_app(settings(broker.bootstrap, tmp_path / "b"))
+    a = make_app(settings(broker.bootstrap, tmp_path / "a", server="127.0.0.1:7101"))
+    b = make_app(settings(broker.bootstrap, tmp_path / "b", server="127.0.0.1:7102"))
     c: App | None = None
     a.start()
     b.start()
@@ -104,6 +125,7 @@ def test_two_instances_split_a_third_joins_with_state_then_leaves(
         assert streams_group(broker.port) == ("streams", ["", ""])
         wait_until(lambda: counts(broker.bootstrap) == expected(160), what="first counts")
         assert restored(a) == restored(b) == 0
+        wait_until(lambda: routed_by_endpoints(a, b), what="IQ routing from the endpoints")
 
         c = make_app(settings(broker.bootstrap, tmp_path / "c"))
         c.start()
@@ -124,6 +146,29 @@ def test_two_instances_split_a_third_joins_with_state_then_leaves(
         for app in (a, b, c):
             if app is not None:
                 app.stop()
+
+
+def test_a_broker_without_streams_groups_stops_the_app_with_a_clear_error(
+    broker_factory: Callable[..., BrokerThread], tmp_path: Path
+) -> None:
+    broker = broker_factory({"group.coordinator.rebalance.protocols": "classic,consumer"})
+    setup_topics(broker.bootstrap)
+    app = make_app(settings(broker.bootstrap, tmp_path / "a"))
+    app.start()
+    try:
+        wait_until(lambda: app.state is AppState.ERROR, what="the instance in ERROR")
+        message = str(app.fatal_error)
+        assert "StreamsGroupHeartbeat counting: UNSUPPORTED_VERSION" in message
+        assert "group.protocol=streams needs Apache Kafka 4.2 or later" in message
+    finally:
+        app.stop()
+
+
+def test_group_protocol_is_checked() -> None:
+    with pytest.raises(
+        ConfigError, match=r"group\.protocol 'consumer' must be one of classic, streams"
+    ):
+        App({"application.id": "x", "group.protocol": "consumer"}).resolve_config()
 
 
 def test_static_bounce_gets_its_tasks_back_restores_nothing_other_untouched(
