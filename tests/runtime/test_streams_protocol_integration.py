@@ -127,17 +127,18 @@ def test_two_instances_split_a_third_joins_with_state_then_leaves(
         assert restored(a) == restored(b) == 0
         wait_until(lambda: routed_by_endpoints(a, b), what="IQ routing from the endpoints")
 
-        c = make_app(settings(broker.bootstrap, tmp_path / "c"))
-        c.start()
+        third = c = make_app(settings(broker.bootstrap, tmp_path / "c"))
+        third.start()
         wait_until(
-            lambda: all_running(a, b, c) and len(tasks(c)) >= 2, what="tasks moved to the third"
+            lambda: all_running(a, b, third) and len(tasks(third)) >= 2,
+            what="tasks moved to the third",
         )
-        assert sorted(tasks(a) + tasks(b) + tasks(c)) == [f"0_{p}" for p in range(8)]
-        assert restored(c) > 0  # the moved tasks came with their state, from the changelog
+        assert sorted(tasks(a) + tasks(b) + tasks(third)) == [f"0_{p}" for p in range(8)]
+        assert restored(third) > 0  # the moved tasks came with their state, from the changelog
         produce(broker.bootstrap, "events", events(80))
         wait_until(lambda: counts(broker.bootstrap) == plus(160, 80), what="counts on three")
 
-        c.stop()  # leaves the group (epoch -1): its tasks go back to a and b
+        third.stop()  # leaves the group (epoch -1): its tasks go back to a and b
         c = None
         wait_until(lambda: all_running(a, b), what="scale-in: 8 tasks on 2 instances")
         produce(broker.bootstrap, "events", events(80))
