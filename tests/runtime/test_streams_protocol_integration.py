@@ -201,3 +201,34 @@ def test_static_bounce_gets_its_tasks_back_restores_nothing_other_untouched(
     finally:
         stay.stop()
         bounce.stop()
+
+
+def standbys(app: App) -> list[str]:
+    return sorted(t for th in app.metadata_for_local_threads() for t in th.standby_tasks)
+
+
+def applied(app: App) -> int:
+    return sum(t.standby_records_applied for t in app.metadata_for_local_threads())
+
+
+def test_standbys_the_broker_assigns_are_kept_warm(
+    broker_factory: Callable[..., BrokerThread], tmp_path: Path
+) -> None:
+    broker = broker_factory({"group.streams.num.standby.replicas": "1"})
+    setup_topics(broker.bootstrap)
+    produce(broker.bootstrap, "events", events(160))
+    a = make_app(settings(broker.bootstrap, tmp_path / "a"))
+    b = make_app(settings(broker.bootstrap, tmp_path / "b"))
+    a.start()
+    b.start()
+    try:
+        wait_until(lambda: all_running(a, b), what="8 tasks on 2 running instances")
+        wait_until(
+            lambda: standbys(a) == tasks(b) and standbys(b) == tasks(a) and len(tasks(a)) == 4,
+            what="each instance a standby of the other's tasks",
+        )
+        wait_until(lambda: counts(broker.bootstrap) == expected(160), what="counts")
+        wait_until(lambda: applied(a) > 0 and applied(b) > 0, what="standbys applying changelogs")
+    finally:
+        a.stop()
+        b.stop()
