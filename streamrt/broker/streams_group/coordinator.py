@@ -10,7 +10,6 @@ changes a group returns its ``__consumer_offsets`` records; ``replay`` rebuilds 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -135,7 +134,8 @@ class StreamsGroupCoordinator:
         """One heartbeat; errors come back in the answer (the group is left unchanged), the
         records of a change with it. ``other_group``: the id is taken by a group of another
         type (classic or consumer)."""
-        before = copy.deepcopy(self.groups.get(req.group_id))
+        current = self.groups.get(req.group_id)
+        before = None if current is None else current.copy()
         try:
             validate(req)
             if other_group and before is None:

@@ -95,6 +95,18 @@ class StreamsGroup:
     def metadata_of(self, topics: Mapping[str, int]) -> dict[str, int]:
         return {t: topics[t] for t in sorted(self.topic_names()) if t in topics}
 
+    def copy(self) -> StreamsGroup:
+        """An independent copy, to undo a refused step: members, targets and the topology are
+        frozen, so copying the maps (and the owner counters) suffices."""
+        other = StreamsGroup.__new__(StreamsGroup)
+        for name, value in vars(self).items():
+            setattr(other, name, dict(value) if isinstance(value, dict) else value)
+        vars(other).update(
+            _standby={k: Counter(v) for k, v in self._standby.items()},
+            _warmup={k: Counter(v) for k, v in self._warmup.items()},
+        )
+        return other
+
     # -- updates ----------------------------------------------------------------------------
 
     def put(self, member: StreamsMember) -> None:

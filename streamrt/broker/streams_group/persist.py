@@ -134,6 +134,8 @@ def records_between(
         out.append(rec.group_metadata_record(group_id, after.meta, after.metadata))
     for mid, target in sorted(after.target.items()):
         was = old.target.get(mid)
+        if was is target:  # targets are frozen: the same object is unchanged (the usual case)
+            continue
         if mid in after.members and (was is None or not was.same(target)):
             out.append(rec.target_member_record(group_id, mid, target))
     if after.assignment_epoch != old.assignment_epoch:
