@@ -232,3 +232,22 @@ def test_standbys_the_broker_assigns_are_kept_warm(
     finally:
         a.stop()
         b.stop()
+
+
+def test_exactly_once_commits_at_the_member_epoch(broker: BrokerThread, tmp_path: Path) -> None:
+    """TxnOffsetCommit carries the member epoch as the generation (KIP-447 over KIP-1071)."""
+    setup_topics(broker.bootstrap)
+    produce(broker.bootstrap, "events", events(160))
+    eos = {"processing.guarantee": "exactly_once_v2"}
+    a = make_app({**settings(broker.bootstrap, tmp_path / "a"), **eos})
+    b = make_app({**settings(broker.bootstrap, tmp_path / "b"), **eos})
+    a.start()
+    b.start()
+    try:
+        wait_until(lambda: all_running(a, b), what="8 tasks on 2 running instances")
+        wait_until(lambda: counts(broker.bootstrap) == expected(160), what="counts")
+        produce(broker.bootstrap, "events", events(80))
+        wait_until(lambda: counts(broker.bootstrap) == plus(160, 80), what="more counts")
+    finally:
+        a.stop()
+        b.stop()
