@@ -20,10 +20,15 @@ import pytest
 from streamrt.admin.connection import BrokerConnection
 from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ConfigError
+from streamrt.membership.config import MemberConfig
+from streamrt.membership.streams_member import StreamsGroupMember
+from streamrt.membership.streams_protocol import StreamsIdentity
 from streamrt.runtime import App
+from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.rebalance.streams_topology import streams_topology
 from streamrt.runtime.instance.metadata import AppState
 from streamrt.wire.api_keys import ApiKey
-from tests.kafka_helpers import produce, wait_until
+from tests.kafka_helpers import produce, wait_until, wait_until_async
 from tests.runtime.counting_app import make_app
 from tests.runtime.test_membership_integration import (
     all_running,
@@ -251,3 +256,39 @@ def test_exactly_once_commits_at_the_member_epoch(broker: BrokerThread, tmp_path
     finally:
         a.stop()
         b.stop()
+
+
+def test_shutdown_application_from_another_member_stops_the_instance(
+    broker: BrokerThread, tmp_path: Path
+) -> None:
+    """A member that hits a fatal error asks the group to shut down (Kafka Streams'
+    SHUTDOWN_APPLICATION): every instance stops, in ERROR, saying why."""
+    setup_topics(broker.bootstrap)
+    app = make_app(settings(broker.bootstrap, tmp_path / "a"))
+    app.start()
+    config = MemberConfig(bootstrap_servers=broker.bootstrap, group_id="counting")
+    topology = streams_topology(
+        ThreadEnv(
+            app.resolve_config(),
+            app.topology,
+            tuple(app.topology.subtopologies("counting")),
+            "other",
+            False,
+            lambda *a, **k: None,
+        )
+    )
+
+    async def ask() -> None:
+        other = StreamsGroupMember(config, topology, StreamsIdentity("other-process"))
+        await other.start()
+        other.request_shutdown()
+        await wait_until_async(lambda: app.state is AppState.ERROR, what="the app in ERROR")
+        await other.close()
+
+    try:
+        wait_until(lambda: all_running(app), what="the app running")
+        asyncio.run(ask())
+        assert "SHUTDOWN_APPLICATION" in str(app.fatal_error)
+        assert "requested a shutdown for the entire application" in str(app.fatal_error)
+    finally:
+        app.stop()
