@@ -33,6 +33,7 @@ __all__ = (
 )
 
 MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
+CLIENT_TAG_PREFIX = "client.tag."
 #: Kafka Streams' ``group.protocol`` values (KIP-1071); classic is the default
 GROUP_PROTOCOLS = ("classic", "streams")
 AT_LEAST_ONCE = "at_least_once"
@@ -95,6 +96,9 @@ class StreamsConfig:
     # Kafka Streams' group.protocol: classic (streamrt's own member, the leader assigns) or
     # streams (KIP-1071: the broker holds the topology and assigns tasks; Kafka 4.2+)
     group_protocol: str = "classic"
+    # Kafka Streams' ``client.tag.<key>=<value>``: the instance's tags, sent to a streams
+    # group's assignor (rack-aware standbys)
+    client_tags: Mapping[str, str] = field(default_factory=dict)
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -159,6 +163,9 @@ class StreamsConfig:
             if raw is None:
                 continue
             key = _ALIASES.get(key, key)
+            if key.startswith(CLIENT_TAG_PREFIX):
+                kwargs.setdefault("client_tags", {})[key[len(CLIENT_TAG_PREFIX) :]] = str(raw)
+                continue
             if key.replace("_", ".") in REMOVED_KEYS:
                 raise ConfigError(_removed(key))
             name = known.get(key)
@@ -339,6 +346,7 @@ class StreamsConfig:
     def redacted(self) -> dict[str, Any]:
         """Every setting under its Kafka name, secrets ``[hidden]``: safe for logs and events."""
         out: dict[str, Any] = {f.replace("_", "."): getattr(self, f) for f in _FIELDS}
+        out.update({f"{CLIENT_TAG_PREFIX}{k}": v for k, v in self.client_tags.items()})
         out.update(redact(self.extra))
         return out
 
@@ -359,7 +367,9 @@ class StreamsConfig:
 
 
 #: The settings' field names (not ``extra``, not the removed keys' refused InitVars).
-_FIELDS = tuple(f.name for f in dataclasses.fields(StreamsConfig) if f.name != "extra")
+_FIELDS = tuple(
+    f.name for f in dataclasses.fields(StreamsConfig) if f.name not in ("extra", "client_tags")
+)
 
 
 def _removed(key: str) -> str:
@@ -397,6 +407,7 @@ def is_setting_key(key: str) -> bool:
         _ALIASES.get(key, key) in known
         or key in REMOVED_KEYS  # read, so that start-up refuses it by name
         or key == _DEPRECATED_CACHE_KEY
+        or key.startswith(CLIENT_TAG_PREFIX)
         or key.startswith(_CLIENT_PREFIXES)
         or client_settings.is_client_key(key)
     )

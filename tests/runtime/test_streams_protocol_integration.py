@@ -14,6 +14,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,6 +84,22 @@ def restored(app: App) -> int:
 
 def rebalances(app: App) -> int:
     return sum(t.rebalances for t in app.metadata_for_local_threads())
+
+
+def described(port: int) -> Any:
+    async def go() -> Any:
+        conn = await BrokerConnection.open("127.0.0.1", port)
+        try:
+            response = await conn.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE,
+                group_ids=["counting"],
+                include_authorized_operations=False,
+            )
+        finally:
+            await conn.close()
+        return response.groups[0]
+
+    return asyncio.run(go())
 
 
 def streams_group(port: int) -> tuple[str, list[str]]:
@@ -182,7 +199,7 @@ def test_static_bounce_gets_its_tasks_back_restores_nothing_other_untouched(
 ) -> None:
     setup_topics(broker.bootstrap)
     produce(broker.bootstrap, "events", events(200))
-    stay = make_app(settings(broker.bootstrap, tmp_path / "a", "stay"))
+    stay = make_app({**settings(broker.bootstrap, tmp_path / "a", "stay"), "client.tag.zone": "z1"})
     bounce = make_app(settings(broker.bootstrap, tmp_path / "b", "bounce"))
     stay.start()
     bounce.start()
@@ -190,6 +207,11 @@ def test_static_bounce_gets_its_tasks_back_restores_nothing_other_untouched(
         wait_until(lambda: all_running(stay, bounce), what="both running")
         wait_until(lambda: counts(broker.bootstrap) == expected(200), what="first counts")
         assert streams_group(broker.port) == ("streams", ["bounce-thread-1", "stay-thread-1"])
+        tags = {
+            m.instance_id: [(t.key, t.value) for t in m.client_tags]
+            for m in described(broker.port).members
+        }
+        assert tags == {"stay-thread-1": [("zone", "z1")], "bounce-thread-1": []}
         before, kept = tasks(bounce), tasks(stay)
         partitions = assigned(bounce)
         stay_rebalances = rebalances(stay)

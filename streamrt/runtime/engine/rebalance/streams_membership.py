@@ -61,7 +61,9 @@ class StreamsMembership(StreamsTaskListener):
         self.member = StreamsGroupMember(
             member_config(env, client_id, instance_id),
             self.topology,
-            StreamsIdentity(process_id(cfg.app_state_dir), _endpoint(cfg.application_server)),
+            StreamsIdentity(
+                process_id(cfg.app_state_dir), _endpoint(cfg.application_server), cfg.client_tags
+            ),
             self,
         )
         self._listener: Any = None  # the thread's MemberListener, from start()
