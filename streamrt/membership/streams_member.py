@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 _LEAVE_EPOCH = -1
 _STATIC_LEAVE_EPOCH = -2
 _LOST = (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id)
+#: a listener's failures to take new tasks that a retry may cure (broker briefly away)
+_RETRIABLE = (AdminConnectionError, TimeoutError, KafkaError)
 #: how long a static member waits before asking again while its previous incarnation's
 #: session still holds the instance id (UNRELEASED_INSTANCE_ID)
 _UNRELEASED_RETRY_S = 1.0
@@ -114,6 +116,7 @@ class StreamsGroupMember:
         self._interval_ms = config.heartbeat_interval_ms
         self._endpoint_epoch = 0
         self._report = True  # owned tasks changed since the last heartbeat
+        self._retry: StreamsTasks | None = None  # a target the listener could not take yet
         self._statuses: tuple[tuple[int, str], ...] = ()
         self._shutdown = False
         self._wake = asyncio.Event()
@@ -175,8 +178,10 @@ class StreamsGroupMember:
         backoff = self.config.retry_backoff_ms / 1000
         while not self._closing:
             try:
+                if self._retry is not None:
+                    await self._reconcile(self._retry)
                 await self._heartbeat()
-                await self._sleep(self._interval_ms / 1000)
+                await self._sleep(backoff if self._retry is not None else self._interval_ms / 1000)
             except (AdminConnectionError, TimeoutError) as exc:
                 logger.debug("heartbeat failed, retrying", extra=fields(error=str(exc)))
                 self.client.cluster.forget_coordinator(self.config.group_id)
@@ -272,7 +277,10 @@ class StreamsGroupMember:
 
     async def _reconcile(self, target: StreamsTasks) -> None:
         """Give up what the target drops (committed and closed by the listener), then take
-        the target; the next heartbeat, sent at once, reports what is owned now."""
+        the target; the next heartbeat, sent at once, reports what is owned now. Taking it
+        may fail for a while (e.g. committed offsets not readable): retried, while the
+        heartbeats report only what is owned."""
+        self._retry = None
         if target.same(self.owned) and self._first_assignment.is_set():
             return
         revoked = {
@@ -281,21 +289,21 @@ class StreamsGroupMember:
             if parts - target.active.get(sub, frozenset())
         }
         if revoked:
-            kept = {s: p - revoked.get(s, frozenset()) for s, p in self.owned.active.items()}
             await self.listener.on_tasks_revoked(revoked)
-            self.owned = StreamsTasks(kept, self.owned.standby, self.owned.warmup)
+            kept = {s: p - revoked.get(s, frozenset()) for s, p in self.owned.active.items()}
+            self.owned = StreamsTasks(
+                {s: p for s, p in kept.items() if p}, self.owned.standby, self.owned.warmup
+            )
+            self._report = True
+        _log_tasks(self.member_epoch, target, revoked)
+        try:
+            await self.listener.on_tasks_assigned(target)
+        except _RETRIABLE as exc:
+            logger.warning("tasks not taken yet, retrying", extra=fields(error=repr(exc)))
+            self._retry = target
+            return
         self.owned = target
         self.rebalances += 1
-        logger.info(
-            "streams group tasks",
-            extra=fields(
-                epoch=self.member_epoch,
-                active=list(target.active_names),
-                standby=list(target.standby_names),
-                revoked=[f"{s}_{p}" for s, ps in sorted(revoked.items()) for p in sorted(ps)],
-            ),
-        )
-        await self.listener.on_tasks_assigned(target)
         self._report = True
         self._wake.set()
         self._first_assignment.set()
@@ -351,6 +359,18 @@ class StreamsGroupMember:
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return await self._offsets.committed(partitions)
+
+
+def _log_tasks(epoch: int, target: StreamsTasks, revoked: TaskIds) -> None:
+    logger.info(
+        "streams group tasks",
+        extra=fields(
+            epoch=epoch,
+            active=list(target.active_names),
+            standby=list(target.standby_names),
+            revoked=[f"{s}_{p}" for s, ps in sorted(revoked.items()) for p in sorted(ps)],
+        ),
+    )
 
 
 def _static_refused(message: str | None) -> bool:

@@ -158,6 +158,41 @@ def _leave(member_id: str, epoch: int) -> dict[str, Any]:
     }
 
 
+class FailsOnce(Log):
+    """Taking new tasks fails once, as reading their committed offsets does while the
+    coordinator is briefly away (the one thing isolated here)."""
+
+    def __init__(self, log: list[tuple[str, str, tuple[str, ...]]]) -> None:
+        super().__init__("a", log)
+        self.failures = 0
+
+    async def on_tasks_assigned(self, tasks: StreamsTasks) -> None:
+        if tasks.active and not self.failures:
+            self.failures += 1
+            raise TimeoutError("OffsetFetch timed out")
+        await super().on_tasks_assigned(tasks)
+
+
+def test_tasks_not_taken_are_retried_not_fatal(broker_factory: Any) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "in", partitions=2)
+    log: list[tuple[str, str, tuple[str, ...]]] = []
+    a = FailsOnce(log)
+
+    async def scenario() -> None:
+        member = _member(broker, a)
+        try:
+            async with asyncio.timeout(60):  # a member that never retries never starts
+                await member.start()
+            await wait_until_async(lambda: len(a.active) == 2, what="tasks taken on a retry")
+            assert member.error is None and member.owned.active_names == ("0_0", "0_1")
+        finally:
+            await member.close()
+
+    _run(scenario)
+    assert a.failures == 1 and log == [("a", "assigned", ("0_0", "0_1"))]
+
+
 def test_a_missing_source_topic_is_logged_as_an_error_with_its_status(
     broker_factory: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -175,11 +175,17 @@ class StreamsMembership(StreamsTaskListener):
         await self._listener.on_partitions_revoked({tuple(tp) for tp in gone})
 
     async def on_tasks_assigned(self, tasks: StreamsTasks) -> None:
+        """Failed (e.g. committed offsets not readable yet): as before, so a retry sees the
+        same partitions as new."""
         wanted = self._partitions_of(tasks.active)
-        added = wanted - self._partitions
+        before, info = self._partitions, self.group.assignment_info
         self._partitions = wanted
         self.group.assignment_info = self._info(tasks, self.member.endpoints)
-        await self._listener.on_partitions_assigned({tuple(tp) for tp in added})
+        try:
+            await self._listener.on_partitions_assigned({tuple(tp) for tp in wanted - before})
+        except BaseException:
+            self._partitions, self.group.assignment_info = before, info
+            raise
 
     async def on_tasks_lost(self, lost: StreamsTasks) -> None:
         gone, self._partitions = self._partitions, frozenset()
