@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streamrt.admin.connection import AdminConnectionError
+from streamrt.admin.connection import AdminConnectionError, BrokerConnection
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import FencedInstanceError, MemberConfig, MembershipError
@@ -164,13 +164,7 @@ class StreamsGroupMember:
 
     async def find_coordinator(self) -> None:
         """Connect to the group coordinator and check that it offers streams groups."""
-        conn = await self.client.cluster.coordinator(self.config.group_id)
-        if ApiKey.STREAMS_GROUP_HEARTBEAT not in conn.broker_versions:
-            raise UnsupportedStreamsGroupError(
-                "group.protocol=streams: the broker does not offer StreamsGroupHeartbeat "
-                f"(API key 88); streams groups (KIP-1071) need {NEEDED_BROKER}, or set "
-                "group.protocol=classic"
-            )
+        _check_offered(await self.client.cluster.coordinator(self.config.group_id))
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -250,6 +244,7 @@ class StreamsGroupMember:
 
     async def _send(self, request: Mapping[str, Any]) -> Any:
         conn = await self.client.cluster.coordinator(self.config.group_id)
+        _check_offered(conn)
         return await conn.call(ApiKey.STREAMS_GROUP_HEARTBEAT, max_version=0, **request)
 
     async def _heartbeat(self) -> None:
@@ -359,6 +354,16 @@ class StreamsGroupMember:
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return await self._offsets.committed(partitions)
+
+
+def _check_offered(conn: BrokerConnection) -> None:
+    """A broker older than streams groups does not list API 88 in its ApiVersions."""
+    if ApiKey.STREAMS_GROUP_HEARTBEAT not in conn.broker_versions:
+        raise UnsupportedStreamsGroupError(
+            "group.protocol=streams: the broker does not offer StreamsGroupHeartbeat "
+            f"(API key 88); streams groups (KIP-1071) need {NEEDED_BROKER}, or set "
+            "group.protocol=classic"
+        )
 
 
 def _log_tasks(epoch: int, target: StreamsTasks, revoked: TaskIds) -> None:
