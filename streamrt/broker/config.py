@@ -394,8 +394,7 @@ _DEFS: tuple[ConfigDef, ...] = (
     ),
 )
 
-_DEFS = (*_DEFS, *CONSUMER_GROUP_CONFIGS)  # consumer_group_config.py: KIP-848's keys
-_DEFS = (*_DEFS, *STREAMS_GROUP_CONFIGS)  # streams_group_config.py: KIP-1071's keys
+_DEFS = (*_DEFS, *CONSUMER_GROUP_CONFIGS, *STREAMS_GROUP_CONFIGS)  # KIP-848's, KIP-1071's keys
 BROKER_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _DEFS}
 TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.topic_name: d for d in _DEFS if d.topic_name}
 

@@ -1,6 +1,7 @@
 """The proof with someone else's client: Kafka Streams 4.3.1 (Java, from Maven Central) with
 ``group.protocol=streams`` runs a word count with a repartition against the embedded broker,
-two instances sharing the tasks the broker assigns, and writes exactly the expected counts;
+two instances sharing the tasks the broker assigns, and writes exactly the expected counts (at
+least once, and exactly once: the transactional offset commits of a streams group);
 the same test runs on Apache Kafka 4.3.1 (marker ``kafka``), so both brokers give one output.
 
 The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
@@ -41,12 +42,19 @@ APP = "wc-streams"
 VOCABULARY = ("kafka", "streams", "group", "task", "epoch", "static", "member", "broker")
 
 
-@pytest.fixture(params=["embedded", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
+@pytest.fixture(
+    params=[
+        "embedded",
+        "embedded-exactly-once",
+        pytest.param("apache-kafka", marks=pytest.mark.kafka),
+    ]
+)
 def bootstrap(
     request: pytest.FixtureRequest, broker_factory: Callable[..., BrokerThread]
 ) -> Iterator[str]:
-    """The embedded broker (heartbeats every 500 ms, for a quick test) or Apache Kafka 4.3.1."""
-    if request.param == "embedded":
+    """The embedded broker (heartbeats every 500 ms, for a quick test; also with
+    ``exactly_once_v2``: transactional offsets of a streams group) or Apache Kafka 4.3.1."""
+    if request.param.startswith("embedded"):
         yield broker_factory({"group.streams.heartbeat.interval.ms": "500"}).bootstrap
         return
     from tests.apache_kafka.support import clean_slate
@@ -85,8 +93,13 @@ def _describe(bootstrap: str) -> Any:
 
 
 @pytest.fixture
-def instances(tmp_path: Path) -> Iterator[Callable[[str, int], subprocess.Popen[bytes]]]:
+def instances(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[[str, int], subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
+    config = {"group.protocol": "streams", "commit.interval.ms": "200"}
+    if request.node.callspec.params["bootstrap"].endswith("exactly-once"):
+        config["processing.guarantee"] = "exactly_once_v2"
 
     def start(bootstrap: str, n: int) -> subprocess.Popen[bytes]:
         env = {
@@ -97,7 +110,7 @@ def instances(tmp_path: Path) -> Iterator[Callable[[str, int], subprocess.Popen[
             "PEERS_STATE_DIR": str(tmp_path / f"state-{n}"),
             "PEERS_IN": "lines",
             "PEERS_OUT": "counts",
-            "PEERS_CONFIG": json.dumps({"group.protocol": "streams", "commit.interval.ms": "200"}),
+            "PEERS_CONFIG": json.dumps(config),
         }
         log = (tmp_path / f"instance-{n}.log").open("wb")
         proc = subprocess.Popen(command("peers"), env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -329,3 +329,39 @@ def test_delete_groups_removes_an_empty_streams_group_only(broker: BrokerThread)
         ErrorCode.none,
         ErrorCode.group_id_not_found,
     ]
+
+
+def test_metrics_show_the_streams_group_and_a_static_bounce_adds_no_rebalance(
+    tmp_path: Any,
+) -> None:
+    from tests.broker.groups_support import group_gauges, start_broker
+
+    b = start_broker(tmp_path / "metrics")
+    try:
+        create_topic(b.bootstrap, "words", partitions=2)
+
+        async def form(conn: BrokerConnection) -> dict[str, Any]:
+            a = await _beat(conn, "a-1", 0, instance="A", process="pa")
+            await _beat(conn, "a-1", a.member_epoch, [], instance="A")
+            b1 = await _beat(conn, "b-1", 0, instance="B", process="pb")
+            return await _converge(conn, {"a-1": a, "b-1": b1})
+
+        _run(b.port, form)
+        before = group_gauges(b, APP)
+        assert before is not None and before.state == "Stable"
+        assert (before.members_static, before.members_dynamic) == (2, 0)
+
+        async def bounce(conn: BrokerConnection) -> None:
+            await _beat(conn, "a-1", -2, instance="A")
+            back = await _beat(conn, "a-2", 0, instance="A", process="pa")
+            assert back.error_code == ErrorCode.none
+
+        _run(b.port, bounce)
+        after = group_gauges(b, APP)
+        assert after is not None
+        assert (after.generation, after.rebalances_total) == (
+            before.generation,
+            before.rebalances_total,
+        )
+    finally:
+        b.stop()

@@ -25,6 +25,7 @@ from streamrt.wire.group_responses import response_cls
 
 __all__ = (
     "MemberChecks",
+    "RetainedGroups",
     "commit",
     "delete",
     "expired",
@@ -112,16 +113,30 @@ def with_fetch_errors(response: Any, errors: dict[str, Any]) -> Any:
     return dataclasses.replace(response, groups=groups)
 
 
+class _Retained(Protocol):
+    @property
+    def members(self) -> Mapping[str, Any]: ...
+
+    def subscription(self, topics: Mapping[str, int]) -> Mapping[str, int]: ...
+
+
+class RetainedGroups(Protocol):
+    """What offsets retention needs of a consumer or streams coordinator."""
+
+    @property
+    def groups(self) -> Mapping[str, _Retained]: ...
+
+
 def expired(
-    consumer: ConsumerGroupCoordinator,
+    consumer: RetainedGroups,
     offsets: OffsetMetadataManager,
     pending: PendingTxnOffsets,
     topics: Mapping[str, int],
     now_ms: int,
     retention_ms: int,
 ) -> tuple[tuple[CoordinatorRecord, ...], list[str]]:
-    """Offsets retention of consumer groups, as Kafka's ``cleanupExpiredOffsets`` with
-    ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
+    """Offsets retention of consumer (and streams) groups, as Kafka's ``cleanupExpiredOffsets``
+    with ``ConsumerGroup.offsetExpirationCondition``: an offset of a topic no member subscribes to
     expires ``retention_ms`` after its commit (or at its explicit expire timestamp). Returns
     the tombstones and the empty groups left without offsets (Kafka deletes them)."""
     records: list[CoordinatorRecord] = []

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from streamrt.broker.config import BrokerConfig
 from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
+from streamrt.broker.consumer_group.group import ConsumerGroup
 from streamrt.broker.consumer_group.listing import with_consumer_groups, with_groups
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
@@ -36,6 +37,7 @@ from streamrt.broker.group.state import GroupState
 from streamrt.broker.log.codec import LogBatch
 from streamrt.broker.log.control import marker_is_commit
 from streamrt.broker.streams_group.coordinator import StreamsGroupCoordinator
+from streamrt.broker.streams_group.group import StreamsGroup
 from streamrt.broker.streams_group.requests import StreamsHeartbeatAnswer, StreamsHeartbeatRequest
 from streamrt.broker.streams_group_config import StreamsGroupConfig
 from streamrt.clock import Clock, SystemClock
@@ -298,18 +300,22 @@ class GroupCoordinatorService:
         return Result(response=response, records=records, replay=True)
 
     def _consumer_offsets_cleanup(self) -> Result:
-        """Offsets retention of consumer groups (the classic ones' is the coordinator's)."""
+        """Offsets retention of consumer and streams groups (the classic ones' is the
+        coordinator's)."""
         config = self.coordinator.config
-        records, gone = consumer_offsets.expired(
-            self.consumer,
-            self.coordinator.offsets,
-            self.coordinator.pending_txn_offsets,
-            self.consumer.topics(),
-            self._clock.now_ms(),
-            config.offsets_retention_ms,
-        )
-        for group_id in gone:
-            records += self.consumer.drop_if_empty(group_id)  # tombstones: replay is a no-op
+        records: tuple[CoordinatorRecord, ...] = ()
+        for owner in (self.consumer, self.streams):
+            expired, gone = consumer_offsets.expired(
+                owner,
+                self.coordinator.offsets,
+                self.coordinator.pending_txn_offsets,
+                owner.topics(),
+                self._clock.now_ms(),
+                config.offsets_retention_ms,
+            )
+            records += expired
+            for group_id in gone:  # tombstones: replay is a no-op
+                records += owner.drop_if_empty(group_id)
         self._schedule_consumer_offsets_cleanup()
         return Result(records=records, replay=True)
 
@@ -467,9 +473,14 @@ class GroupCoordinatorService:
                     rebalances_total=self.coordinator.rebalances_total(group_id),
                 )
             )
-        for group_id, cgroup in sorted(self.consumer.groups.items()):
-            # KIP-848 groups: the group epoch as the generation, target assignments computed
-            # as the rebalances (an id also held by a classic group is shown once, as classic)
+        broker_driven: list[tuple[str, ConsumerGroup | StreamsGroup]] = [
+            *self.consumer.groups.items(),
+            *self.streams.groups.items(),
+        ]
+        for group_id, cgroup in sorted(broker_driven, key=lambda kv: kv[0]):
+            # KIP-848 and KIP-1071 groups: the group epoch as the generation, target
+            # assignments computed as the rebalances (an id also held by a classic group is
+            # shown once, as classic)
             if group_id in self.coordinator.groups:
                 continue
             static = sum(1 for m in cgroup.members.values() if m.instance_id is not None)

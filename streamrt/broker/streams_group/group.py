@@ -92,6 +92,17 @@ class StreamsGroup:
             names.update(t.name for t in sub.state_changelog_topics)
         return frozenset(names)
 
+    def subscription(self, topics: Mapping[str, int]) -> dict[str, int]:
+        """The existing topics the group reads while it has members (their offsets do not
+        expire); an empty group reads none, so its offsets expire as a consumer group's."""
+        if not self.members or self.topology is None:
+            return {}
+        names: set[str] = set()
+        for sub in self.topology.subtopologies:
+            names.update(sub.source_topics)
+            names.update(t.name for t in sub.repartition_source_topics)
+        return {t: topics[t] for t in sorted(names) if t in topics}
+
     def metadata_of(self, topics: Mapping[str, int]) -> dict[str, int]:
         return {t: topics[t] for t in sorted(self.topic_names()) if t in topics}
 

@@ -20,7 +20,7 @@ from streamrt.broker.streams_group.configured_topology import (
 from streamrt.broker.streams_group.group import Status
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.task_assignor import AssignmentMemberSpec, GroupSpec
-from streamrt.broker.streams_group.topology import StreamsTopology
+from streamrt.broker.streams_group.topology import StreamsTopology, TopicInfo
 
 __all__ = ("Configured", "assign", "configure")
 
@@ -45,10 +45,32 @@ class Configured:
         return self.invalid is None and not self.status and bool(self.tasks)
 
 
+def _broker_default_replication(topology: StreamsTopology) -> StreamsTopology:
+    """Kafka Streams 4.3.1 sends replication factor -1 for internal topics (its
+    ``replication.factor`` default: the broker's); Kafka's wire doc says 0. Both mean the
+    broker default, so -1 is read as 0 before the checks, which refuse negative values."""
+
+    def fix(infos: tuple[TopicInfo, ...]) -> tuple[TopicInfo, ...]:
+        return tuple(
+            dataclasses.replace(i, replication_factor=0) if i.replication_factor < 0 else i
+            for i in infos
+        )
+
+    subs = tuple(
+        dataclasses.replace(
+            s,
+            state_changelog_topics=fix(s.state_changelog_topics),
+            repartition_source_topics=fix(s.repartition_source_topics),
+        )
+        for s in topology.subtopologies
+    )
+    return dataclasses.replace(topology, subtopologies=subs)
+
+
 def configure(topology: StreamsTopology, topics: Mapping[str, int]) -> Configured:
     """Size ``topology`` against ``topics`` (name -> partition count)."""
     try:
-        c = configure_topics(topology, topics.get)
+        c = configure_topics(_broker_default_replication(topology), topics.get)
     except InvalidTopologyError as exc:
         return Configured(invalid=str(exc))
     status: tuple[Status, ...] = ()

@@ -165,3 +165,24 @@ def test_offset_commits_are_checked_against_member_and_topology_epochs() -> None
     assert check(GROUP, "zz", 1) == ErrorCode.unknown_member_id
     h.group.topology = dataclasses.replace(h.group.topology, epoch=2)
     assert check(GROUP, "a", a.member_epoch) == ErrorCode.streams_topology_fenced
+
+
+def test_replication_factor_minus_one_means_the_broker_default() -> None:
+    """Kafka Streams 4.3.1 sends -1 (its ``replication.factor`` default) for internal topics."""
+    h = Harness()
+    topology = count_topology()
+    subs = tuple(
+        dataclasses.replace(
+            s,
+            repartition_source_topics=tuple(
+                dataclasses.replace(t, replication_factor=-1) for t in s.repartition_source_topics
+            ),
+            state_changelog_topics=tuple(
+                dataclasses.replace(t, replication_factor=-1) for t in s.state_changelog_topics
+            ),
+        )
+        for s in topology.subtopologies
+    )
+    a = h.join("a", topology=dataclasses.replace(topology, subtopologies=subs))
+    assert a.error == ErrorCode.none, a.message
+    assert set(a.topics_to_create) == {REPARTITION, CHANGELOG}
