@@ -314,3 +314,29 @@ def test_shutdown_application_from_another_member_stops_the_instance(
         assert "requested a shutdown for the entire application" in str(app.fatal_error)
     finally:
         app.stop()
+
+
+def test_stream_threads_in_processes_are_members_of_one_process(
+    broker: BrokerThread, tmp_path: Path
+) -> None:
+    """``stream.thread.mode=process``: each child's thread is a streams-group member; both
+    read the instance's process id from its state dir, so the broker sees one process."""
+    setup_topics(broker.bootstrap)
+    produce(broker.bootstrap, "events", events(160))
+    app = make_app(
+        {
+            **settings(broker.bootstrap, tmp_path / "a", "proc"),
+            "num.stream.threads": "2",
+            "stream.thread.mode": "process",
+        }
+    )
+    app.app_spec = "tests.runtime.counting_app:app"
+    app.start()
+    try:
+        wait_until(lambda: all_running(app), timeout=120, what="8 tasks on 2 thread processes")
+        assert [len(t.active_tasks) for t in app.metadata_for_local_threads()] == [4, 4]
+        wait_until(lambda: counts(broker.bootstrap) == expected(160), what="counts")
+        processes = {m.process_id for m in described(broker.port).members}
+        assert len(processes) == 1
+    finally:
+        app.stop()
