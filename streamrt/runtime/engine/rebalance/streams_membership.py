@@ -164,8 +164,10 @@ class StreamsMembership(StreamsTaskListener):
         self.raise_if_failed()
 
     async def lose_all(self) -> None:
-        """After :class:`TaskMigratedError`: the member's loop loses the tasks itself when the
-        broker fences it; nothing to add."""
+        """After :class:`TaskMigratedError`: heartbeat now; the broker's answer (UNKNOWN_MEMBER_ID
+        or FENCED_MEMBER_EPOCH) makes the member's loop lose the tasks (closed dirty) and
+        rejoin at epoch 0, a round trip later rather than a heartbeat interval."""
+        self.member.wake()
 
     # -- the member's callbacks (StreamsTaskListener) -------------------------------------------
 
