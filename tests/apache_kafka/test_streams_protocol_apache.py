@@ -20,13 +20,12 @@ from tests.apache_kafka.support import clean_slate
 from tests.kafka_helpers import produce, wait_until
 from tests.runtime.counting_app import make_app
 from tests.runtime.test_membership_integration import (
-    all_running,
     counts,
     events,
     expected,
     setup_topics,
 )
-from tests.runtime.test_streams_protocol_integration import settings, tasks
+from tests.runtime.test_streams_protocol_integration import settings, split, tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 
@@ -60,7 +59,7 @@ def test_dynamic_instances_split_the_tasks_on_apache_kafka(
     a.start()
     b.start()
     try:
-        wait_until(lambda: all_running(a, b), timeout=120, what="8 tasks on 2 instances")
+        wait_until(lambda: split(a, b), timeout=120, what="8 tasks split over 2 instances")
         assert (len(tasks(a)), len(tasks(b))) == (4, 4)
         wait_until(lambda: counts(kafka_bootstrap) == expected(160), what="counts")
     finally:
