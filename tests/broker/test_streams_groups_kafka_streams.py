@@ -1,7 +1,8 @@
 """The proof with someone else's client: Kafka Streams 4.3.1 (Java, from Maven Central) with
 ``group.protocol=streams`` runs a word count with a repartition against the embedded broker,
-two instances sharing the tasks the broker assigns, and writes exactly the expected counts (at
-least once, and exactly once: the transactional offset commits of a streams group);
+two instances sharing the tasks the broker assigns, then one after the other leaves (its tasks
+move to the survivor), and writes exactly the expected counts (at least once, and exactly once:
+the transactional offset commits of a streams group);
 the same test runs on Apache Kafka 4.3.1 (marker ``kafka``), so both brokers give one output.
 
 The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
@@ -151,9 +152,8 @@ def test_two_kafka_streams_instances_count_words_over_a_streams_group(
         assert len(topics[internal].partitions) == 4  # created by the broker
 
     rng = random.Random(20261128)
-    lines = [" ".join(rng.choice(VOCABULARY) for _ in range(5)) for _ in range(300)]
-    expected = Counter(w for line in lines for w in line.split())
-    produce(bootstrap, "lines", [(str(i).encode(), ln.encode()) for i, ln in enumerate(lines)])
+    lines = [" ".join(rng.choice(VOCABULARY) for _ in range(5)) for _ in range(400)]
+    expected: Counter[str] = Counter()
 
     def emitted() -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -161,11 +161,26 @@ def test_two_kafka_streams_instances_count_words_over_a_streams_group(
             out.setdefault(r.key.decode(), []).append(int(r.value))
         return out
 
-    def complete() -> bool:
-        seen = emitted()
-        return all(max(seen.get(w, [0])) == n for w, n in expected.items())
+    def counted(batch: list[str], first: int) -> None:
+        expected.update(w for line in batch for w in line.split())
+        keyed = [(str(first + i).encode(), ln.encode()) for i, ln in enumerate(batch)]
+        produce(bootstrap, "lines", keyed)
 
-    wait_until(complete, timeout=90, what="every word counted")
+        def complete() -> bool:
+            seen = emitted()
+            return all(max(seen.get(w, [0])) == n for w, n in expected.items())
+
+        wait_until(complete, timeout=90, what="every word counted")
+
+    counted(lines[:200], 0)
+    # scale in: the second instance leaves (SIGTERM closes it: a leave heartbeat), its tasks
+    # are revoked and reassigned to the first one, which counts on from their changelogs
+    procs[1].send_signal(signal.SIGTERM)
+    procs[1].wait(timeout=60)  # 143: the JVM ran its shutdown hook on SIGTERM
+    counted(lines[200:], 200)
+    group = _describe(bootstrap)
+    assert len(group.members) == 1
+    assert sum(len(t.partitions) for t in group.members[0].assignment.active_tasks) == 8
     seen = emitted()
     assert set(seen) == set(expected)
     for word, n in expected.items():
