@@ -24,15 +24,20 @@ COMMIT_REFUSED = (
     ErrorCode.unknown_member_id,
     ErrorCode.rebalance_in_progress,
     ErrorCode.fenced_instance_id,
+    ErrorCode.stale_member_epoch,  # a streams or consumer group member's epoch moved on
 )
 
 
 class GroupOffsetRequests:
     """OffsetCommit and OffsetFetch of one group, on ``client``'s coordinator connection."""
 
-    def __init__(self, client: CoordinatorClient, group_id: str) -> None:
+    def __init__(
+        self, client: CoordinatorClient, group_id: str, *, member_epoch: bool = False
+    ) -> None:
+        """``member_epoch``: commits carry a member epoch (broker-driven groups: v9+)."""
         self.client = client
         self.group_id = group_id
+        self.member_epoch = member_epoch
 
     async def commit(
         self,
@@ -46,7 +51,9 @@ class GroupOffsetRequests:
             return
 
         async def attempt() -> None:
-            response = await self.client.commit(generation_id, member_id, offsets, metadata)
+            response = await self.client.commit(
+                generation_id, member_id, offsets, metadata, member_epoch=self.member_epoch
+            )
             for topic in response.topics:
                 for p in topic.partitions:
                     self._check_commit(ErrorCode(int(p.error_code)), generation_id, topic.name, p)

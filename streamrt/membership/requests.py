@@ -133,8 +133,11 @@ class CoordinatorClient:
         member_id: str,
         offsets: Mapping[TopicPartition, int],
         metadata: str | None,
+        *,
+        member_epoch: bool = False,
     ) -> Any:
-        """OffsetCommit v2-8 (v9+ is KIP-848's) with the generation and member identity."""
+        """OffsetCommit v2-8 with the generation and member identity; ``member_epoch``: v9+
+        (KIP-848's and KIP-1071's groups, where the generation is the member epoch)."""
         c = self.config
         topics = [
             {
@@ -155,8 +158,8 @@ class CoordinatorClient:
         conn = await self._coordinator()
         return await conn.call(
             ApiKey.OFFSET_COMMIT,
-            min_version=_OFFSET_COMMIT_STATIC_MIN if c.static else 2,
-            max_version=8,
+            min_version=9 if member_epoch else _OFFSET_COMMIT_STATIC_MIN if c.static else 2,
+            max_version=9 if member_epoch else 8,
             group_id=c.group_id,
             generation_id_or_member_epoch=generation,
             generation_id=generation,

@@ -33,6 +33,9 @@ __all__ = (
 )
 
 MIN_PROBING_REBALANCE_INTERVAL_MS = 60_000
+CLIENT_TAG_PREFIX = "client.tag."
+#: Kafka Streams' ``group.protocol`` values (KIP-1071); classic is the default
+GROUP_PROTOCOLS = ("classic", "streams")
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
 _GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
@@ -90,6 +93,12 @@ class StreamsConfig:
     # Kafka Streams' rolling-upgrade switch: from a version before 2.4 the group stays eager;
     # otherwise (and unset) the streamrt membership rebalances cooperatively (KIP-429)
     upgrade_from: str | None = None
+    # Kafka Streams' group.protocol: classic (streamrt's own member, the leader assigns) or
+    # streams (KIP-1071: the broker holds the topology and assigns tasks; Kafka 4.2+)
+    group_protocol: str = "classic"
+    # Kafka Streams' ``client.tag.<key>=<value>``: the instance's tags, sent to a streams
+    # group's assignor (rack-aware standbys)
+    client_tags: Mapping[str, str] = field(default_factory=dict)
     state_dir: str = "state"
     commit_interval_ms: int = 30_000
     session_timeout_ms: int = 45_000
@@ -154,6 +163,9 @@ class StreamsConfig:
             if raw is None:
                 continue
             key = _ALIASES.get(key, key)
+            if key.startswith(CLIENT_TAG_PREFIX):
+                kwargs.setdefault("client_tags", {})[key[len(CLIENT_TAG_PREFIX) :]] = str(raw)
+                continue
             if key.replace("_", ".") in REMOVED_KEYS:
                 raise ConfigError(_removed(key))
             name = known.get(key)
@@ -235,6 +247,11 @@ class StreamsConfig:
         """(broken, message) for ``upgrade.from``."""
         upgrade = self.upgrade_from
         return [
+            (
+                self.group_protocol not in GROUP_PROTOCOLS,
+                f"group.protocol {self.group_protocol!r} must be one of "
+                f"{', '.join(GROUP_PROTOCOLS)}",
+            ),
             (
                 upgrade is not None
                 and upgrade not in EAGER_UPGRADE_FROM + COOPERATIVE_UPGRADE_FROM,
@@ -329,6 +346,7 @@ class StreamsConfig:
     def redacted(self) -> dict[str, Any]:
         """Every setting under its Kafka name, secrets ``[hidden]``: safe for logs and events."""
         out: dict[str, Any] = {f.replace("_", "."): getattr(self, f) for f in _FIELDS}
+        out.update({f"{CLIENT_TAG_PREFIX}{k}": v for k, v in self.client_tags.items()})
         out.update(redact(self.extra))
         return out
 
@@ -338,13 +356,20 @@ class StreamsConfig:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @property
+    def streams_protocol(self) -> bool:
+        """True under ``group.protocol=streams``: the stream threads join a KIP-1071 group."""
+        return self.group_protocol == "streams"
+
+    @property
     def app_state_dir(self) -> Path:
         """``<state.dir>/<application.id>``: where this application's task directories live."""
         return Path(self.state_dir) / self.application_id
 
 
 #: The settings' field names (not ``extra``, not the removed keys' refused InitVars).
-_FIELDS = tuple(f.name for f in dataclasses.fields(StreamsConfig) if f.name != "extra")
+_FIELDS = tuple(
+    f.name for f in dataclasses.fields(StreamsConfig) if f.name not in ("extra", "client_tags")
+)
 
 
 def _removed(key: str) -> str:
@@ -382,6 +407,7 @@ def is_setting_key(key: str) -> bool:
         _ALIASES.get(key, key) in known
         or key in REMOVED_KEYS  # read, so that start-up refuses it by name
         or key == _DEPRECATED_CACHE_KEY
+        or key.startswith(CLIENT_TAG_PREFIX)
         or key.startswith(_CLIENT_PREFIXES)
         or client_settings.is_client_key(key)
     )

@@ -22,6 +22,10 @@ from streamrt.runtime import client_settings
 from streamrt.runtime.config import StreamsConfig
 from streamrt.runtime.engine.clients.bootstrap import retry_retriable, started_admin
 from streamrt.runtime.graph.copartition import repartition_counts, validate_copartitioning
+from streamrt.runtime.graph.internal_topic_configs import (
+    REPARTITION_TOPIC_CONFIG,
+    changelog_config,
+)
 from streamrt.runtime.graph.topology import SubTopology, Topology, changelog_topic
 from streamrt.runtime.instance.source_topics import wait_for_source_topics
 
@@ -81,27 +85,7 @@ async def _wait_until_led(admin: AdminClient, topics: Mapping[str, int], wait_s:
         await asyncio.sleep(0.1)
 
 
-def changelog_config(topology: Topology, store: str, additional_ms: int) -> dict[str, str]:
-    """Key-value changelogs are compacted; window and session changelogs are also deleted
-    after the store's retention plus ``windowstore.changelog.additional.retention.ms``."""
-    segments = topology.stores[store].segments
-    if segments is None:
-        return {"cleanup.policy": "compact"}
-    retention = min(segments.retention_ms + additional_ms, 2**63 - 1)
-    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention)}
-
-
 _Wanted = dict[str, tuple[int, dict[str, str]]]  # topic → (partitions, topic configs)
-
-#: Kafka Streams' ``RepartitionTopicConfig`` defaults (KIP-284): records stay until the app has
-#: consumed and purged them (DeleteRecords after each commit), never removed by time. With the
-#: broker's default ``retention.ms`` (7 days), records that carry old timestamps (a replay, a
-#: backfill, a test's small timestamps) were deleted by retention before they were read.
-REPARTITION_TOPIC_CONFIG: Mapping[str, str] = {
-    "cleanup.policy": "delete",
-    "segment.bytes": "52428800",
-    "retention.ms": "-1",
-}
 
 
 async def ensure_internal_topics_for(config: StreamsConfig, topology: Topology) -> None:

@@ -24,11 +24,15 @@ from streamrt.runtime.engine.commit.committers import Committer
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
 from streamrt.runtime.engine.rebalance.start_ahead import StartAhead
+from streamrt.runtime.engine.rebalance.streams_membership import StreamsMembership
 from streamrt.runtime.engine.tasks.task_manager import TaskManager
 from streamrt.runtime.metadata import ThreadState
 from streamrt.topic_partition import TopicPartition
 
-__all__ = ("MemberListener", "RebalancingThread")
+__all__ = ("MemberListener", "Membership", "RebalancingThread")
+
+#: The thread's group membership: classic (streamrt's own member) or a streams group (KIP-1071).
+Membership = StreamrtMembership | StreamsMembership
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +78,7 @@ class MemberListener(MemberRebalanceListener):
         tasks: TaskManager,
         committer: Committer,
         consumer: MainConsumer,
-        membership: StreamrtMembership,
+        membership: Membership,
     ) -> None:
         self.thread = thread
         self.tasks = tasks
@@ -173,7 +177,7 @@ class MemberListener(MemberRebalanceListener):
         reading it and seeking back to it (a record returned in between would come again).
         """
         consumer = self.consumer
-        wanted = set(self.membership.member.assignment)
+        wanted = set(self.membership.assignment)
         before = consumer.assignment()
         paused = consumer.paused()
         staying = sorted(wanted & before)

@@ -98,6 +98,11 @@ class StreamrtMembership:
     def cooperative(self) -> bool:
         return self.member.cooperative
 
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the member owns (revoked ones have left it)."""
+        return self.member.assignment
+
     def group_metadata(self) -> GroupMetadata:
         """What a TxnOffsetCommit v3 carries (KIP-447): our member's generation and ids."""
         return GroupMetadata(

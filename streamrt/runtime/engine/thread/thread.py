@@ -20,6 +20,10 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar, cast
 
 from streamrt.logs import fields
+from streamrt.membership.streams_member import (
+    ApplicationShutdownError,
+    UnsupportedStreamsGroupError,
+)
 from streamrt.runtime.engine.assignment.assignor import AssignmentInfo
 from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
 from streamrt.runtime.engine.clients.clients import ClientFactory, ThreadClients
@@ -30,9 +34,10 @@ from streamrt.runtime.engine.env import ThreadEnv
 from streamrt.runtime.engine.eos import TransactionLostError
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.rebalance.group_member import GroupMember
-from streamrt.runtime.engine.rebalance.member_listener import MemberListener
+from streamrt.runtime.engine.rebalance.member_listener import MemberListener, Membership
 from streamrt.runtime.engine.rebalance.own_membership import StreamrtMembership
 from streamrt.runtime.engine.rebalance.start_ahead import StartAhead
+from streamrt.runtime.engine.rebalance.streams_membership import StreamsMembership
 from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.engine.tasks.task_factory import TaskFactory
 from streamrt.runtime.engine.tasks.task_inputs import ConsumerLags
@@ -89,7 +94,7 @@ class StreamThread:
         )
         self._tasks: TaskManager | None = None  # from the start of the loop on
         self._clients: ThreadClients | None = None
-        self._own: StreamrtMembership | None = None  # from the start of the loop on
+        self._own: Membership | None = None  # from the start of the loop on
         self._stop_requested = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._os_thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -260,7 +265,7 @@ class StreamThread:
             await self._list_changelog_ends()
 
     async def _list_changelog_ends(self) -> None:
-        clients, own = cast(ThreadClients, self._clients), cast(StreamrtMembership, self._own)
+        clients, own = cast(ThreadClients, self._clients), cast(Membership, self._own)
         # a manual-assign consumer has no source topic metadata: the member's
         counts = await own.partition_counts(self.env.subtopologies)
         partitions_of = lambda topic: range(counts.get(topic, 0))  # noqa: E731
@@ -279,6 +284,8 @@ class StreamThread:
                     f"FENCED_INSTANCE_ID: group.instance.id {self.thread_instance_id} is used by "
                     "another process of this application; stopping this instance"
                 )
+            elif isinstance(exc, UnsupportedStreamsGroupError | ApplicationShutdownError):
+                self.error = FatalThreadError(str(exc))  # every thread would fail alike
             logger.error(
                 "stream thread died",
                 exc_info=not isinstance(self.error, FatalThreadError),
@@ -294,10 +301,7 @@ class StreamThread:
         self._wakeup.bind()
         if self._stop_requested.is_set():
             return
-        assignor = self.member.assignor()
-        own = self._own = StreamrtMembership(
-            self.env, self.client_id, self.thread_instance_id, assignor
-        )
+        own = self._own = self._membership()
         factory = ClientFactory(
             self.env,
             self.client_id,
@@ -342,6 +346,13 @@ class StreamThread:
             await clients.close_consumers(self._stop_requested.is_set(), self.name)
             await committer.close(producer_started=opened or self.start_ahead.producer_started)
             self.mark("clients_closed")
+
+    def _membership(self) -> Membership:
+        """``group.protocol``: classic (our member, the leader's assignor) or streams."""
+        if self.env.config.streams_protocol:
+            return StreamsMembership(self.env, self.client_id, self.thread_instance_id, self.member)
+        assignor = self.member.assignor()
+        return StreamrtMembership(self.env, self.client_id, self.thread_instance_id, assignor)
 
     async def _join(
         self,
