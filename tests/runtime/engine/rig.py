@@ -113,6 +113,11 @@ class FakeMembership:
     committed_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     rejoins: list[str] = field(default_factory=list)  # the reasons of the rejoins asked for
 
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the member owns, as the listener reads them."""
+        return frozenset(self.member.assignment)
+
     def request_rejoin(self, reason: str) -> None:
         self.rejoins.append(reason)
 
