@@ -230,6 +230,28 @@ def test_records_at_timestamp_zero_keep_it_and_their_order(broker) -> None:
     assert [list(r.headers) for r in records] == [[("h", b"%d" % i)] for i in range(len(stamps))]
 
 
+def test_a_named_partitions_offset_reached_counts_a_last_record_at_timestamp_zero(
+    broker,
+) -> None:
+    """A changelog record at timestamp 0 goes out after the records queued before it, through
+    its own client: the offset reached is past it, not past the last one librdkafka sent."""
+    create_topic(broker.bootstrap, "rd-zero-named", 1, **{"retention.ms": "-1"})
+
+    async def go() -> dict[Any, int]:
+        at_zero = ZeroTimestampSender(lambda: AIOKafkaProducer(bootstrap_servers=broker.bootstrap))
+        producer = LibrdkafkaProducer({"bootstrap.servers": broker.bootstrap}, at_zero)
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for i, ts in enumerate([5, 6, 0]):
+                collector.send("rd-zero-named", b"k", str(i).encode(), 0, ts)
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(go()) == {TopicPartition("rd-zero-named", 0): 3}
+
+
 def test_without_delivered_offsets_records_go_out_and_a_failure_still_fails_the_flush(
     broker,
 ) -> None:

@@ -203,6 +203,7 @@ class LibrdkafkaProducer:
         is delivered first, then it is sent and acknowledged; a failure fails the next flush."""
         assert self.zero_timestamps is not None
         await self._flush_queue()
+        self._take_reports()  # the records before it first: its offset is the later one
         try:
             topic, part, reached = await self.zero_timestamps.send(
                 topic, key, value, partition, headers
