@@ -289,13 +289,15 @@ class LibrdkafkaProducer:
             self._take_slot(self._unplaced, None)
 
     def _take_slot(self, slot: dict[Any, Any], where: tuple[str, int] | None) -> None:
-        delivered = slot.pop(None, None)
-        if delivered is not None and where is not None:
-            self._reached[where] = delivered.offset() + 1
-        for err, msg in slot.items():
-            if self._error is None:
+        # key by key (no clear()): a report stored meanwhile by librdkafka's caller in another
+        # thread (a flush left running by a cancelled commit) waits for the next read
+        for err in list(slot):
+            msg = slot.pop(err)
+            if err is None:
+                if where is not None:
+                    self._reached[where] = msg.offset() + 1
+            elif self._error is None:
                 self._error = f"{msg.topic()}-{msg.partition()}: {err}"
-        slot.clear()
 
     def _client_error(self, err: Any) -> None:
         if err.fatal():  # e.g. the idempotent producer lost its sequence: nothing more goes
