@@ -2,9 +2,9 @@
 
 Processing is synchronous; sends are queued in order and drained by the thread so order per
 partition is kept (:class:`~streamrt.runtime.engine.clients.rdkafka_producer.LibrdkafkaCollector`).
-``flush`` reports the end offset delivered per partition; each task's state manager takes the
-ones of the changelog partitions it registered (the collector does not know which topics are
-changelogs).
+``flush`` reports the end offset delivered per partition that records named (changelog records
+always do); each task's state manager takes the ones of the changelog partitions it registered
+(the collector does not know which topics are changelogs).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,6 +31,7 @@ from streamrt.runtime.engine.clients.rdkafka_producer import (
     librdkafka_config,
 )
 from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampSender
+from streamrt.topic_partition import TopicPartition
 from tests.kafka_helpers import create_topic, latest_by_key, produce, read_all, wait_until
 
 SETTINGS = {
@@ -227,6 +230,28 @@ def test_records_at_timestamp_zero_keep_it_and_their_order(broker) -> None:
     assert [list(r.headers) for r in records] == [[("h", b"%d" % i)] for i in range(len(stamps))]
 
 
+def test_a_named_partitions_offset_reached_counts_a_last_record_at_timestamp_zero(
+    broker,
+) -> None:
+    """A changelog record at timestamp 0 goes out after the records queued before it, through
+    its own client: the offset reached is past it, not past the last one librdkafka sent."""
+    create_topic(broker.bootstrap, "rd-zero-named", 1, **{"retention.ms": "-1"})
+
+    async def go() -> dict[Any, int]:
+        at_zero = ZeroTimestampSender(lambda: AIOKafkaProducer(bootstrap_servers=broker.bootstrap))
+        producer = LibrdkafkaProducer({"bootstrap.servers": broker.bootstrap}, at_zero)
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for i, ts in enumerate([5, 6, 0]):
+                collector.send("rd-zero-named", b"k", str(i).encode(), 0, ts)
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(go()) == {TopicPartition("rd-zero-named", 0): 3}
+
+
 def test_without_delivered_offsets_records_go_out_and_a_failure_still_fails_the_flush(
     broker,
 ) -> None:
@@ -274,3 +299,46 @@ def test_only_a_thread_without_stores_drops_the_delivered_offsets() -> None:
     stateful.stream("rdr-in", key_serde="str").group_by_key().count(store="counts")
     assert producer_of(stateless).delivered_offsets is False
     assert producer_of(stateful).delivered_offsets is True
+
+
+def test_delivery_reports_reach_the_offsets_without_a_python_call_per_record(broker) -> None:
+    """The changelog offsets come from librdkafka's delivery reports, stored by a C-level
+    ``dict.__setitem__`` (no Python frame per delivered record): the last offset per named
+    partition is still exact, and a failed record librdkafka placed still fails the flush."""
+    create_topic(broker.bootstrap, "rd-slots", 2)
+    create_topic(broker.bootstrap, "rd-slots-small", 1, **{"max.message.bytes": "1000"})
+    calls: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.endswith("rdkafka_producer.py"):
+            calls[frame.f_code.co_name] += 1
+
+    async def go(records: list[tuple[str, int | None, bytes]]) -> dict[Any, int]:
+        producer = LibrdkafkaProducer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for topic, partition, value in records:
+                collector.send(topic, b"k", value, partition, int(time.time() * 1000))
+            await collector.drain()
+            calls.clear()
+            threading.setprofile(profile)
+            sys.setprofile(profile)
+            try:
+                return await collector.flush()
+            finally:
+                sys.setprofile(None)
+                threading.setprofile(None)  # type: ignore[arg-type]
+        finally:
+            await producer.stop()
+
+    records: list[tuple[str, int | None, bytes]] = [
+        ("rd-slots", i % 2, b"%d" % i) for i in range(600)
+    ]
+    records += [("rd-slots", None, b"keyed")] * 100  # librdkafka places them: no offsets
+    reached = asyncio.run(go(records))
+    assert sum(calls.values()) < 100, calls  # a callback per record: 700 calls and more
+    assert reached == {TopicPartition("rd-slots", 0): 300, TopicPartition("rd-slots", 1): 300}
+    assert len(read_all(broker.bootstrap, "rd-slots")) == 700
+    with pytest.raises(DeliveryError, match="rd-slots-small-0"):
+        asyncio.run(go([("rd-slots-small", 0, b"ok"), ("rd-slots-small", None, b"x" * 5000)]))

@@ -13,6 +13,16 @@ librdkafka's); a record its local queue has no room for waits, in order, for :me
 reached per partition (:class:`~streamrt.runtime.engine.collector.Collector`); a failed
 delivery raises there, so a commit stops before the offsets move.
 
+Delivery reports: only the changelog records' offsets are read (a store's checkpoint), and
+only the last one per partition at a commit, as Kafka Streams' collector keeps them. So no
+Python function runs per report: each record sent to a named partition (changelog records
+always are) carries that partition's slot's ``dict.__setitem__`` as its callback, which
+confluent-kafka calls in C as ``slot[err] = message``; ``slot[None]`` ends as the partition's
+last delivered record (librdkafka reports a partition's records in order) and any other key
+is a failure. Records librdkafka partitions (keyed sinks, repartitions) share one slot read for
+failures only. A commit's flush reads the slots: measured, word count's stream thread +8 %
+records per CPU-second (docs/benchmarks.md).
+
 Differences from aiokafka: librdkafka writes a record timestamp of 0 as "now", so a record at
 exactly 0 goes through :mod:`.zero_timestamp` (in order, slowly) when the producer has a
 :class:`~.zero_timestamp.ZeroTimestampSender` (the at-least-once stream threads' always does;
@@ -122,7 +132,12 @@ class LibrdkafkaProducer:
         self._producer: Any = None
         self._error: str | None = None
         self._reached: dict[tuple[str, int], int] = {}
-        self.on_delivery = self._delivered  # bound once: passed with every record
+        # Delivery reports without a Python frame per record (module doc, "Delivery reports"):
+        # each report is stored by a C-level ``dict.__setitem__`` as ``slot[err] = message``.
+        self._slots: dict[str, dict[int, dict[Any, Any]]] = {}  # topic → partition → slot
+        self._reports: dict[str, dict[int, Callable[[Any, Any], None]]] = {}
+        self._unplaced: dict[Any, Any] = {}  # librdkafka partitions: its failures count
+        self._report_unplaced = self._unplaced.__setitem__
 
     async def start(self) -> None:
         from confluent_kafka import Producer
@@ -154,13 +169,21 @@ class LibrdkafkaProducer:
         headers: list[tuple[str, bytes]] | None,
     ) -> bool:
         """Hand one record to librdkafka; False if its local queue is full (retry later)."""
+        report: Callable[[Any, Any], None] | None
+        if partition is None:
+            partition, report = -1, self._report_unplaced
+        else:
+            reports = self._reports.get(topic)
+            report = None if reports is None else reports.get(partition)
+            if report is None:
+                report = self._new_slot(topic, partition)
         try:
             self._producer.produce(
                 topic,
                 value,
                 key,
-                -1 if partition is None else partition,
-                on_delivery=self.on_delivery,
+                partition,
+                on_delivery=report,
                 timestamp=timestamp_ms if timestamp_ms > 0 else 0,
                 headers=headers,
             )
@@ -180,6 +203,7 @@ class LibrdkafkaProducer:
         is delivered first, then it is sent and acknowledged; a failure fails the next flush."""
         assert self.zero_timestamps is not None
         await self._flush_queue()
+        self._take_reports()  # the records before it first: its offset is the later one
         try:
             topic, part, reached = await self.zero_timestamps.send(
                 topic, key, value, partition, headers
@@ -192,6 +216,7 @@ class LibrdkafkaProducer:
     def forget(self) -> None:
         """Drop the offsets reached and the delivery error seen since the last flush (the
         records of an aborted transaction)."""
+        self._take_reports()
         self._reached = {}
         self._error = None
 
@@ -215,11 +240,12 @@ class LibrdkafkaProducer:
         await asyncio.sleep(0.005)
 
     async def flush(self, timeout_s: float | None = None) -> dict[TopicPartition, int]:
-        """Wait for every delivery report; the next offset reached per partition since the
-        last flush (none without ``delivered_offsets``). Raises :class:`DeliveryError` if any
-        record was not delivered (or, with ``timeout_s``, some still wait for their report
-        after that long)."""
+        """Wait for every delivery report; the next offset reached since the last flush per
+        partition a record named (none without ``delivered_offsets``). Raises
+        :class:`DeliveryError` if any record was not delivered (or, with ``timeout_s``, some
+        still wait for their report after that long)."""
         left = await self._flush_queue(timeout_s)
+        self._take_reports()
         reached, self._reached = self._reached, {}
         error, self._error = self._error, None
         if error is not None:
@@ -245,12 +271,33 @@ class LibrdkafkaProducer:
             # while the log callback runs) into a SystemError: the producer is unusable.
             raise DeliveryError(self._error or f"the producer failed during flush: {exc}") from exc
 
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            if self._error is None:
+    def _new_slot(self, topic: str, partition: int) -> Callable[[Any, Any], None]:
+        slot: dict[Any, Any] = {}
+        self._slots.setdefault(topic, {})[partition] = slot
+        report = self._reports.setdefault(topic, {})[partition] = slot.__setitem__
+        return report
+
+    def _take_reports(self) -> None:
+        """Read the reports stored since the last call: the last delivered offset per
+        partition a record named (``None`` key: librdkafka reports a partition's records in
+        order) and the first failure; empty the slots for the next flush."""
+        for topic, slots in self._slots.items():
+            for partition, slot in slots.items():
+                if slot:
+                    self._take_slot(slot, (topic, partition))
+        if self._unplaced:
+            self._take_slot(self._unplaced, None)
+
+    def _take_slot(self, slot: dict[Any, Any], where: tuple[str, int] | None) -> None:
+        # key by key (no clear()): a report stored meanwhile by librdkafka's caller in another
+        # thread (a flush left running by a cancelled commit) waits for the next read
+        for err in list(slot):
+            msg = slot.pop(err)
+            if err is None:
+                if where is not None:
+                    self._reached[where] = msg.offset() + 1
+            elif self._error is None:
                 self._error = f"{msg.topic()}-{msg.partition()}: {err}"
-            return
-        self._reached[(msg.topic(), msg.partition())] = msg.offset() + 1
 
     def _client_error(self, err: Any) -> None:
         if err.fatal():  # e.g. the idempotent producer lost its sequence: nothing more goes
