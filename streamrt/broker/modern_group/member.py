@@ -6,8 +6,8 @@ Typed by small protocols so neither group package imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol, TypeVar
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Protocol, TypeVar
 
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -51,6 +51,10 @@ class ModernGroup(Protocol[M]):
 
     group_id: str
     group_epoch: int
+
+    @property
+    def target(self) -> MutableMapping[str, Any]:
+        """Member id -> its target assignment (each protocol's own shape)."""
 
     @property
     def members(self) -> Mapping[str, M]: ...
