@@ -42,6 +42,7 @@ from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Rec
 from streamrt.broker.modern_group.member import (
     check_size,
     fenced_instance,
+    member_changes,
     unknown_instance,
     unknown_member,
     unreleased_instance,
@@ -283,13 +284,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
 
     @staticmethod
     def _apply_fields(member: ConsumerMember, req: HeartbeatRequest) -> ConsumerMember:
-        changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
-        if req.instance_id is not None:
-            changes["instance_id"] = req.instance_id
-        if req.rack_id is not None:
-            changes["rack_id"] = req.rack_id
-        if req.rebalance_timeout_ms != -1:
-            changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+        changes = member_changes(req)
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:

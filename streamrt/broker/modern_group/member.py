@@ -14,11 +14,13 @@ from streamrt.errors import ErrorCode, KafkaError
 __all__ = (
     "LEAVE_EPOCH",
     "STATIC_LEAVE_EPOCH",
+    "MemberRequest",
     "ModernGroup",
     "ModernMember",
     "check_size",
     "fenced_instance",
     "leaving_member",
+    "member_changes",
     "unknown_instance",
     "unknown_member",
     "unreleased_instance",
@@ -113,3 +115,35 @@ def leaving_member(group: ModernGroup[M], member_id: str, instance_id: str | Non
     if static.member_id != member_id:
         raise fenced_instance(member_id, instance_id, static.member_id)
     return static
+
+
+class MemberRequest(Protocol):
+    """The heartbeat fields every member sends (both protocols' requests have them)."""
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
+
+    @property
+    def instance_id(self) -> str | None: ...
+
+    @property
+    def rack_id(self) -> str | None: ...
+
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+
+
+def member_changes(req: MemberRequest) -> dict[str, object]:
+    """The shared member fields this heartbeat sets (a null field, or -1 for the rebalance
+    timeout, keeps the old value), for ``dataclasses.replace``."""
+    changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
+    if req.instance_id is not None:
+        changes["instance_id"] = req.instance_id
+    if req.rack_id is not None:
+        changes["rack_id"] = req.rack_id
+    if req.rebalance_timeout_ms != -1:
+        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    return changes
