@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
 from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
@@ -39,41 +38,32 @@ from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
-from streamrt.broker.coordination.result import CoordinatorRecord, Result
+from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
+from streamrt.broker.modern_group.member import (
+    check_size,
+    fenced_instance,
+    member_changes,
+    unknown_instance,
+    unknown_member,
+    unreleased_instance,
+)
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 
-__all__ = ("ConsumerGroupCoordinator",)
+__all__ = ("ConsumerGroupCoordinator", "Timer")
 
-logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
 TopicIds = Callable[[], Mapping[str, uuid.UUID]]
-Records = tuple[CoordinatorRecord, ...]
 _T = TypeVar("_T")
-
-
-class Timer(Protocol):
-    """The coordinator core's timer (``coordination.timer``); an op returns the ``Result``
-    whose records the runtime appends."""
-
-    def schedule(self, key: str, delay_ms: int, op: Callable[[], Result]) -> None: ...
-
-    def cancel(self, key: str) -> None: ...
-
-
-def _session_key(group_id: str, member_id: str) -> str:
-    return f"consumer-session-{group_id}-{member_id}"
-
-
-def _rebalance_key(group_id: str, member_id: str) -> str:
-    return f"consumer-rebalance-{group_id}-{member_id}"
 
 
 def _new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
+    kind = "consumer"
+
     def __init__(
         self,
         config: ConsumerGroupConfig,
@@ -129,21 +119,6 @@ class ConsumerGroupCoordinator:
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member)
-
-    # -- queries used by the classic side ------------------------------------------------------
-
-    def has_members(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and bool(group.members)
-
-    def drop_if_empty(self, group_id: str) -> Records:
-        """A classic JoinGroup takes over an empty consumer group (as Kafka converts it);
-        returns the group's tombstones."""
-        group = self.groups.get(group_id)
-        if group is None or group.members:
-            return ()
-        _, records = self._tracked(group_id, lambda: self.groups.pop(group_id))
-        return records
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
@@ -225,7 +200,7 @@ class ConsumerGroupCoordinator:
             if final.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, final)
             else:
-                self.timer.cancel(_rebalance_key(group.group_id, member_id))
+                self.timer.cancel(self._rebalance_key(group.group_id, member_id))
         self._schedule_session_timeout(group.group_id, member_id)
         full = (
             req.rebalance_timeout_ms != -1
@@ -248,11 +223,8 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             if req.member_epoch != 0:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id,
-                    f"Member {member_id} is not a member of group {group.group_id}.",
-                )
-            self._check_size(group)
+                raise unknown_member(member_id, group.group_id)
+            check_size(group, self.config.max_size, self.kind)
             return ConsumerMember(member_id=member_id)
         if req.member_epoch == 0:
             # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
@@ -272,14 +244,10 @@ class ConsumerGroupCoordinator:
         if req.member_epoch == 0:
             if existing is None:
                 if member_id not in group.members:
-                    self._check_size(group)
+                    check_size(group, self.config.max_size, self.kind)
                 return group.members.get(member_id) or ConsumerMember(member_id=member_id), None
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
-                raise KafkaError(
-                    ErrorCode.unreleased_instance_id,
-                    f"Static member {existing.member_id} with instance id {req.instance_id} "
-                    "is not released yet.",
-                )
+                raise unreleased_instance(existing.member_id, req.instance_id)
             if existing.member_id == member_id:
                 return dataclasses.replace(existing, member_epoch=0, previous_member_epoch=0), None
             heir = dataclasses.replace(
@@ -287,26 +255,11 @@ class ConsumerGroupCoordinator:
             )
             return heir, existing
         if existing is None:
-            raise KafkaError(
-                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
-            )
+            raise unknown_instance(req.instance_id)
         if existing.member_id != member_id:
-            raise KafkaError(
-                ErrorCode.fenced_instance_id,
-                f"Static member {member_id} with instance id {req.instance_id} was fenced by "
-                f"member {existing.member_id}.",
-            )
+            raise fenced_instance(member_id, req.instance_id, existing.member_id)
         self._check_epoch(existing, req)
         return existing, None
-
-    def _check_size(self, group: ConsumerGroup) -> None:
-        """Kafka's ``throwIfConsumerGroupIsFull`` (``group.consumer.max.size``)."""
-        if len(group.members) >= self.config.max_size:
-            raise KafkaError(
-                ErrorCode.group_max_size_reached,
-                "The consumer group has reached its maximum capacity of "
-                f"{self.config.max_size} members.",
-            )
 
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:
@@ -331,13 +284,7 @@ class ConsumerGroupCoordinator:
 
     @staticmethod
     def _apply_fields(member: ConsumerMember, req: HeartbeatRequest) -> ConsumerMember:
-        changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
-        if req.instance_id is not None:
-            changes["instance_id"] = req.instance_id
-        if req.rack_id is not None:
-            changes["rack_id"] = req.rack_id
-        if req.rebalance_timeout_ms != -1:
-            changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+        changes = member_changes(req)
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:
@@ -368,31 +315,7 @@ class ConsumerGroupCoordinator:
 
     def _leave(self, req: HeartbeatRequest) -> HeartbeatAnswer:
         group = self._group(req.group_id, False, False)
-        if req.instance_id is None:
-            member = group.members.get(req.member_id)
-            if member is None:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id,
-                    f"Member {req.member_id} is not a member of group {group.group_id}.",
-                )
-        else:
-            member = group.static_member(req.instance_id)
-            if member is None:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
-                )
-            if member.member_id != req.member_id:
-                raise KafkaError(
-                    ErrorCode.fenced_instance_id,
-                    f"Static member {req.member_id} with instance id {req.instance_id} was "
-                    f"fenced by member {member.member_id}.",
-                )
-        if req.member_epoch == STATIC_LEAVE_EPOCH:
-            # a temporary leave: member and assignment stay until its session expires
-            group.put(dataclasses.replace(member, member_epoch=STATIC_LEAVE_EPOCH))
-            self.timer.cancel(_rebalance_key(group.group_id, member.member_id))
-        else:
-            self._fence(group, member.member_id)
+        self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return HeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch, 0, None)
 
     def _fence(self, group: ConsumerGroup, member_id: str) -> None:
@@ -402,70 +325,8 @@ class ConsumerGroupCoordinator:
         group.group_epoch += 1
         group.subscription_metadata = group.subscription(self.topics())
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_session_key(group_id, member_id))
-        self.timer.cancel(_rebalance_key(group_id, member_id))
-
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        def expire() -> None:
-            group = self.groups.get(group_id)
-            if group is not None and member_id in group.members:
-                logger.info("consumer group %s: member %s session expired", group_id, member_id)
-                self._fence(group, member_id)
-
-        def expire_and_record() -> Result:
-            return Result(records=self._tracked(group_id, expire)[1])
-
-        self.timer.schedule(
-            _session_key(group_id, member_id), self.config.session_timeout_ms, expire_and_record
-        )
-
-    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
-        """A member that does not revoke within its rebalance timeout is fenced."""
-        member_id, epoch = member.member_id, member.member_epoch
-
-        def expire() -> None:
-            group = self.groups.get(group_id)
-            current = None if group is None else group.members.get(member_id)
-            if group is not None and current is not None and current.member_epoch == epoch:
-                logger.info(
-                    "consumer group %s: member %s did not revoke in time", group_id, member_id
-                )
-                self._fence(group, member_id)
-
-        def expire_and_record() -> Result:
-            return Result(records=self._tracked(group_id, expire)[1])
-
-        self.timer.schedule(
-            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire_and_record
-        )
-
-    # -- offsets -------------------------------------------------------------------------------
-
-    def validate_offset_request(
-        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
-    ) -> ErrorCode | None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch`` for a consumer
-        group: None if allowed, else UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH."""
-        group = self.groups[group_id]
-        if fetch and member_epoch < 0 and member_id is None:
-            return None
-        if not fetch and member_epoch < 0 and not group.members:
-            return None
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return None
-
-    # -- ConsumerGroupDescribe -----------------------------------------------------------------
-
-    def describe(self, group_id: str) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-        return group
+    def _session_timeout_ms(self) -> int:
+        return self.config.session_timeout_ms
 
 
 def _same_subscription(a: ConsumerMember, b: ConsumerMember) -> bool:

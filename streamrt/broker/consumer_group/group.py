@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import ConsumerMember
 from streamrt.broker.consumer_group.regex import compile_regex
+from streamrt.broker.modern_group.group import ModernGroupBase
 
 __all__ = ("ConsumerGroup", "GroupState", "subscribed_topics")
 
@@ -36,16 +37,10 @@ def subscribed_topics(member: ConsumerMember, topics: Mapping[str, int]) -> froz
     return frozenset(names)
 
 
-class ConsumerGroup:
+class ConsumerGroup(ModernGroupBase[ConsumerMember, Assignment]):
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ConsumerMember] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
-        self.target: dict[str, Assignment] = {}  # member id -> its target assignment
+        super().__init__(group_id)
         self.assignor_name = ""
-        self.assignments_computed = 0  # target assignments computed (the /metrics rebalances)
         #: the partition counts of the subscribed topics when the epoch last bumped
         self.subscription_metadata: dict[str, int] = {}
         self._owner_epochs: dict[tuple[str, int], int] = {}
@@ -73,33 +68,21 @@ class ConsumerGroup:
             names |= subscribed_topics(member, topics)
         return {t: topics[t] for t in sorted(names)}
 
-    def static_member(self, instance_id: str) -> ConsumerMember | None:
-        member_id = self.static_members.get(instance_id)
-        return None if member_id is None else self.members.get(member_id)
-
     # -- updates ----------------------------------------------------------------------------
 
     def put(self, member: ConsumerMember) -> None:
         """Add or update a member, keeping the partition-owner table in step."""
-        old = self.members.get(member.member_id)
+        old = self._index(member)
         if old is not None:
             self._release(old)
-        self.members[member.member_id] = member
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
         for topic, ps in member.held().items():  # a static member at -2 still holds them
             for p in ps:
                 self._owner_epochs[(topic, p)] = member.member_epoch
 
     def remove(self, member_id: str) -> ConsumerMember | None:
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return None
-        self._release(member)
-        instance_id = member.instance_id
-        if instance_id is not None and self.static_members.get(instance_id) == member_id:
-            del self.static_members[instance_id]
-        self.target.pop(member_id, None)
+        member = self._unindex(member_id)
+        if member is not None:
+            self._release(member)
         return member
 
     def _release(self, member: ConsumerMember) -> None:

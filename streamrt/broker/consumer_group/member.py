@@ -7,11 +7,9 @@ import enum
 from collections.abc import Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
+from streamrt.broker.modern_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
 __all__ = ("LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerMember", "MemberState", "same")
-
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
 
 
 class MemberState(enum.Enum):

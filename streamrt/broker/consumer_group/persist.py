@@ -17,10 +17,18 @@ from collections.abc import Mapping, MutableMapping
 from streamrt.broker.consumer_group import records as rec
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.group import ConsumerGroup
-from streamrt.broker.consumer_group.member import LEAVE_EPOCH, ConsumerMember, same
+from streamrt.broker.consumer_group.member import ConsumerMember, same
 from streamrt.broker.coordination.result import CoordinatorRecord
+from streamrt.broker.modern_group.replay import MemberRecordTypes, replay_tombstone, replay_value
 
 __all__ = ("GroupImage", "image", "rebuild", "records_between", "replay")
+
+_TYPES = MemberRecordTypes(
+    rec.GROUP_METADATA,
+    rec.MEMBER_METADATA,
+    rec.TARGET_ASSIGNMENT_MEMBER,
+    rec.CURRENT_MEMBER_ASSIGNMENT,
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,39 +165,13 @@ def replay(
     if value is None:
         _replay_tombstone(groups, key)
     elif key.record_type != rec.PARTITION_METADATA:  # deprecated: recomputed after load
-        group = groups.get(key.group_id)
-        created = group is None
-        if group is None:
-            group = groups[key.group_id] = ConsumerGroup(key.group_id)
-        try:
-            _replay_value(group, key, value, names)
-        except Exception:
-            if created:  # an undecodable record (the loader skips it) creates no group
-                del groups[key.group_id]
-            raise
+        replay_value(
+            groups, key.group_id, ConsumerGroup, lambda g: _replay_value(g, key, value, names)
+        )
 
 
 def _replay_tombstone(groups: MutableMapping[str, ConsumerGroup], key: rec.ConsumerKey) -> None:
-    gid, kind, mid = key.group_id, key.record_type, key.member_id or ""
-    group = groups.get(gid)
-    if group is None:
-        return
-    if kind == rec.GROUP_METADATA:
-        del groups[gid]
-    elif kind == rec.MEMBER_METADATA:
-        group.remove(mid)
-    elif kind == rec.TARGET_ASSIGNMENT_MEMBER:
-        group.target.pop(mid, None)
-    elif kind == rec.CURRENT_MEMBER_ASSIGNMENT and mid in group.members:
-        group.put(
-            dataclasses.replace(
-                group.members[mid],
-                member_epoch=LEAVE_EPOCH,
-                previous_member_epoch=LEAVE_EPOCH,
-                assigned={},
-                pending_revocation={},
-            )
-        )
+    replay_tombstone(groups, key, _TYPES, dict)
 
 
 def _replay_value(

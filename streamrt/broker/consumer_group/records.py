@@ -20,6 +20,13 @@ from streamrt.broker.consumer_group.member import ConsumerMember, MemberState
 from streamrt.broker.coordination.record_reader import RecordReader
 from streamrt.broker.coordination.record_writer import RecordWriter
 from streamrt.broker.coordination.result import CoordinatorRecord
+from streamrt.broker.modern_group.records import (
+    GroupKey,
+    decode_group_key,
+    encode_key,
+    tombstone,
+    value_writer,
+)
 
 __all__ = (
     "CONSUMER_RECORD_TYPES",
@@ -55,11 +62,8 @@ _STATE_BYTES = {
 _STATES = {v: k for k, v in _STATE_BYTES.items()}
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ConsumerKey:
-    record_type: int
-    group_id: str
-    member_id: str | None = None  # set for the per-member types 5, 7, 8
+#: a consumer-group record key (types 5, 7, 8 carry the member id)
+ConsumerKey = GroupKey
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,33 +94,13 @@ class CurrentAssignment:
 # -- keys -------------------------------------------------------------------------------------
 
 
-def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
-    w = RecordWriter(record_type)
-    w.string(group_id)
-    if member_id is not None:
-        w.string(member_id)
-    return w.done()
+_key = encode_key
+_value = value_writer
 
 
 def decode_consumer_key(raw: bytes) -> ConsumerKey | None:
     """The key of a consumer-group record; ``None`` for any other record type."""
-    r = RecordReader(raw)
-    if r.version not in CONSUMER_RECORD_TYPES:
-        return None
-    group_id = r.string()
-    member_id = r.string() if r.version in _PER_MEMBER else None
-    return ConsumerKey(r.version, group_id, member_id)
-
-
-def tombstone(record_type: int, group_id: str, member_id: str | None = None) -> CoordinatorRecord:
-    return CoordinatorRecord(_key(record_type, group_id, member_id), None, group_id)
-
-
-# -- values -----------------------------------------------------------------------------------
-
-
-def _value() -> RecordWriter:
-    return RecordWriter(0, flexible=True)
+    return decode_group_key(raw, CONSUMER_RECORD_TYPES, _PER_MEMBER)
 
 
 def _epoch_value(epoch: int) -> bytes:

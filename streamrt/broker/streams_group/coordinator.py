@@ -15,8 +15,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from streamrt.broker.consumer_group.coordinator import Timer
-from streamrt.broker.coordination.result import CoordinatorRecord, Result
+from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
+from streamrt.broker.modern_group.member import (
+    check_size,
+    fenced_instance,
+    unknown_instance,
+    unknown_member,
+    unreleased_instance,
+)
 from streamrt.broker.streams_group import persist, planning, steps
 from streamrt.broker.streams_group.endpoints import partitions_by_endpoint
 from streamrt.broker.streams_group.group import Status, StreamsGroup
@@ -42,7 +48,6 @@ __all__ = ("SHUTDOWN_APPLICATION", "STALE_TOPOLOGY", "StreamsGroupCoordinator")
 logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
 GroupConfigs = Callable[[str], Mapping[str, str]]
-Records = tuple[CoordinatorRecord, ...]
 _T = TypeVar("_T")
 
 #: StreamsGroupHeartbeatResponse status codes (KIP-1071)
@@ -50,19 +55,13 @@ STALE_TOPOLOGY = 0
 SHUTDOWN_APPLICATION = 4
 
 
-def _session_key(group_id: str, member_id: str) -> str:
-    return f"streams-session-{group_id}-{member_id}"
-
-
-def _rebalance_key(group_id: str, member_id: str) -> str:
-    return f"streams-rebalance-{group_id}-{member_id}"
-
-
 def _no_group_configs(group_id: str) -> Mapping[str, str]:
     return {}
 
 
-class StreamsGroupCoordinator:
+class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
+    kind = "streams"
+
     def __init__(
         self,
         config: StreamsGroupConfig,
@@ -113,18 +112,6 @@ class StreamsGroupCoordinator:
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state is MemberState.UNREVOKED_TASKS:
                     self._schedule_rebalance_timeout(group.group_id, member)
-
-    def has_members(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and bool(group.members)
-
-    def drop_if_empty(self, group_id: str) -> Records:
-        """Delete an empty group (DeleteGroups, offsets expiry); returns its tombstones."""
-        group = self.groups.get(group_id)
-        if group is None or group.members:
-            return ()
-        _, records = self._tracked(group_id, lambda: self.groups.pop(group_id))
-        return records
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------------
 
@@ -229,7 +216,7 @@ class StreamsGroupCoordinator:
             if final.state is MemberState.UNREVOKED_TASKS:
                 self._schedule_rebalance_timeout(group.group_id, final)
             else:
-                self.timer.cancel(_rebalance_key(group.group_id, final.member_id))
+                self.timer.cancel(self._rebalance_key(group.group_id, final.member_id))
         self._schedule_session_timeout(group.group_id, final.member_id)
 
     def _answer(
@@ -285,11 +272,8 @@ class StreamsGroupCoordinator:
         member = group.members.get(req.member_id)
         if member is None:
             if req.member_epoch != 0:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id,
-                    f"Member {req.member_id} is not a member of group {group.group_id}.",
-                )
-            self._check_size(group)
+                raise unknown_member(req.member_id, group.group_id)
+            check_size(group, self.config.max_size, self.kind)
             return StreamsMember(member_id=req.member_id)
         if req.member_epoch == 0 and member.member_epoch != 0:
             # rejoining under the same id (after FENCED_MEMBER_EPOCH): it starts afresh
@@ -308,15 +292,11 @@ class StreamsGroupCoordinator:
         if req.member_epoch == 0:
             if existing is None:
                 if req.member_id not in group.members:
-                    self._check_size(group)
+                    check_size(group, self.config.max_size, self.kind)
                 known = group.members.get(req.member_id)
                 return known or StreamsMember(member_id=req.member_id), None
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
-                raise KafkaError(
-                    ErrorCode.unreleased_instance_id,
-                    f"Static member {existing.member_id} with instance id {req.instance_id} "
-                    "is not released yet.",
-                )
+                raise unreleased_instance(existing.member_id, req.instance_id)
             heir = dataclasses.replace(
                 existing, member_id=req.member_id, member_epoch=0, previous_member_epoch=0
             )
@@ -324,58 +304,20 @@ class StreamsGroupCoordinator:
                 return heir, None
             return heir, existing
         if existing is None:
-            raise KafkaError(
-                ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
-            )
+            raise unknown_instance(req.instance_id)
         if existing.member_id != req.member_id:
-            raise KafkaError(
-                ErrorCode.fenced_instance_id,
-                f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
-                f"by member {existing.member_id}.",
-            )
+            raise fenced_instance(req.member_id, req.instance_id, existing.member_id)
         check_epoch(existing, req)
         return existing, None
 
     def _standbys(self, group: StreamsGroup) -> int:
         return self.config.standby_replicas(dict(self.group_configs(group.group_id)))
 
-    def _check_size(self, group: StreamsGroup) -> None:
-        if len(group.members) >= self.config.max_size:
-            raise KafkaError(
-                ErrorCode.group_max_size_reached,
-                f"The streams group has reached its maximum capacity of "
-                f"{self.config.max_size} members.",
-            )
-
     # -- leaving and fencing -------------------------------------------------------------------
 
     def _leave(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatAnswer:
         group = self._group(req.group_id, False)
-        if req.instance_id is None:
-            member = group.members.get(req.member_id)
-            if member is None:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id,
-                    f"Member {req.member_id} is not a member of group {group.group_id}.",
-                )
-        else:
-            member = group.static_member(req.instance_id)
-            if member is None:
-                raise KafkaError(
-                    ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown."
-                )
-            if member.member_id != req.member_id:
-                raise KafkaError(
-                    ErrorCode.fenced_instance_id,
-                    f"Static member {req.member_id} with instance id {req.instance_id} was "
-                    f"fenced by member {member.member_id}.",
-                )
-        if req.member_epoch == STATIC_LEAVE_EPOCH:
-            # a temporary leave: member and tasks stay until its session expires
-            group.put(dataclasses.replace(member, member_epoch=STATIC_LEAVE_EPOCH))
-            self.timer.cancel(_rebalance_key(group.group_id, member.member_id))
-        else:
-            self._fence(group, member.member_id)
+        self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return StreamsHeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch)
 
     def _fence(self, group: StreamsGroup, member_id: str) -> None:
@@ -384,72 +326,18 @@ class StreamsGroupCoordinator:
         self._cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_session_key(group_id, member_id))
-        self.timer.cancel(_rebalance_key(group_id, member_id))
+    def _session_timeout_ms(self) -> int:
+        return self.config.session_timeout_ms
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        def expire() -> None:
-            group = self.groups.get(group_id)
-            if group is not None and member_id in group.members:
-                logger.info("streams group %s: member %s session expired", group_id, member_id)
-                self._fence(group, member_id)
-
-        def expire_and_record() -> Result:
-            return Result(records=self._tracked(group_id, expire)[1])
-
-        self.timer.schedule(
-            _session_key(group_id, member_id), self.config.session_timeout_ms, expire_and_record
-        )
-
-    def _schedule_rebalance_timeout(self, group_id: str, member: StreamsMember) -> None:
-        """A member that does not revoke within its rebalance timeout is fenced."""
-        member_id, epoch = member.member_id, member.member_epoch
-
-        def expire() -> None:
-            group = self.groups.get(group_id)
-            current = None if group is None else group.members.get(member_id)
-            if group is not None and current is not None and current.member_epoch == epoch:
-                logger.info(
-                    "streams group %s: member %s did not revoke in time", group_id, member_id
-                )
-                self._fence(group, member_id)
-
-        def expire_and_record() -> Result:
-            return Result(records=self._tracked(group_id, expire)[1])
-
-        self.timer.schedule(
-            _rebalance_key(group_id, member_id), member.rebalance_timeout_ms, expire_and_record
-        )
-
-    # -- offsets -------------------------------------------------------------------------------
-
-    def validate_offset_request(
-        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    def _offset_member_check(
+        self, group: StreamsGroup, member: StreamsMember, fetch: bool
     ) -> ErrorCode | None:
-        """Kafka's ``StreamsGroup.validateOffsetCommit``/``validateOffsetFetch``: None if
-        allowed, else UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, or STREAMS_TOPOLOGY_FENCED for a
-        member still on an older topology than the group's."""
-        group = self.groups[group_id]
-        if fetch and member_epoch < 0 and member_id is None:
-            return None
-        if not fetch and member_epoch < 0 and not group.members:
-            return None
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+        """STREAMS_TOPOLOGY_FENCED for a commit by a member still on an older topology than
+        the group's (Kafka's ``StreamsGroup.validateOffsetCommit``)."""
         topology = group.topology
         if not fetch and topology is not None and member.topology_epoch < topology.epoch:
             return ErrorCode.streams_topology_fenced
         return None
-
-    def describe(self, group_id: str) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-        return group
 
 
 _EMPTY = Tasks()

@@ -12,6 +12,7 @@ import enum
 from collections import Counter
 from collections.abc import Mapping
 
+from streamrt.broker.modern_group.group import ModernGroupBase
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.reconcile import Owners
 from streamrt.broker.streams_group.topology import StreamsTopology
@@ -33,15 +34,10 @@ class GroupState(enum.Enum):
     STABLE = "Stable"
 
 
-class StreamsGroup:
+class StreamsGroup(ModernGroupBase[StreamsMember, Tasks]):
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        super().__init__(group_id)
         self.topology: StreamsTopology | None = None
-        self.members: dict[str, StreamsMember] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
-        self.target: dict[str, Tasks] = {}  # member id -> its target tasks
         self.endpoint_information_epoch = 0
         self.shutdown_requested_by: str | None = None
         #: the topology's epoch once its topics were found ready (-1: not yet)
@@ -53,7 +49,6 @@ class StreamsGroup:
         #: the number of tasks per subtopology of a ready topology (empty if not ready)
         self.tasks_per_subtopology: dict[str, int] = {}
         self.standby_replicas_used = 0
-        self.assignments_computed = 0
         self._active: dict[_Task, str] = {}
         self._standby: dict[_Task, Counter[str]] = {}
         self._warmup: dict[_Task, Counter[str]] = {}
@@ -78,10 +73,6 @@ class StreamsGroup:
             standby=lambda s, p: frozenset(self._standby.get((s, p), ())),
             warmup=lambda s, p: frozenset(self._warmup.get((s, p), ())),
         )
-
-    def static_member(self, instance_id: str) -> StreamsMember | None:
-        member_id = self.static_members.get(instance_id)
-        return None if member_id is None else self.members.get(member_id)
 
     def topic_names(self) -> frozenset[str]:
         """Every topic the topology reads or writes (source, repartition, changelog)."""
@@ -122,12 +113,9 @@ class StreamsGroup:
 
     def put(self, member: StreamsMember) -> None:
         """Add or update a member, keeping the task-owner tables in step."""
-        old = self.members.get(member.member_id)
+        old = self._index(member)
         if old is not None:
             self._release(old)
-        self.members[member.member_id] = member
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
         held = member.held()  # a static member at -2 still holds them
         for sub, ps in held.active.items():
             for p in ps:
@@ -138,14 +126,10 @@ class StreamsGroup:
                     table.setdefault((sub, p), Counter())[member.process_id] += 1
 
     def remove(self, member_id: str) -> StreamsMember | None:
-        member = self.members.pop(member_id, None)
+        member = self._unindex(member_id)
         if member is None:
             return None
         self._release(member)
-        instance_id = member.instance_id
-        if instance_id is not None and self.static_members.get(instance_id) == member_id:
-            del self.static_members[instance_id]
-        self.target.pop(member_id, None)
         if self.shutdown_requested_by == member_id:
             self.shutdown_requested_by = None
         return member

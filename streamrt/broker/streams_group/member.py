@@ -11,6 +11,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 
+from streamrt.broker.modern_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from streamrt.broker.streams_group.topology import TaskIds
 
 __all__ = (
@@ -23,9 +24,6 @@ __all__ = (
     "minus",
     "overlaps",
 )
-
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
 
 
 def _clean(tasks: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streamrt.broker.modern_group.member import member_changes
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.requests import StreamsHeartbeatRequest
 from streamrt.errors import ErrorCode, KafkaError
@@ -16,13 +17,7 @@ __all__ = ("apply_fields", "check_epoch", "check_tasks")
 
 def apply_fields(member: StreamsMember, req: StreamsHeartbeatRequest) -> StreamsMember:
     """The member with what this heartbeat sent (a null field keeps the old value)."""
-    changes: dict[str, object] = {"client_id": req.client_id, "client_host": req.client_host}
-    if req.instance_id is not None:
-        changes["instance_id"] = req.instance_id
-    if req.rack_id is not None:
-        changes["rack_id"] = req.rack_id
-    if req.rebalance_timeout_ms != -1:
-        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    changes = member_changes(req)
     if req.topology is not None:
         changes["topology_epoch"] = req.topology.epoch
     if req.process_id is not None:

@@ -14,12 +14,20 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 
 from streamrt.broker.coordination.result import CoordinatorRecord
+from streamrt.broker.modern_group.replay import MemberRecordTypes, replay_tombstone, replay_value
 from streamrt.broker.streams_group import records as rec
 from streamrt.broker.streams_group.group import StreamsGroup
-from streamrt.broker.streams_group.member import LEAVE_EPOCH, StreamsMember, Tasks
+from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.topology import StreamsTopology
 
 __all__ = ("GroupImage", "image", "rebuild", "records_between", "replay")
+
+_TYPES = MemberRecordTypes(
+    rec.GROUP_METADATA,
+    rec.MEMBER_METADATA,
+    rec.TARGET_ASSIGNMENT_MEMBER,
+    rec.CURRENT_MEMBER_ASSIGNMENT,
+)
 
 _METADATA_FIELDS = (
     "instance_id",
@@ -154,42 +162,14 @@ def replay(groups: MutableMapping[str, StreamsGroup], raw_key: bytes, value: byt
     if value is None:
         _replay_tombstone(groups, key)
         return True
-    group = groups.get(key.group_id)
-    created = group is None
-    if group is None:
-        group = groups[key.group_id] = StreamsGroup(key.group_id)
-    try:
-        _replay_value(group, key, value)
-    except Exception:
-        if created:  # an undecodable record (the loader skips it) creates no group
-            del groups[key.group_id]
-        raise
+    replay_value(groups, key.group_id, StreamsGroup, lambda g: _replay_value(g, key, value))
     return True
 
 
 def _replay_tombstone(groups: MutableMapping[str, StreamsGroup], key: rec.StreamsKey) -> None:
-    gid, kind, mid = key.group_id, key.record_type, key.member_id or ""
-    group = groups.get(gid)
-    if group is None:
-        return
-    if kind == rec.GROUP_METADATA:
-        del groups[gid]
-    elif kind == rec.MEMBER_METADATA:
-        group.remove(mid)
-    elif kind == rec.TARGET_ASSIGNMENT_MEMBER:
-        group.target.pop(mid, None)
-    elif kind == rec.TOPOLOGY:
+    group = replay_tombstone(groups, key, _TYPES, Tasks)
+    if group is not None and key.record_type == rec.TOPOLOGY:
         group.topology = None
-    elif kind == rec.CURRENT_MEMBER_ASSIGNMENT and mid in group.members:
-        group.put(
-            dataclasses.replace(
-                group.members[mid],
-                member_epoch=LEAVE_EPOCH,
-                previous_member_epoch=LEAVE_EPOCH,
-                assigned=Tasks(),
-                pending_revocation=Tasks(),
-            )
-        )
 
 
 def _replay_value(group: StreamsGroup, key: rec.StreamsKey, value: bytes) -> None:

@@ -16,6 +16,13 @@ from collections.abc import Callable, Mapping
 from streamrt.broker.coordination.record_reader import RecordReader
 from streamrt.broker.coordination.record_writer import RecordWriter
 from streamrt.broker.coordination.result import CoordinatorRecord
+from streamrt.broker.modern_group.records import (
+    GroupKey,
+    decode_group_key,
+    encode_key,
+    tombstone,
+    value_writer,
+)
 from streamrt.broker.streams_group.member import MemberState, StreamsMember, Tasks
 from streamrt.broker.streams_group.topology import (
     CopartitionGroup,
@@ -68,11 +75,8 @@ _STATES = {v: k for k, v in _STATE_BYTES.items()}
 _STANDBYS = "num.standby.replicas"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class StreamsKey:
-    record_type: int
-    group_id: str
-    member_id: str | None = None  # set for the per-member types 19, 21, 22
+#: a streams-group record key (types 19, 21, 22 carry the member id)
+StreamsKey = GroupKey
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,33 +89,13 @@ class GroupMetadata:
 # -- keys -------------------------------------------------------------------------------------
 
 
-def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
-    w = RecordWriter(record_type)
-    w.string(group_id)
-    if member_id is not None:
-        w.string(member_id)
-    return w.done()
+_key = encode_key
+_value = value_writer
 
 
 def decode_key(raw: bytes) -> StreamsKey | None:
     """The key of a streams-group record; ``None`` for any other record type."""
-    r = RecordReader(raw)
-    if r.version not in STREAMS_RECORD_TYPES:
-        return None
-    group_id = r.string()
-    member_id = r.string() if r.version in _PER_MEMBER else None
-    return StreamsKey(r.version, group_id, member_id)
-
-
-def tombstone(record_type: int, group_id: str, member_id: str | None = None) -> CoordinatorRecord:
-    return CoordinatorRecord(_key(record_type, group_id, member_id), None, group_id)
-
-
-# -- writing ----------------------------------------------------------------------------------
-
-
-def _value() -> RecordWriter:
-    return RecordWriter(0, flexible=True)
+    return decode_group_key(raw, STREAMS_RECORD_TYPES, _PER_MEMBER)
 
 
 def _record(

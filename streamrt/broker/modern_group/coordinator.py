@@ -1,0 +1,168 @@
+"""The part of the consumer-group and streams-group coordinators that is the same logic
+(Kafka keeps it in ``ModernGroup`` and the shared paths of ``GroupMetadataManager``):
+session and rebalance timers and their expiry, leaving, the member checks of
+OffsetCommit/OffsetFetch, the group queries. Each protocol's coordinator subclasses it and
+keeps what differs (heartbeat, assignment, records). Still a pure state machine: time only
+through the injected ``Timer``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+from streamrt.broker.coordination.result import CoordinatorRecord, Result
+from streamrt.broker.modern_group.member import (
+    STATIC_LEAVE_EPOCH,
+    ModernGroup,
+    ModernMember,
+    leaving_member,
+)
+from streamrt.errors import ErrorCode, KafkaError
+
+__all__ = ("ModernGroupCoordinator", "Records", "Timer")
+
+logger = logging.getLogger(__name__)
+Records = tuple[CoordinatorRecord, ...]
+G = TypeVar("G", bound=ModernGroup[Any])
+_T = TypeVar("_T")
+
+
+class Timer(Protocol):
+    """The coordinator core's timer (``coordination.timer``); an op returns the ``Result``
+    whose records the runtime appends."""
+
+    def schedule(self, key: str, delay_ms: int, op: Callable[[], Result]) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
+
+
+class ModernGroupCoordinator(abc.ABC, Generic[G]):
+    """Shared steps over ``groups``; ``kind`` ("consumer", "streams") names the timers and
+    the logs, so the two protocols' keys never meet in the one timer."""
+
+    kind: str
+    timer: Timer
+    groups: dict[str, G]
+
+    @abc.abstractmethod
+    def _tracked(self, group_id: str, op: Callable[[], _T]) -> tuple[_T, Records]:
+        """Run ``op`` and return the records of what it changed in the group."""
+
+    @abc.abstractmethod
+    def _fence(self, group: G, member_id: str) -> None:
+        """Remove a member; the group epoch bumps, so the others get a new target."""
+
+    @abc.abstractmethod
+    def _session_timeout_ms(self) -> int: ...
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def drop_if_empty(self, group_id: str) -> Records:
+        """Delete an empty group (a classic takeover, DeleteGroups, offsets expiry); returns
+        its tombstones."""
+        group = self.groups.get(group_id)
+        if group is None or group.members:
+            return ()
+        _, records = self._tracked(group_id, lambda: self.groups.pop(group_id))
+        return records
+
+    def describe(self, group_id: str) -> G:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        return group
+
+    # -- leaving -------------------------------------------------------------------------------
+
+    def _leave_member(
+        self, group: G, member_id: str, instance_id: str | None, member_epoch: int
+    ) -> None:
+        """A leave heartbeat: at -2 a static member leaves for now (member and assignment
+        stay until its session expires), else the member is fenced."""
+        member = leaving_member(group, member_id, instance_id)
+        if member_epoch == STATIC_LEAVE_EPOCH:
+            group.put(dataclasses.replace(member, member_epoch=STATIC_LEAVE_EPOCH))
+            self.timer.cancel(self._rebalance_key(group.group_id, member.member_id))
+        else:
+            self._fence(group, member.member_id)
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def _session_key(self, group_id: str, member_id: str) -> str:
+        return f"{self.kind}-session-{group_id}-{member_id}"
+
+    def _rebalance_key(self, group_id: str, member_id: str) -> str:
+        return f"{self.kind}-rebalance-{group_id}-{member_id}"
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(self._session_key(group_id, member_id))
+        self.timer.cancel(self._rebalance_key(group_id, member_id))
+
+    def _expiry(self, group_id: str, expire: Callable[[], None]) -> Callable[[], Result]:
+        return lambda: Result(records=self._tracked(group_id, expire)[1])
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            if group is not None and member_id in group.members:
+                logger.info(
+                    "%s group %s: member %s session expired", self.kind, group_id, member_id
+                )
+                self._fence(group, member_id)
+
+        self.timer.schedule(
+            self._session_key(group_id, member_id),
+            self._session_timeout_ms(),
+            self._expiry(group_id, expire),
+        )
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ModernMember) -> None:
+        """A member that does not revoke within its rebalance timeout is fenced (if still at
+        the epoch it was given the revocation at)."""
+        member_id, epoch = member.member_id, member.member_epoch
+
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            current = None if group is None else group.members.get(member_id)
+            if group is not None and current is not None and current.member_epoch == epoch:
+                logger.info(
+                    "%s group %s: member %s did not revoke in time", self.kind, group_id, member_id
+                )
+                self._fence(group, member_id)
+
+        self.timer.schedule(
+            self._rebalance_key(group_id, member_id),
+            member.rebalance_timeout_ms,
+            self._expiry(group_id, expire),
+        )
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def validate_offset_request(
+        self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
+    ) -> ErrorCode | None:
+        """Kafka's ``validateOffsetCommit``/``validateOffsetFetch``: None if allowed, else
+        UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, or what ``_offset_member_check`` adds."""
+        group = self.groups[group_id]
+        if fetch and member_epoch < 0 and member_id is None:
+            return None
+        if not fetch and member_epoch < 0 and not group.members:
+            return None
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if member_epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return self._offset_member_check(group, member, fetch)
+
+    def _offset_member_check(self, group: G, member: Any, fetch: bool) -> ErrorCode | None:
+        """A protocol's own check of a known member at its epoch (none by default)."""
+        return None
