@@ -76,7 +76,11 @@ class Timeline:
 
 
 def wait_all_running(
-    tail: EventTail, instances: Sequence[LocalInstance], threads: int, timeout: float
+    tail: EventTail,
+    instances: Sequence[LocalInstance],
+    threads: int,
+    timeout: float,
+    protocol: str = "classic",
 ) -> float:
     """Until every instance's threads report RUNNING and the group has settled (no second
     cooperative round still due: one landing after the deploy began would be counted as the
@@ -87,7 +91,7 @@ def wait_all_running(
         pids = [i.pid for i in instances]
         if any(pid is None or not tail.is_running(pid, threads) for pid in pids):
             return False
-        return tail.is_settled([pid for pid in pids if pid is not None])
+        return tail.is_settled([pid for pid in pids if pid is not None], protocol)
 
     return tail.wait_for(watching(instances, ready), timeout, "every instance RUNNING, settled")
 
@@ -114,8 +118,10 @@ def rolling_restart(
     ready_timeout: float = 180.0,
     on_step: Callable[[str], None] | None = None,
     mode: str = "restart",
+    protocol: str = "classic",
 ) -> Timeline:
-    """Restart ``instances`` one at a time; returns the timeline."""
+    """Restart ``instances`` one at a time; returns the timeline. ``protocol``: the group
+    protocol (``group.protocol``), which says when the group has settled."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     say = on_step or (lambda _msg: None)
@@ -143,7 +149,7 @@ def rolling_restart(
             ready_timeout,
             f"{name} (pid {step.new_pid}) RUNNING",
         )
-        step.settled = wait_all_running(tail, instances, threads, ready_timeout)
+        step.settled = wait_all_running(tail, instances, threads, ready_timeout, protocol)
         say(
             f"  {name} RUNNING again {step.running - step.stop_sent:.1f}s after the signal "
             f"(exit code {step.exit_code})"
