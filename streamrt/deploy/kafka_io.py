@@ -25,6 +25,7 @@ from streamrt.wire.api_keys import ApiKey
 __all__ = (
     "coordinator_rebalances",
     "create_topics",
+    "describe_streams_group",
     "group_lag",
     "read_topic",
     "streams_group_epoch",
@@ -123,12 +124,21 @@ def coordinator_rebalances(metrics_url: str, group: str) -> int | None:
 def streams_group_epoch(
     bootstrap: str, group: str, client: ClientConfig | None = None
 ) -> int | None:
-    """A streams group's epoch from the broker (StreamsGroupDescribe, API 89: any broker with
-    KIP-1071, so Apache Kafka too); None when the group is not there or the first bootstrap
-    server is not its coordinator (the scenario's brokers have one node)."""
+    """A streams group's epoch from the broker; None when the group is not there."""
+    found = describe_streams_group(bootstrap, group, client)
+    return None if found is None else found[0]
+
+
+def describe_streams_group(
+    bootstrap: str, group: str, client: ClientConfig | None = None
+) -> tuple[int, str] | None:
+    """A streams group's (epoch, state: "Stable" once every member has reconciled to the
+    target assignment) from StreamsGroupDescribe (API 89: any broker with KIP-1071, so Apache
+    Kafka too); None when the group is not there or the first bootstrap server is not its
+    coordinator (the scenario's brokers have one node)."""
     host, _, port = bootstrap.split(",")[0].rpartition(":")
 
-    async def go() -> int | None:
+    async def go() -> tuple[int, str] | None:
         security = AdminSecurity.from_config(client)
         conn = await BrokerConnection.open(host, int(port), security=security)
         try:
@@ -140,6 +150,8 @@ def streams_group_epoch(
         finally:
             await conn.close()
         (found,) = described.groups
-        return int(found.group_epoch) if found.error_code == ErrorCode.none else None
+        if found.error_code != ErrorCode.none:
+            return None
+        return int(found.group_epoch), str(found.group_state)
 
     return asyncio.run(go())

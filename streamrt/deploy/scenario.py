@@ -21,6 +21,7 @@ from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import (
     coordinator_rebalances,
     create_topics,
+    describe_streams_group,
     group_lag,
     read_topic,
     streams_group_epoch,
@@ -284,7 +285,8 @@ def _build_state(
     mode = "static" if cfg.static else "dynamic"
     say(f"  started {cfg.instances} instances x {cfg.threads} threads ({mode})")
     t0 = time.monotonic()
-    wait_all_running(tail, instances, cfg.threads, cfg.timeout, cfg.group_protocol)
+    settled = _broker_settled(cfg, bootstrap)
+    wait_all_running(tail, instances, cfg.threads, cfg.timeout, cfg.group_protocol, settled)
     _wait_caught_up(cfg, bootstrap, say, "building state", instances)
     say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
     if cfg.preload == "changelog":
@@ -332,6 +334,7 @@ def _deploy(
             on_step=say,
             mode=cfg.mode,
             protocol=cfg.group_protocol,
+            broker_settled=_broker_settled(cfg, bootstrap),
         )
         sleep_watching(instances, cfg.after_seconds)
         rebalances_after = _broker_rebalances(cfg, bootstrap, metrics_url)
@@ -405,6 +408,19 @@ def _preload(
     elapsed = time.monotonic() - t0
     say(f"  wrote {cfg.users} profiles ({size / 1e6:.0f} MB) to {changelog} in {elapsed:.1f}s")
     return size
+
+
+def _broker_settled(cfg: ScenarioConfig, bootstrap: str) -> Callable[[], bool] | None:
+    """A streams group's state from the broker: "Stable" once every member has reconciled
+    (its members keep their own epochs, so their events cannot say so); None for classic."""
+    if cfg.group_protocol != "streams":
+        return None
+
+    def stable() -> bool:
+        found = describe_streams_group(bootstrap, cfg.application_id, cfg.client_config())
+        return found is not None and found[1] == "Stable"
+
+    return stable
 
 
 def _broker_rebalances(cfg: ScenarioConfig, bootstrap: str, metrics_url: str | None) -> int | None:
