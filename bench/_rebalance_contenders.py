@@ -47,7 +47,12 @@ COMMON = {
 SETTINGS = {**COMMON, "rest.auth.token": TOKEN}  # streamrt's
 HERE = Path(__file__).resolve()
 CONTENDERS = ("streamrt", "kafka-streams")
-PROTOCOLS = {"streamrt": ("eager", "cooperative"), "kafka-streams": ("cooperative",)}
+# "streams": group.protocol=streams (KIP-1071 streams groups, the broker assigns the tasks)
+PROTOCOLS = {
+    "streamrt": ("eager", "cooperative", "streams"),
+    "kafka-streams": ("cooperative",),
+}
+_PROTOCOL_SETTINGS = {"eager": {"upgrade.from": "2.3"}, "streams": {"group.protocol": "streams"}}
 
 
 class Instance(Protocol):
@@ -82,7 +87,7 @@ class StreamrtInstance:
         cmd += ["rebalance_cooperative:app", "--instance-id", name, "--bootstrap-server"]
         cmd += [bootstrap, "--state-dir", str(work / name)]
         cmd += ["--application-server", f"127.0.0.1:{self.rest}"]
-        settings = dict(SETTINGS, **({"upgrade.from": "2.3"} if protocol == "eager" else {}))
+        settings = dict(SETTINGS, **_PROTOCOL_SETTINGS.get(protocol, {}))
         for k, v in settings.items():
             cmd += ["--config", f"{k}={v}"]
         env = {

@@ -16,8 +16,10 @@ group (``streamrt instances remove``; Kafka Streams: the Admin API's
 removeMembersFromConsumerGroup, which is what that command does), (c) one is SIGKILLed and not
 restarted (session 6 s), (d) one more stream thread on one instance at run time (streamrt's
 ``POST /v1/threads:add``, Kafka Streams' ``addStreamThread()``). streamrt runs each eagerly
-(``upgrade.from=2.3``) and cooperatively; Kafka Streams 4.3.1 cooperatively only (4.2 removed
-its eager protocol).
+(``upgrade.from=2.3``), cooperatively and on KIP-1071 streams groups (``--protocols streams``:
+``group.protocol=streams``, the broker assigns the tasks; its session and heartbeat are the
+broker's ``group.streams.*``, set like the members' here); Kafka Streams 4.3.1 cooperatively
+only (4.2 removed its eager protocol).
 
 Measured per run, from the change on (bench/_rebalance_report.py): the longest processing gap
 of the partitions that did not move and of those that moved (next to the longest gap before
@@ -294,6 +296,9 @@ def broker(kind: str, work: Path) -> Iterator[str]:
         port,
         "group.initial.rebalance.delay.ms=0",
         "group.min.session.timeout.ms=1000",
+        # a streams group (protocol "streams") takes the broker's timeouts, not the members'
+        "group.streams.session.timeout.ms=6000",
+        "group.streams.heartbeat.interval.ms=500",
     )
     try:
         yield f"127.0.0.1:{port}"

@@ -2,9 +2,11 @@
 
 On an embedded broker (or Apache Kafka: ``--kafka apache``) it runs the heavy-state sessions
 app as 3 instances x 2 threads under a steady load, rolling-restarts every instance, and
-reports what the deploy cost: rebalances, records and bytes restored, the longest
-per-partition processing gap, records processed and a check of the app's output against its
-input. Then the same deploy as a hand-off (each new process starts up beside the old one,
+reports what the deploy cost: rebalances, tasks moved, records and bytes restored, the longest
+per-partition processing gap, survivors that had to reconcile, records processed and a check
+of the app's output against its input. Then the same static deploy on the streams group
+protocol (``group.protocol=streams``, KIP-1071: the broker assigns the tasks), the same deploy
+as a hand-off (each new process starts up beside the old one,
 which hands over when it is ready: ``streamrt run --handoff``), under exactly-once
 (``processing.guarantee=exactly_once_v2``) and with dynamic membership, side by side. Sizes
 are flags; the defaults finish in a few minutes on 2 cores.
@@ -60,6 +62,12 @@ def register(sub: Any) -> None:
     p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
     p.add_argument("--no-handoff", action="store_true", help="skip the hand-off deploy")
     p.add_argument(
+        "--no-streams",
+        action="store_true",
+        help="skip the static deploy on the streams group protocol (group.protocol=streams; "
+        "skipped on --kafka apache: Apache Kafka 4.3 has no static streams-group members)",
+    )
+    p.add_argument(
         "--no-eos",
         action="store_true",
         help="skip the static deploy under processing.guarantee=exactly_once_v2",
@@ -89,10 +97,15 @@ def side_by_side(reports: list[Any]) -> list[str]:
         ("", [r.contender for r in reports]),
         ("rebalances during deploy", [str(r.rebalances) for r in reports]),
         ("  counted by the broker", [_or_na(r.coordinator_rebalances) for r in reports]),
+        ("tasks moved", [str(r.tasks_moved) for r in reports]),
         ("records restored", [f"{r.restored_records:,}" for r in reports]),
         ("bytes restored", [f"{r.restored_bytes / 1e6:,.1f} MB" for r in reports]),
         ("longest partition gap", [f"{r.longest_gap_s:.2f} s" for r in reports]),
         ("gap before deploy", [f"{r.baseline_gap_s:.2f} s" for r in reports]),
+        (
+            "survivors not reconciled",
+            [f"{r.survivors_not_reconciled}/{r.survivors}" for r in reports],
+        ),
         ("deploy duration", [f"{r.timeline.duration:.1f} s" for r in reports]),
         ("records in / out", [f"{r.records_in:,} / {r.records_out:,}" for r in reports]),
         ("state size", [f"{r.state_bytes / 1e6:.1f} MB" for r in reports]),
@@ -116,7 +129,7 @@ def reading(reports: list[Any]) -> list[str]:
                 f"rebalances, {r.restored_bytes / 1e6:,.1f} MB restored); the longest gap, "
                 f"{r.longest_gap_s:.1f} s, no longer includes the start-up time."
             )
-        elif r.rebalances == 0 and r.restored_bytes == 0:
+        elif r.rebalances == r.tasks_moved == r.restored_bytes == 0:
             out.append(
                 f"{r.contender}: nothing moved and nothing was restored; each partition waited "
                 f"for its own instance (longest gap {r.longest_gap_s:.1f} s, longest instance "
@@ -132,12 +145,30 @@ def reading(reports: list[Any]) -> list[str]:
     return out
 
 
+def _modes(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
+    """(name, static, mode) of each deploy to run, in the report's column order."""
+    modes = [("static", True, "restart")]
+    if not args.no_streams and args.kafka == "apache":
+        print("skipping the streams-protocol deploy: Apache Kafka 4.3 refuses static members")
+    elif not args.no_streams:
+        modes.append(("streams", True, "restart"))
+    if not args.no_handoff:
+        modes.append(("handoff", True, "handoff"))
+    if not args.no_eos:
+        modes.append(("eos", True, "restart"))
+    if not args.static_only:
+        modes.append(("dynamic", False, "restart"))
+    return modes
+
+
 def _or_na(value: int | None) -> str:
     """The embedded broker's count; Apache Kafka has no such metric."""
     return "n/a" if value is None else str(value)
 
 
 def _leader_step(report: Any) -> str:
+    if report.settings.get("group_protocol") == "streams":
+        return "no leader"  # the broker assigns a streams group's tasks
     step = report.leader_restart_step
     return "?" if step is None else f"{step} of {len(report.timeline.steps)}"
 
@@ -147,21 +178,21 @@ def run_demo(args: argparse.Namespace) -> int:
         logging.getLogger("streamrt").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="streamrt-demo-") as tmp:
         base = args.work_dir or Path(tmp)
-        modes = [("static", True, "restart")]
-        if not args.no_handoff:
-            modes.append(("handoff", True, "handoff"))
-        if not args.no_eos:
-            modes.append(("eos", True, "restart"))
-        if not args.static_only:
-            modes.append(("dynamic", False, "restart"))
         reports = []
         began = time.monotonic()
         with _console(args) as rest_ports:
-            for name, static, mode in modes:
+            for name, static, mode in _modes(args):
                 work_dir = base / name
                 with _broker(args.kafka, work_dir) as bootstrap:
                     report = _run_one(
-                        args, work_dir, static, mode, bootstrap, rest_ports, eos=name == "eos"
+                        args,
+                        work_dir,
+                        static,
+                        mode,
+                        bootstrap,
+                        rest_ports,
+                        eos=name == "eos",
+                        streams=name == "streams",
                     )
                 reports.append(report)
     print(f"== side by side ({time.monotonic() - began:.0f}s in all) ==")
@@ -225,6 +256,7 @@ def _run_one(
     rest_ports: tuple[int, ...] = (),
     *,
     eos: bool = False,
+    streams: bool = False,
 ) -> Any:
     from streamrt.deploy import ScenarioConfig, run_scenario
 
@@ -242,6 +274,7 @@ def _run_one(
         processing_guarantee="exactly_once_v2" if eos else "at_least_once",
         rest_ports=rest_ports,
         session_timeout_ms=args.session_timeout_ms,
+        group_protocol="streams" if streams else "classic",
     )
     report = run_scenario(cfg, lambda msg: print(msg, flush=True))
     print()

@@ -64,17 +64,36 @@ class EventTail:
         states = self.thread_states(pid)
         return len(states) >= threads and all(s == "RUNNING" for s in states.values())
 
-    def is_settled(self, pids: Sequence[int]) -> bool:
-        """Every thread of these processes has completed a rebalance, all at one generation,
-        and none of them is owed a second (cooperative) round: the group is done moving. A
-        thread RUNNING after the first of two rounds is not settled yet."""
+    def is_settled(self, pids: Sequence[int], protocol: str = "classic") -> bool:
+        """Every thread of these processes has completed a rebalance, all at one generation
+        (``protocol="streams"``: every task held once, :meth:`_tasks_owned_once`), and none
+        of them is owed a second (cooperative) round: the group is done moving. A thread
+        RUNNING after the first of two rounds is not settled yet."""
         latest: dict[tuple[int, int], dict[str, Any]] = {}
         for e in self.events(lambda e: e["pid"] in pids and e["type"] == "rebalance_complete"):
             latest[(e["pid"], e["thread"])] = e["fields"]
         if {pid for pid, _thread in latest} != set(pids):
             return False
-        generations = {f.get("generation") for f in latest.values()}
-        return len(generations) == 1 and not any(f.get("followup") for f in latest.values())
+        if any(f.get("followup") for f in latest.values()):
+            return False
+        if protocol == "streams":
+            return self._tasks_owned_once(pids)
+        return len({f.get("generation") for f in latest.values()}) == 1
+
+    def _tasks_owned_once(self, pids: Sequence[int]) -> bool:
+        """Every task seen so far is held by exactly one thread of ``pids`` (by its latest
+        ``assignment`` event): a streams group's members keep their own epochs (one whose
+        tasks did not change is not told of a new group epoch), so that is what settled means
+        there."""
+        every: set[str] = set()
+        latest: dict[tuple[int, int], list[str]] = {}
+        for e in self.events(lambda e: e["type"] == "assignment"):
+            tasks = [str(t) for t in e["fields"].get("tasks") or ()]
+            every.update(tasks)
+            if e["pid"] in pids:
+                latest[(e["pid"], e["thread"])] = tasks
+        held = [t for tasks in latest.values() for t in tasks]
+        return len(held) == len(set(held)) and set(held) == every
 
     def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
         """Poll ``condition`` every 50 ms; returns the wall time it became true."""

@@ -1,5 +1,5 @@
-"""The few broker reads the scenario needs: topics, group lag, a whole topic's records, and
-the embedded broker's own rebalance counter (its Prometheus endpoint).
+"""The few broker reads the scenario needs: topics, group lag, a whole topic's records, the
+embedded broker's own rebalance counter (its Prometheus endpoint) and a streams group's epoch.
 
 Each takes the driver's Kafka client properties (``--command-config``: TLS, SASL), so the
 driver reaches a secured cluster as its instances do."""
@@ -15,10 +15,21 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
+from streamrt.admin.connection import BrokerConnection
+from streamrt.admin.security import AdminSecurity
 from streamrt.client_config import ClientConfig
+from streamrt.errors import ErrorCode
 from streamrt.events import security_kwargs
+from streamrt.wire.api_keys import ApiKey
 
-__all__ = ("coordinator_rebalances", "create_topics", "group_lag", "read_topic")
+__all__ = (
+    "coordinator_rebalances",
+    "create_topics",
+    "describe_streams_group",
+    "group_lag",
+    "read_topic",
+    "streams_group_epoch",
+)
 
 
 def create_topics(
@@ -108,3 +119,39 @@ def coordinator_rebalances(metrics_url: str, group: str) -> int | None:
     pattern = rf'^streamrt_group_rebalances_total{{group="{re.escape(group)}"}} (\S+)$'
     match = re.search(pattern, text, re.MULTILINE)
     return int(float(match.group(1))) if match else None
+
+
+def streams_group_epoch(
+    bootstrap: str, group: str, client: ClientConfig | None = None
+) -> int | None:
+    """A streams group's epoch from the broker; None when the group is not there."""
+    found = describe_streams_group(bootstrap, group, client)
+    return None if found is None else found[0]
+
+
+def describe_streams_group(
+    bootstrap: str, group: str, client: ClientConfig | None = None
+) -> tuple[int, str] | None:
+    """A streams group's (epoch, state: "Stable" once every member has reconciled to the
+    target assignment) from StreamsGroupDescribe (API 89: any broker with KIP-1071, so Apache
+    Kafka too); None when the group is not there or the first bootstrap server is not its
+    coordinator (the scenario's brokers have one node)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+
+    async def go() -> tuple[int, str] | None:
+        security = AdminSecurity.from_config(client)
+        conn = await BrokerConnection.open(host, int(port), security=security)
+        try:
+            described = await conn.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE,
+                group_ids=[group],
+                include_authorized_operations=False,
+            )
+        finally:
+            await conn.close()
+        (found,) = described.groups
+        if found.error_code != ErrorCode.none:
+            return None
+        return int(found.group_epoch), str(found.group_state)
+
+    return asyncio.run(go())

@@ -10,6 +10,7 @@
 - correctness: each user's final profile click count against the clicks sent;
 - the group leader's instance: the newest ``group_leader`` event before the deploy, and the
   restart step that stopped that process;
+- tasks moved and survivors not reconciled (:mod:`streamrt.deploy.task_moves`);
 - the coordinator's own count of completed rebalances (the broker's
   ``streamrt_group_rebalances`` metric), a cross-check that needs no client's word;
 - per hand-off, its timeline (:func:`handoff_timelines`): when each step ended, from the old
@@ -82,6 +83,11 @@ class DeployReport:
     leader: dict[str, Any] | None = None  # instance_id, pid, generation, restart_step (1-based)
     coordinator_rebalances: int | None = None
     handoffs: list[dict[str, Any]] = field(default_factory=list)  # see handoff_timelines
+    # see deploy.task_moves: tasks that changed instance; survivor-steps, and of those the
+    # ones whose tasks did not change while another instance restarted
+    tasks_moved: int = 0
+    survivors: int = 0
+    survivors_not_reconciled: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__ if k not in ("timeline", "correctness")}
@@ -99,6 +105,9 @@ class DeployReport:
             f"rebalances during deploy  {self.rebalances}  (generations {self.generations}; "
             f"the coordinator counted {_or_unknown(self.coordinator_rebalances)})",
             f"group leader              {self._leader_line()}",
+            f"tasks moved               {self.tasks_moved} (to another instance)",
+            f"survivors not reconciled  {self.survivors_not_reconciled} of {self.survivors} "
+            "(instances whose tasks did not change while another one restarted)",
             f"records restored          {self.restored_records}",
             f"bytes restored            {self.restored_bytes:,}",
             f"longest processing gap    {self.longest_gap_s:.2f}s on one partition "
@@ -123,6 +132,8 @@ class DeployReport:
         return None if self.leader is None else self.leader.get("restart_step")
 
     def _leader_line(self) -> str:
+        if self.settings.get("group_protocol") == "streams":
+            return "none: the broker assigns a streams group's tasks"
         if self.leader is None:
             return "unknown (no group_leader event before the deploy)"
         who = self.leader["instance_id"] or "a dynamic member"

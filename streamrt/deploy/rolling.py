@@ -76,18 +76,26 @@ class Timeline:
 
 
 def wait_all_running(
-    tail: EventTail, instances: Sequence[LocalInstance], threads: int, timeout: float
+    tail: EventTail,
+    instances: Sequence[LocalInstance],
+    threads: int,
+    timeout: float,
+    protocol: str = "classic",
+    broker_settled: Callable[[], bool] | None = None,
 ) -> float:
     """Until every instance's threads report RUNNING and the group has settled (no second
     cooperative round still due: one landing after the deploy began would be counted as the
     deploy's); returns when that was seen. Raises :class:`~streamrt.errors.ChildExited` as
-    soon as one of them exits."""
+    soon as one of them exits. ``broker_settled``: the broker's word too (a streams group's
+    members hear of a new target assignment only at their next heartbeat)."""
 
     def ready() -> bool:
         pids = [i.pid for i in instances]
         if any(pid is None or not tail.is_running(pid, threads) for pid in pids):
             return False
-        return tail.is_settled([pid for pid in pids if pid is not None])
+        if not tail.is_settled([pid for pid in pids if pid is not None], protocol):
+            return False
+        return broker_settled is None or broker_settled()
 
     return tail.wait_for(watching(instances, ready), timeout, "every instance RUNNING, settled")
 
@@ -114,8 +122,12 @@ def rolling_restart(
     ready_timeout: float = 180.0,
     on_step: Callable[[str], None] | None = None,
     mode: str = "restart",
+    protocol: str = "classic",
+    broker_settled: Callable[[], bool] | None = None,
 ) -> Timeline:
-    """Restart ``instances`` one at a time; returns the timeline."""
+    """Restart ``instances`` one at a time; returns the timeline. ``protocol``: the group
+    protocol (``group.protocol``), which says when the group has settled, with
+    ``broker_settled`` (see :func:`wait_all_running`)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     say = on_step or (lambda _msg: None)
@@ -143,7 +155,9 @@ def rolling_restart(
             ready_timeout,
             f"{name} (pid {step.new_pid}) RUNNING",
         )
-        step.settled = wait_all_running(tail, instances, threads, ready_timeout)
+        step.settled = wait_all_running(
+            tail, instances, threads, ready_timeout, protocol, broker_settled
+        )
         say(
             f"  {name} RUNNING again {step.running - step.stop_sent:.1f}s after the signal "
             f"(exit code {step.exit_code})"

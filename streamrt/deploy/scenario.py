@@ -21,8 +21,10 @@ from streamrt.deploy.event_tail import EventTail
 from streamrt.deploy.kafka_io import (
     coordinator_rebalances,
     create_topics,
+    describe_streams_group,
     group_lag,
     read_topic,
+    streams_group_epoch,
 )
 from streamrt.deploy.loadgen import LoadGenerator, preload, preload_changelog
 from streamrt.deploy.processes import (
@@ -43,6 +45,7 @@ from streamrt.deploy.report import (
     longest_gaps,
 )
 from streamrt.deploy.rolling import rolling_restart, wait_all_running
+from streamrt.deploy.task_moves import task_moves
 from streamrt.runtime.graph.topology import changelog_topic
 
 __all__ = ("ScenarioConfig", "run_scenario")
@@ -98,6 +101,9 @@ class ScenarioConfig:
     # REST ports of the instances (application.server 127.0.0.1:<port>, the same port across
     # restarts): ``streamrt demo`` points its console at them. Empty: no REST endpoint.
     rest_ports: tuple[int, ...] = ()
+    # "streams": the stream threads join a KIP-1071 streams group (the broker assigns tasks;
+    # ``session_timeout_ms`` then sets the embedded broker's group.streams.session.timeout.ms)
+    group_protocol: str = "classic"
 
     def client_config(self) -> ClientConfig | None:
         return ClientConfig.from_properties(self.client) if self.client else None
@@ -109,6 +115,8 @@ class ScenarioConfig:
         if self.mode == "handoff":
             return "streamrt handoff"
         name = "streamrt static" if self.static else "streamrt dynamic"
+        if self.group_protocol == "streams":
+            name += ", streams protocol"
         return f"{name} EOS" if self.processing_guarantee != "at_least_once" else name
 
     def settings_json(self) -> dict[str, Any]:
@@ -126,6 +134,17 @@ BROKER_OVERRIDES = {
 }
 
 
+def broker_overrides(cfg: ScenarioConfig) -> dict[str, str]:
+    """:data:`BROKER_OVERRIDES`, and a streams group's timeouts from the scenario's: under
+    ``group.protocol=streams`` the broker's settings apply, not the members'."""
+    heartbeat = max(cfg.session_timeout_ms // 10, 100)
+    return {
+        **BROKER_OVERRIDES,
+        "group.streams.session.timeout.ms": str(cfg.session_timeout_ms),
+        "group.streams.heartbeat.interval.ms": str(heartbeat),
+    }
+
+
 def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
     client = cfg.client_config()
     client_file = None
@@ -139,6 +158,8 @@ def _specs(cfg: ScenarioConfig, bootstrap: str) -> list[InstanceSpec]:
     }
     if cfg.processing_guarantee != "at_least_once" and not cfg.command:
         settings["processing.guarantee"] = cfg.processing_guarantee
+    if cfg.group_protocol != "classic":
+        settings["group.protocol"] = cfg.group_protocol
     if cfg.command:
         settings["num.partitions"] = str(cfg.partitions)
     return [
@@ -198,7 +219,9 @@ def run_scenario(cfg: ScenarioConfig, progress: Progress | None = None) -> Deplo
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
     broker = None
     if not cfg.bootstrap:
-        broker = BrokerThread(cfg.work_dir / "broker", BROKER_OVERRIDES, metrics_port=0).start()
+        broker = BrokerThread(
+            cfg.work_dir / "broker", broker_overrides(cfg), metrics_port=0
+        ).start()
     instances: list[LocalInstance] = []
     client = cfg.client_config()
     if client is not None:
@@ -262,7 +285,8 @@ def _build_state(
     mode = "static" if cfg.static else "dynamic"
     say(f"  started {cfg.instances} instances x {cfg.threads} threads ({mode})")
     t0 = time.monotonic()
-    wait_all_running(tail, instances, cfg.threads, cfg.timeout)
+    settled = _broker_settled(cfg, bootstrap)
+    wait_all_running(tail, instances, cfg.threads, cfg.timeout, cfg.group_protocol, settled)
     _wait_caught_up(cfg, bootstrap, say, "building state", instances)
     say(f"  state built and caught up in {time.monotonic() - t0:.1f}s")
     if cfg.preload == "changelog":
@@ -299,7 +323,7 @@ def _deploy(
     try:  # a dead instance ends the deploy: the load stops with it
         sleep_watching(instances, cfg.baseline_seconds)
         say(f"  load running at {cfg.rate:g} clicks/s; rolling restart begins")
-        rebalances_before = _broker_rebalances(metrics_url, cfg.application_id)
+        rebalances_before = _broker_rebalances(cfg, bootstrap, metrics_url)
         timeline = rolling_restart(
             tail,
             instances,
@@ -309,9 +333,11 @@ def _deploy(
             ready_timeout=cfg.timeout,
             on_step=say,
             mode=cfg.mode,
+            protocol=cfg.group_protocol,
+            broker_settled=_broker_settled(cfg, bootstrap),
         )
         sleep_watching(instances, cfg.after_seconds)
-        rebalances_after = _broker_rebalances(metrics_url, cfg.application_id)
+        rebalances_after = _broker_rebalances(cfg, bootstrap, metrics_url)
     finally:
         load.stop()
     say(f"  deploy done in {timeline.duration:.1f}s; draining")
@@ -343,6 +369,13 @@ def _final_report(
         expected = sent + load.sent
     report = _report(cfg, deployed.timeline, deployed.events, output, expected)
     report.notes.extend(notes)
+    if cfg.group_protocol == "streams":
+        report.notes.append(
+            "streams protocol: rebalances are the new member epochs the threads reconciled to "
+            "(rebalance_complete events); the broker's count is the group epoch's bumps "
+            "(StreamsGroupDescribe before and after): a bump need not stop anyone, so tasks "
+            "moved and survivors not reconciled say what it cost"
+        )
     if load.failed:
         report.notes.append(f"{load.failed} clicks the load generator could not deliver")
     if cfg.preload == "changelog":
@@ -377,11 +410,28 @@ def _preload(
     return size
 
 
-def _broker_rebalances(metrics_url: str | None, group: str) -> int | None:
-    """The embedded broker's count; None on another broker (no such metric)."""
+def _broker_settled(cfg: ScenarioConfig, bootstrap: str) -> Callable[[], bool] | None:
+    """A streams group's state from the broker: "Stable" once every member has reconciled
+    (its members keep their own epochs, so their events cannot say so); None for classic."""
+    if cfg.group_protocol != "streams":
+        return None
+
+    def stable() -> bool:
+        found = describe_streams_group(bootstrap, cfg.application_id, cfg.client_config())
+        return found is not None and found[1] == "Stable"
+
+    return stable
+
+
+def _broker_rebalances(cfg: ScenarioConfig, bootstrap: str, metrics_url: str | None) -> int | None:
+    """The broker's count: a streams group's epoch (StreamsGroupDescribe, on any broker), or
+    the embedded broker's completed join phases of a classic group; None on another broker
+    (no such metric)."""
+    if cfg.group_protocol == "streams":
+        return streams_group_epoch(bootstrap, cfg.application_id, cfg.client_config())
     if metrics_url is None:
         return None
-    return coordinator_rebalances(metrics_url, group) or 0
+    return coordinator_rebalances(metrics_url, cfg.application_id) or 0
 
 
 def _report(
@@ -398,6 +448,7 @@ def _report(
     gaps = longest_gaps(series)
     baseline = longest_gaps(gap_series(output, baseline_start + 0.5, timeline.start))
     correctness, state_bytes = check_output(output, sent)
+    moves = task_moves(events, timeline)
     return DeployReport(
         contender=cfg.contender,
         settings=cfg.settings_json(),
@@ -417,4 +468,7 @@ def _report(
         leader=find_leader(events, timeline),
         notes=[],
         handoffs=handoff_timelines(events, timeline),
+        tasks_moved=moves.moved,
+        survivors=moves.survivors,
+        survivors_not_reconciled=moves.not_reconciled,
     )

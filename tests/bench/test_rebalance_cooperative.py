@@ -50,3 +50,20 @@ def test_rebalance_cooperative_runs_both_protocols_and_stays_exact(tmp_path: Pat
         assert (out / f"rebalance_a_{protocol}_streamrt.png").stat().st_size > 0
     if results["cooperative"]["moved"]:
         assert results["cooperative"]["generations"] >= 2, results
+
+
+def test_rebalance_cooperative_runs_on_streams_groups_and_stays_exact(tmp_path: Path) -> None:
+    """``--protocols streams``: the instances join a KIP-1071 streams group (the broker assigns
+    their tasks); a 4th instance takes tasks and nothing is lost or duplicated."""
+    out = tmp_path / "out"
+    printed = run_bench(
+        "rebalance_cooperative.py",
+        *("--out", str(out), "--scenarios", "a", "--partitions", "12", "--rate", "20"),
+        *("--baseline", "3", "--settle", "8", "--protocols", "streams"),
+        cwd=tmp_path,
+        timeout=400,
+    )
+    (r,) = json.loads((out / "rebalance_cooperative.json").read_text())
+    assert r["protocol"] == "streams" and r["contender"] == "streamrt", printed
+    assert r["lost"] == 0 and r["duplicated"] == 0, r
+    assert r["moved"] >= 1, r  # the new instance took tasks
