@@ -59,19 +59,7 @@ def register(sub: Any) -> None:
         help="the instances' session.timeout.ms (default 10000): a static instance that is down "
         "longer than this is removed, and its partitions move",
     )
-    p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
-    p.add_argument("--no-handoff", action="store_true", help="skip the hand-off deploy")
-    p.add_argument(
-        "--no-streams",
-        action="store_true",
-        help="skip the static deploy on the streams group protocol (group.protocol=streams; "
-        "skipped on --kafka apache: Apache Kafka 4.3 has no static streams-group members)",
-    )
-    p.add_argument(
-        "--no-eos",
-        action="store_true",
-        help="skip the static deploy under processing.guarantee=exactly_once_v2",
-    )
+    _add_skips(p)
     p.add_argument(
         "--kafka",
         choices=("embedded", "apache"),
@@ -89,6 +77,23 @@ def register(sub: Any) -> None:
         "(default 8070; 0: any free port; -1: no console)",
     )
     p.set_defaults(func=run_demo)
+
+
+def _add_skips(p: Any) -> None:
+    """The flags that leave a contender out."""
+    p.add_argument("--static-only", action="store_true", help="skip the dynamic comparison")
+    p.add_argument("--no-handoff", action="store_true", help="skip the hand-off deploy")
+    p.add_argument(
+        "--no-streams",
+        action="store_true",
+        help="skip the static deploy on the streams group protocol (group.protocol=streams; "
+        "skipped on --kafka apache: Apache Kafka 4.3 has no static streams-group members)",
+    )
+    p.add_argument(
+        "--no-eos",
+        action="store_true",
+        help="skip the static deploy under processing.guarantee=exactly_once_v2",
+    )
 
 
 def side_by_side(reports: list[Any]) -> list[str]:
