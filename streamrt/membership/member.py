@@ -315,13 +315,19 @@ class GroupMember:
                     await prepared
                 self._needs_join_prepare = False
             joined = await self._join(reason)
+            if joined is not None:
+                # Kafka's AbstractCoordinator takes the generation from the JoinGroup answer:
+                # a member whose SyncGroup is refused (the group began another round) then
+                # rejoins claiming its partitions in the generation the others claim theirs,
+                # so the leader holds them back; with the older one its claims were ignored
+                # and its partitions handed to another member while it still processed them
+                self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
             assignment = None if joined is None else await self._sync(joined)
         finally:
             if assignment is None:
                 self._rejoin_reason = self._rejoin_reason or reason
         if joined is None or assignment is None:
             return
-        self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
         self._needs_join_prepare = True
         self.rebalances += 1
         await self._apply(assignment)
@@ -392,12 +398,16 @@ class GroupMember:
                 user_data.on_assignment(decoded.user_data)
             return flatten(decoded.partitions)
         if code in _LOST:
-            self._generation = Generation(joined.generation, joined.member_id, joined.protocol)
             await self.lose_membership(code)
         elif code in COORDINATOR_MOVED:
             self.client.note(code)
         elif code != ErrorCode.rebalance_in_progress:
             raise MembershipError(f"SyncGroup to group {self.config.group_id!r}: {code.name}")
+        else:
+            logger.info(
+                "SyncGroup refused: the group began another round",
+                extra=fields(generation=joined.generation, owned=sorted(self._owned)),
+            )
         return None
 
     async def _leader_assign(self, joined: _Joined) -> dict[str, bytes]:

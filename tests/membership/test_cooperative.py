@@ -198,3 +198,78 @@ def test_a_leader_whose_assignor_double_assigns_stops_with_the_reason(broker: An
             await m.close()
 
     asyncio.run(scenario())
+
+
+class _HeldSync:
+    """Holds a member's next SyncGroup until released: a follower whose SyncGroup reaches the
+    coordinator only after the group began another round (a slow follower under load)."""
+
+    def __init__(self, m: GroupMember) -> None:
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+        self.answers: list[int] = []
+        self._sync = m.client.sync
+        m.client.sync = self  # type: ignore[method-assign]
+
+    async def __call__(self, *args: Any) -> Any:
+        if not self.release.is_set():
+            self.entered.set()
+            await self.release.wait()
+        response = await self._sync(*args)
+        self.answers.append(int(response.error_code))
+        return response
+
+
+def test_a_follower_whose_sync_is_refused_keeps_its_claims_in_the_next_round(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """As Kafka's AbstractCoordinator, the generation comes from the JoinGroup answer: a
+    follower whose SyncGroup is refused (REBALANCE_IN_PROGRESS) claims its partitions in the
+    next round at the generation the others claim theirs, so the leader holds them back until
+    it revoked them. With the generation of its last completed round, its claims were the
+    oldest and ignored, and the leader handed a partition it still processed to another
+    member (an exactly-once app counted that partition's input twice)."""
+    topic, group = _names()
+    create_topic(any_broker.bootstrap, topic, partitions=4)
+    bootstrap = any_broker.bootstrap
+
+    def coop(instance: str) -> GroupMember:
+        return member(bootstrap, group, topic, instance=instance, protocol="cooperative")
+
+    async def state() -> str | None:
+        async with AdminClient(bootstrap) as admin:
+            return (await admin.describe_groups([group]))[group].state
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            leader = await _started(members, coop("l"))
+            a = await _started(members, coop("a"))
+            await wait_until_async(lambda: balanced([leader, a], 4, topic), BOUND, "2/2")
+            held = _HeldSync(a)
+            owned_by_a = set(a.assignment)
+            mark = {id(m): len(recorder(m).events) for m in members}
+            # c joins: a joins that round but its SyncGroup is held; the leader's goes through,
+            # it revokes what c takes in round two and rejoins: another round begins
+            await _started(members, coop("c"))
+            await wait_until_async(lambda: held.entered.is_set(), BOUND, "a's sync held")
+            deadline = asyncio.get_running_loop().time() + BOUND
+            while await state() != "PreparingRebalance":
+                assert asyncio.get_running_loop().time() < deadline, "no new round began"
+                await asyncio.sleep(0.05)
+            held.release.set()
+            await wait_until_async(lambda: bool(held.answers), BOUND, "a's sync answered")
+            assert held.answers[0] == 27  # REBALANCE_IN_PROGRESS: the case under test
+            await wait_until_async(lambda: balanced(members, 4, topic), BOUND, "settled")
+            # each partition a owned is handed to another member only in a generation after
+            # the one in which a revoked it
+            revoked_at = {
+                tp: e.generation for e in recorder(a).of("revoked") for tp in e.partitions
+            }
+            for other in (m for m in members if m is not a):
+                for e in recorder(other).events[mark.get(id(other), 0) :]:
+                    for tp in e.partitions & owned_by_a if e.kind == "assigned" else ():
+                        assert tp in revoked_at and e.generation > revoked_at[tp], (
+                            f"{tp} handed to {other.config.group_instance_id} in generation "
+                            f"{e.generation} while a still owned it"
+                        )
+
+    asyncio.run(scenario())
