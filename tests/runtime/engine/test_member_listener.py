@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from aiokafka.structs import TopicPartition as KafkaTP
 
-from tests.runtime.engine.rig import INPUT, rig
+from streamrt.topic_partition import TopicPartition
+from tests.runtime.engine.rig import CHANGELOG, INPUT, RigTxnProducer, count, rig, until_running
 
 SECOND = KafkaTP(INPUT.topic, 1)
 
@@ -64,3 +66,46 @@ def test_an_assignment_that_holds_tasks_back_asks_for_the_second_round_itself(
         await r.tasks.close_all()
 
     asyncio.run(scenario())
+
+
+def test_a_failed_exactly_once_commit_on_revocation_reopens_the_kept_tasks_where_committed(
+    tmp_path: Path,
+) -> None:
+    """Under exactly_once_v2 the revocation's commit holds every task's output in one
+    transaction: when it fails, the tasks that stay lost their uncommitted work as well. They
+    close dirty and start again at the committed offsets; before, they went on past input whose
+    counts the abort had dropped (those records were never counted)."""
+    logs: dict[TopicPartition, list[Any]] = {}
+    producers: list[RigTxnProducer] = []
+    r = rig(tmp_path, 1, logs, producers)
+    r.membership.committed_offsets[INPUT] = 40
+    r.membership.committed_offsets[SECOND] = 7
+
+    async def scenario() -> None:
+        r.assign(["0_0", "0_1"])
+        await r.listener.on_partitions_assigned([INPUT, SECOND])
+        await until_running(r)
+        kept = r.tasks.task_for(INPUT)
+        assert kept is not None
+        kept.process("in", 40, 1000, b"k", b"v")  # counted, not committed
+        r.consumer.positions[INPUT] = 41
+        producers[0].client.fail_commit = True  # the revocation's commit fails
+        r.consumer.seeks.clear()
+        r.assign(["0_0"])  # 0_1 moves away
+        await r.listener.on_partitions_revoked([SECOND])
+        await r.listener.on_partitions_assigned([])  # the member goes on as after any sync
+        await until_running(r)
+        assert r.consumer.assignment() == {INPUT}
+        assert r.consumer.positions[INPUT] == 40  # the aborted input is read again
+        again = r.tasks.task_for(INPUT)
+        assert again is not None and again is not kept  # reopened from its checkpoint
+        again.process("in", 40, 1000, b"k", b"v")
+        async with r.thread.commit_lock:
+            await r.committer.commit(r.tasks)
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())
+    assert logs[CHANGELOG] == [(b"k", count(1))]  # counted once, committed once
+    assert ("tasks_lost", {"tasks": ["0_0"], "error": "KafkaException(...)"}) in [
+        (t, {**kv, "error": "KafkaException(...)"}) for t, kv in r.events
+    ]

@@ -106,14 +106,30 @@ class MemberListener(MemberRebalanceListener):
             thread.emit("rebalance_started", generation=thread.generation)
         thread.emit("revocation", partitions=revoked, tasks=gone)
         async with thread.commit_lock:
+            failed: Exception | None = None
             try:  # cooperative: only the moving tasks (under at-least-once)
                 await self.committer.commit(self.tasks, None if self._eager else gone)
             except Exception as exc:  # the group moved on: uncommitted input is re-read
                 logger.warning(
                     "commit on revocation failed", extra=fields(thread=thread.name, error=repr(exc))
                 )
+                failed = exc
             await self.tasks.close(gone)
             await self._reassign({})
+            if failed is not None and self.committer.recovers(failed):
+                await self._kept_tasks_corrupted(failed)
+
+    async def _kept_tasks_corrupted(self, exc: Exception) -> None:
+        """exactly_once_v2: the failed commit aborted the one transaction that held every task's
+        output, so the tasks that stay lost their uncommitted work too (Kafka Streams' task
+        corruption). They close dirty (their checkpoints stay where the last commit put them)
+        and their partitions leave the consumer, so the assigned callback that follows opens
+        them again at the committed offsets instead of going on past the aborted input."""
+        kept = sorted(self.tasks.tasks)
+        if kept:
+            await self.committer.lose(self.tasks, kept)
+            self.thread.emit("tasks_lost", tasks=kept, error=repr(exc))
+        self.consumer.assign([])
 
     async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
         thread, lost = self.thread, sorted(partitions)
@@ -133,7 +149,10 @@ class MemberListener(MemberRebalanceListener):
             return
         self.thread.rebalances += 1
         added = sorted(partitions)
-        committed = await self.membership.committed(added) if added else {}
+        # the partitions new to the consumer: the member's new ones, and kept ones whose tasks
+        # a failed commit corrupted (they left the consumer to start again where committed)
+        starting = sorted(set(self.membership.assignment) - self.consumer.assignment())
+        committed = await self.membership.committed(starting) if starting else {}
         await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
             await self._reassign(committed)
