@@ -31,13 +31,6 @@ TINY = (
 )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug found 2026-11-28: under exactly_once_v2 a cooperative scale-out sometimes "
-    "counts one kept partition's input twice (read_committed output, 124-462 duplicates; about "
-    "1 run in 3 on a loaded machine; not seen at f58e289 in 3 runs). Eager stays exact. "
-    "Tracked in the closing note as the next session's first item",
-)
 def test_rebalance_cooperative_runs_both_protocols_and_stays_exact(tmp_path: Path) -> None:
     out = tmp_path / "out"
     printed = run_bench(
