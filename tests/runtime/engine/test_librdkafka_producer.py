@@ -342,3 +342,39 @@ def test_delivery_reports_reach_the_offsets_without_a_python_call_per_record(bro
     assert len(read_all(broker.bootstrap, "rd-slots")) == 700
     with pytest.raises(DeliveryError, match="rd-slots-small-0"):
         asyncio.run(go([("rd-slots-small", 0, b"ok"), ("rd-slots-small", None, b"x" * 5000)]))
+
+
+def test_a_missing_topics_partition_count_is_asked_again_only_after_a_while(broker) -> None:
+    """A sink with a stream partitioner asks for the partition count of its topic at every
+    record; a topic that does not exist yet (a cluster that does not create topics on request,
+    as here: the producer does not ask it to) costs one metadata round trip on the thread's
+    loop per second, not one per record; once it exists its count is read."""
+
+    async def go() -> tuple[list[int], int]:
+        producer = LibrdkafkaProducer(
+            {"bootstrap.servers": broker.bootstrap, "allow.auto.create.topics": False}
+        )
+        await producer.start()
+        asked: list[str] = []
+        real = producer.partition_count
+
+        def counting(topic: str, timeout_s: float = 5.0) -> int:
+            asked.append(topic)
+            return real(topic, timeout_s)
+
+        producer.partition_count = counting  # type: ignore[method-assign]
+        collector = LibrdkafkaCollector(producer)
+        try:
+            counts = [collector.partitions_for("rd-later") for _ in range(50)]
+            create_topic(broker.bootstrap, "rd-later", 3)
+            deadline = time.monotonic() + 30
+            while collector.partitions_for("rd-later") != 3:
+                assert time.monotonic() < deadline, "the new topic's count was never read"
+                await asyncio.sleep(0.2)
+            return counts, len(asked)
+        finally:
+            await producer.stop()
+
+    counts, asked = asyncio.run(go())
+    assert counts == [0] * 50
+    assert 2 <= asked <= 40  # one miss for the 50 asks, then about one a second until found

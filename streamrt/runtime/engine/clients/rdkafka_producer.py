@@ -53,6 +53,8 @@ logger = logging.getLogger(__name__)
 #: 3-4 s restart came back up to ~9 s after the broker (measured: an EOS task's restore of 0
 #: records waited 9.1 s for its restore consumer's reconnection after a broker SIGKILL)
 RECONNECT_BACKOFF_MAX_MS = 1000
+#: how long a topic found missing is taken as missing before its metadata is asked again
+_MISSING_TOPIC_RECHECK_S = 1.0
 # aiokafka keyword (what client_settings parses a Kafka name into) → librdkafka property
 _TUNING: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "acks": ("acks", str),
@@ -315,6 +317,7 @@ class LibrdkafkaCollector:
         self.producer = producer
         self._produce = producer.produce  # bound once: one call per record
         self._partition_counts: dict[str, int] = {}
+        self._missing_until: dict[str, float] = {}  # topic -> when to ask for it again
         self._exact_zero = producer.zero_timestamps is not None
         self._waiting: deque[
             tuple[str, bytes | None, bytes | None, int | None, int, list[tuple[str, bytes]] | None]
@@ -338,12 +341,19 @@ class LibrdkafkaCollector:
 
     def partitions_for(self, topic: str) -> int:
         """The topic's partition count, read once per topic (a sink with a stream partitioner
-        asks for each record); 0 (no such topic) is asked again next time."""
+        asks for each record); 0 (no such topic) is asked again after a second, not for every
+        record meanwhile (each asking is a metadata round trip on the thread's loop)."""
         count = self._partition_counts.get(topic)
-        if count is None:
-            count = self.producer.partition_count(topic)
-            if count > 0:
-                self._partition_counts[topic] = count
+        if count is not None:
+            return count
+        if time.monotonic() < self._missing_until.get(topic, 0.0):
+            return 0
+        count = self.producer.partition_count(topic)
+        if count > 0:
+            self._partition_counts[topic] = count
+            self._missing_until.pop(topic, None)
+        else:
+            self._missing_until[topic] = time.monotonic() + _MISSING_TOPIC_RECHECK_S
         return count
 
     async def drain(self) -> None:
