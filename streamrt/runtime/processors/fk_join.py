@@ -28,6 +28,15 @@ from typing import Any
 
 from streamrt.runtime.graph.nodes import ValueGetter
 from streamrt.runtime.processor import Change, Processor, ProcessorContext
+from streamrt.runtime.processors.fk_join_wire import (
+    encode_entry,
+    encode_response,
+    encode_subscription,
+    parse_entry,
+    parse_response,
+    parse_subscription,
+    response_partition,
+)
 from streamrt.runtime.processors.tables import as_change
 from streamrt.serde import Serde
 
@@ -45,7 +54,6 @@ PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = 2
 PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = 3
 
 _U32 = struct.Struct(">I")
-_I32 = struct.Struct(">i")  # a partition; -1: unknown (Kafka's null primaryPartition)
 _NO_HASH = b""
 
 
@@ -53,30 +61,11 @@ def value_hash(data: bytes | None) -> bytes:
     return _NO_HASH if data is None else hashlib.blake2b(data, digest_size=16).digest()
 
 
-def _subscription(instruction: int, digest: bytes, pk: bytes, partition: int) -> bytes:
-    return bytes([instruction, len(digest)]) + _I32.pack(partition) + digest + pk
-
-
-def _parse_subscription(raw: bytes) -> tuple[int, bytes, bytes, int]:
-    n = raw[1]
-    return raw[0], raw[6 : 6 + n], raw[6 + n :], _I32.unpack_from(raw, 2)[0]
-
-
-def _response(digest: bytes, value: bytes | None, partition: int) -> bytes:
-    head = bytes([len(digest), 0 if value is None else 1]) + _I32.pack(partition)
-    return head + digest + (value or b"")
-
-
-def _parse_response(raw: bytes) -> tuple[bytes, bytes | None]:
-    n, has = raw[0], raw[1]
-    return raw[6 : 6 + n], (raw[6 + n :] if has else None)
-
-
 def primary_partition(topic: str, key: Any, value: Any, count: int) -> set[int] | None:
     """The response sink's default stream partitioner: the partition of the left record that
     subscribed (None, the key hash, if unknown)."""
     del topic, key, count
-    partition: int = _I32.unpack_from(value, 2)[0]
+    partition = response_partition(value)
     return None if partition < 0 else {partition}
 
 
@@ -112,14 +101,14 @@ class SubscriptionSendProcessor(Processor):
         return None if fk is None else self.fk_serde.serialize(fk)
 
     def _send(self, fk: bytes, instruction: int, digest: bytes, pk: bytes) -> None:
-        subscription = _subscription(instruction, digest, pk, self.context.partition)
+        subscription = encode_subscription(instruction, digest, pk, self.context.partition)
         self.context.forward(fk, subscription, to=self.sink)
 
     def _propagate_null(self, fk: bytes | None, digest: bytes, pk: bytes) -> None:
         """Ask for an answer even without a right row; for a null FK, answer here (Kafka
         sends it through the subscription topic, answered with no right row)."""
         if fk is None:
-            response = _response(digest, None, self.context.partition)
+            response = encode_response(digest, None, self.context.partition)
             self.context.forward(pk, response, to=self.local)
         else:
             self._send(fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, digest, pk)
@@ -182,12 +171,12 @@ class SubscriptionReceiveProcessor(Processor):
 
     def process(self, key: Any, value: Any) -> None:
         fk: bytes = key
-        instruction, digest, pk, partition = _parse_subscription(value)
+        instruction, digest, pk, partition = parse_subscription(value)
         entry = _prefix(fk) + pk
         if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
             self.store.delete(entry)
         else:  # the subscriber's partition, then the hash of its left value
-            self.store.put(entry, _I32.pack(partition) + digest)
+            self.store.put(entry, encode_entry(partition, digest))
         if instruction == DELETE_KEY_NO_PROPAGATE:
             return
         found = self.get_right(self.fk_serde.deserialize(fk))
@@ -196,9 +185,9 @@ class SubscriptionReceiveProcessor(Processor):
         ts = self.context.timestamp
         ts = ts if found is None else max(ts, found.timestamp)
         if instruction == DELETE_KEY_AND_PROPAGATE:
-            self.context.forward(pk, _response(digest, None, partition), timestamp=ts)
+            self.context.forward(pk, encode_response(digest, None, partition), timestamp=ts)
         elif right is not None or instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            answer = _response(digest, self._serialize_right(right), partition)
+            answer = encode_response(digest, self._serialize_right(right), partition)
             self.context.forward(pk, answer, timestamp=ts)
 
     def _serialize_right(self, right: Any) -> bytes | None:
@@ -225,8 +214,8 @@ class ForeignTableUpdateProcessor(Processor):
         for entry, subscribed in list(store.half_open_range(prefix, end)):
             if not entry.startswith(prefix):
                 continue
-            pk, partition = entry[len(prefix) :], _I32.unpack_from(subscribed)[0]
-            self.context.forward(pk, _response(subscribed[4:], new, partition))
+            partition, digest = parse_entry(subscribed)
+            self.context.forward(entry[len(prefix) :], encode_response(digest, new, partition))
 
 
 class ResponseJoinProcessor(Processor):
@@ -255,7 +244,7 @@ class ResponseJoinProcessor(Processor):
         self.get_left = self.left.make(context)
 
     def process(self, key: Any, value: Any) -> None:
-        digest, right_bytes = _parse_response(value)
+        digest, right_bytes, _ = parse_response(value)
         pk = self.pk_serde.deserialize(key)
         current = self.get_left(pk)
         if value_hash(self.left_serde.serialize(current)) != digest:
