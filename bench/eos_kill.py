@@ -27,6 +27,7 @@ the main one, which only polls for completion (Linux /proc).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -104,71 +106,93 @@ def data_path(producer: str | None) -> dict[str, str]:
     return {}
 
 
-def kill_run(root: Path, kills: int, guarantee: str, path: dict[str, str]) -> dict[str, object]:
+@contextlib.contextmanager
+def kill_broker(kind: str, root: Path) -> Iterator[str]:
+    """The kill runs' broker: the embedded one, or Apache Kafka 4.3.1 (one KRaft node, its
+    group.min.session.timeout.ms lowered as the embedded one's)."""
+    if kind == "apache":
+        from streamrt.dev.apache_kafka import ApacheKafka
+
+        extra = {"group.min.session.timeout.ms": "1000"}
+        with ApacheKafka(1, work_dir=root / "apache-kafka", overrides=extra) as kafka:
+            yield kafka.bootstrap
+        return
     port = free_port()
     broker = start_broker(str(root / "broker"), port, "group.min.session.timeout.ms=1000")
-    bootstrap = f"127.0.0.1:{port}"
     try:
-        topics(bootstrap)
-        settings = {
-            **SESSION,
-            **path,
-            "processing.guarantee": guarantee,
-            "commit.interval.ms": "100",
-        }
-        state = root / "state"
-        feeder = Feeder(bootstrap)
-        feeder.start()
-        kill_times = []
-        for _ in range(kills):
-            proc = run_counting_process(bootstrap, state, "k", settings)
-            try:
-                done = latest_total(bootstrap)
-                wait_until(lambda d=done: latest_total(bootstrap) >= d + 200, timeout=120)  # type: ignore[misc]
-            finally:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(30)
-                kill_times.append(time.time())
-        feeder.stop()
-        total = feeder.sent
-        proc = run_counting_process(bootstrap, state, "k", settings)
-        try:
-            ok = wait_until(lambda: latest_total(bootstrap) >= total, timeout=180, what="drain")
-            del ok
-            time.sleep(1.0)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
-        reader = read_committed if guarantee != "at_least_once" else None
-        updates = count_updates(bootstrap)
-        want = expected(total)
-        duplicates, missing = exactness(updates, want)
-        # at-least-once may skip an intermediate count (a crash after the changelog write,
-        # before the output) and over-count, but never lose input: each key's last count >= n
-        finals = {key: max(updates.get(key, [0])) for key in want}
-        short = sorted(key for key, n in want.items() if finals[key] < n)
-        restored = []
-        for r in read_all(bootstrap, "counting-events"):
-            event = json.loads(r.value)
-            if event["type"] == "restore_complete":
-                restored.append(event["fields"]["records"])
-        changelog = len((reader or read_all)(bootstrap, "counting-event-counts-changelog"))
-        return {
-            "guarantee": guarantee,
-            "kills": kills,
-            "events": total,
-            "duplicates": duplicates,
-            "missing": missing,
-            "final_short_keys": len(short),
-            "final_over_counted": sum(max(0, finals[k] - n) for k, n in want.items()),
-            "restarts_with_restore": len(restored),
-            "restored_per_restart_max": max(restored, default=0),
-            "restored_total": sum(restored),
-            "changelog_records": changelog,
-        }
+        yield f"127.0.0.1:{port}"
     finally:
         broker.terminate()
         broker.wait(30)
+
+
+def kill_run(
+    root: Path, kills: int, guarantee: str, path: dict[str, str], kafka: str = "embedded"
+) -> dict[str, object]:
+    with kill_broker(kafka, root) as bootstrap:
+        return _kill_run(bootstrap, root, kills, guarantee, path)
+
+
+def _kill_run(
+    bootstrap: str, root: Path, kills: int, guarantee: str, path: dict[str, str]
+) -> dict[str, object]:
+    topics(bootstrap)
+    settings = {
+        **SESSION,
+        **path,
+        "processing.guarantee": guarantee,
+        "commit.interval.ms": "100",
+    }
+    state = root / "state"
+    feeder = Feeder(bootstrap)
+    feeder.start()
+    kill_times = []
+    for _ in range(kills):
+        proc = run_counting_process(bootstrap, state, "k", settings)
+        try:
+            done = latest_total(bootstrap)
+            wait_until(lambda d=done: latest_total(bootstrap) >= d + 200, timeout=120)  # type: ignore[misc]
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+            kill_times.append(time.time())
+    feeder.stop()
+    total = feeder.sent
+    proc = run_counting_process(bootstrap, state, "k", settings)
+    try:
+        ok = wait_until(lambda: latest_total(bootstrap) >= total, timeout=180, what="drain")
+        del ok
+        time.sleep(1.0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    reader = read_committed if guarantee != "at_least_once" else None
+    updates = count_updates(bootstrap)
+    want = expected(total)
+    duplicates, missing = exactness(updates, want)
+    # at-least-once may skip an intermediate count (a crash after the changelog write,
+    # before the output) and over-count, but never lose input: each key's last count >= n
+    finals = {key: max(updates.get(key, [0])) for key in want}
+    short = sorted(key for key, n in want.items() if finals[key] < n)
+    restored = []
+    for r in read_all(bootstrap, "counting-events"):
+        event = json.loads(r.value)
+        if event["type"] == "restore_complete":
+            restored.append(event["fields"]["records"])
+    changelog = len((reader or read_all)(bootstrap, "counting-event-counts-changelog"))
+    return {
+        "guarantee": guarantee,
+        "kills": kills,
+        "events": total,
+        "duplicates": duplicates,
+        "missing": missing,
+        "final_short_keys": len(short),
+        "final_over_counted": sum(max(0, finals[k] - n) for k, n in want.items()),
+        "restarts_with_restore": len(restored),
+        "restored_per_restart_max": max(restored, default=0),
+        "restored_total": sum(restored),
+        "changelog_records": changelog,
+    }
 
 
 def app_cpu_s() -> float:
@@ -245,6 +269,13 @@ def main() -> None:
         help="which guarantees' kill runs (comma-separated)",
     )
     parser.add_argument("--no-throughput", action="store_true", help="only the kill runs")
+    parser.add_argument(
+        "--kafka",
+        choices=("embedded", "apache"),
+        default="embedded",
+        help="the kill runs' broker (apache: Apache Kafka 4.3.1, one node; throughput rows stay "
+        "on the embedded one)",
+    )
     parser.add_argument("--producer", choices=("aiokafka", "librdkafka"), default=None)
     parser.add_argument(
         "--cache-off",
@@ -262,7 +293,8 @@ def main() -> None:
         if args.skip_baseline_kills:
             wanted = [g for g in wanted if g != "at_least_once"]
         for guarantee in wanted:
-            print(json.dumps(kill_run(root / guarantee, args.kills, guarantee, path)), flush=True)
+            row = kill_run(root / guarantee, args.kills, guarantee, path, args.kafka)
+            print(json.dumps({"broker": args.kafka, **row}), flush=True)
         if args.no_throughput:
             return
         print(f"== throughput, {args.events} events, counting app, 1 thread, 4 partitions")
