@@ -104,8 +104,8 @@ def test_a_stopped_static_instance_is_removed_and_the_survivor_takes_its_tasks(
         # -- stop web-2: a static member leaves with epoch -2, its tasks wait for it ----------
         gone.send_signal(signal.SIGTERM)
         assert gone.wait(60) == 0, gone.stderr.read() if gone.stderr else ""
-        view = members(broker.port)
-        assert view["web-2-thread-1"] == (-2, set(range(8)) - kept)
+        wait_until(lambda: members(broker.port)["web-2-thread-1"][0] == -2, 30, "epoch -2")
+        assert tasks(broker.port)["web-2-thread-1"] == set(range(8)) - kept
         produce(broker.bootstrap, "events", events(80))
         time.sleep(3)  # three heartbeats of the survivor: nothing moves without the removal
         assert tasks(broker.port)["web-1-thread-1"] == kept
