@@ -60,7 +60,8 @@ def _register_groups(subparsers: Any) -> None:
             "Consumer-group administration against any Kafka-protocol broker (streamrt's or "
             "Apache Kafka 2.3+). remove-members is KIP-345's admin call: it removes static "
             "members by group.instance.id so the group rebalances now instead of after "
-            "session.timeout.ms."
+            "session.timeout.ms (classic and KIP-848 consumer groups; on streamrt's broker "
+            "KIP-1071 streams groups too)."
         ),
     )
     sub = groups.add_subparsers(dest="groups_command", metavar="ACTION", required=True)

@@ -149,6 +149,26 @@ class AdminClient:
 
         return await self._cluster.retrying(f"DescribeGroups {group_id}", attempt)
 
+    async def streams_group_instance_ids(self, group_id: str) -> list[str]:
+        """The ``group.instance.id``s of a streams group's static members (StreamsGroupDescribe,
+        API 89: a streams group is not a classic one, DescribeGroups does not list its
+        members); a member at epoch -2 (stopped, its tasks waiting) is listed too."""
+
+        async def attempt() -> list[str]:
+            conn = await self._coordinator(group_id)
+            response = await conn.call(
+                ApiKey.STREAMS_GROUP_DESCRIBE,
+                group_ids=[group_id],
+                include_authorized_operations=False,
+            )
+            (group,) = response.groups
+            message = getattr(group, "error_message", None)
+            what = f"StreamsGroupDescribe {group_id!r}"
+            self._check_group(group.error_code, what, group_id, message)
+            return sorted(str(m.instance_id) for m in group.members if m.instance_id)
+
+        return await self._cluster.retrying(f"StreamsGroupDescribe {group_id}", attempt)
+
     async def remove_members(self, group_id: str, instance_ids: Sequence[str]) -> Results:
         """Remove static members by ``group.instance.id`` in one LeaveGroup v3+ (KIP-345).
 

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from streamrt.admin.cluster import Cluster
 from streamrt.admin.connection import BrokerConnection
 from streamrt.dev.apache_kafka import ApacheKafka
-from streamrt.errors import ErrorCode
+from streamrt.errors import ErrorCode, KafkaError
 from tests.kafka_helpers import wait_until
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
@@ -138,7 +138,13 @@ async def _delete_groups(bootstrap: str, limit_s: float) -> None:
         while groups := [g.group_id for g in await admin.list_groups()]:
             if loop.time() > deadline:
                 raise TimeoutError(f"groups still listed after deletion: {sorted(groups)}")
-            for group, described in (await admin.describe_groups(groups)).items():
+            for group in groups:
+                try:
+                    described = (await admin.describe_groups([group]))[group]
+                except KafkaError as exc:  # a consumer or streams group: not a classic one
+                    if exc.code != ErrorCode.group_id_not_found:
+                        raise
+                    continue
                 static = [m.group_instance_id for m in described.members if m.group_instance_id]
                 if static:
                     with contextlib.suppress(Exception):  # gone meanwhile

@@ -67,3 +67,23 @@ def test_rebalance_cooperative_runs_on_streams_groups_and_stays_exact(tmp_path: 
     assert r["protocol"] == "streams" and r["contender"] == "streamrt", printed
     assert r["lost"] == 0 and r["duplicated"] == 0, r
     assert r["moved"] >= 1, r  # the new instance took tasks
+
+
+def test_rebalance_cooperative_scales_in_by_removal_on_streams_groups_and_stays_exact(
+    tmp_path: Path,
+) -> None:
+    """Scenario (b) on ``--protocols streams``: an instance stopped (its static members keep
+    their tasks at epoch -2) and removed with ``streamrt instances remove``; the survivors take
+    its tasks and nothing is lost or duplicated."""
+    out = tmp_path / "out"
+    printed = run_bench(
+        "rebalance_cooperative.py",
+        *("--out", str(out), "--scenarios", "b", "--partitions", "12", "--rate", "20"),
+        *("--baseline", "3", "--settle", "8", "--protocols", "streams"),
+        cwd=tmp_path,
+        timeout=400,
+    )
+    (r,) = json.loads((out / "rebalance_cooperative.json").read_text())
+    assert (r["scenario"], r["protocol"]) == ("b", "streams"), printed
+    assert r["lost"] == 0 and r["duplicated"] == 0, r
+    assert r["moved"] >= 1, r  # the stopped instance's tasks went to the survivors

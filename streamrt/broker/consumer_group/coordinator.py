@@ -15,7 +15,7 @@ import base64
 import dataclasses
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
@@ -318,10 +318,11 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return HeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch, 0, None)
 
-    def _fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Remove a member; the group epoch bumps, so the others get a new target."""
-        group.remove(member_id)
-        self._cancel_timers(group.group_id, member_id)
+    def _fence_members(self, group: ConsumerGroup, member_ids: Collection[str]) -> None:
+        """Remove members; the group epoch bumps once, so the others get a new target."""
+        for member_id in member_ids:
+            group.remove(member_id)
+            self._cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
         group.subscription_metadata = group.subscription(self.topics())
 

@@ -31,6 +31,7 @@ from streamrt.broker.group import consumer_offsets
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.group import ClassicGroup
 from streamrt.broker.group.join_request import JoinRequest
+from streamrt.broker.group.modern_leave import leave_group
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
 from streamrt.broker.group.state import GroupState
@@ -204,7 +205,9 @@ class GroupCoordinatorService:
             ApiKey.OFFSET_FETCH: lambda: self._offset_fetch(ctx, request),
             ApiKey.JOIN_GROUP: lambda: self._join_group(ctx, request, reply),
             ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
-            ApiKey.LEAVE_GROUP: lambda: c.leave_group(ctx, request),
+            ApiKey.LEAVE_GROUP: lambda: leave_group(
+                c, (self.consumer, self.streams), ctx, request, reply
+            ),
             ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
             ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),

@@ -1,7 +1,7 @@
 """The part of the consumer-group and streams-group coordinators that is the same logic
 (Kafka keeps it in ``ModernGroup`` and the shared paths of ``GroupMetadataManager``):
-session and rebalance timers and their expiry, leaving, the member checks of
-OffsetCommit/OffsetFetch, the group queries. Each protocol's coordinator subclasses it and
+session and rebalance timers and their expiry, leaving, removal by LeaveGroup, the member
+checks of OffsetCommit/OffsetFetch, the group queries. Each protocol's coordinator subclasses it and
 keeps what differs (heartbeat, assignment, records). Still a pure state machine: time only
 through the injected ``Timer``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from streamrt.broker.coordination.result import CoordinatorRecord, Result
@@ -20,6 +20,7 @@ from streamrt.broker.modern_group.member import (
     ModernGroup,
     ModernMember,
     leaving_member,
+    removed_member,
 )
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -53,8 +54,11 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
         """Run ``op`` and return the records of what it changed in the group."""
 
     @abc.abstractmethod
+    def _fence_members(self, group: G, member_ids: Collection[str]) -> None:
+        """Remove members; the group epoch bumps once, so the others get a new target."""
+
     def _fence(self, group: G, member_id: str) -> None:
-        """Remove a member; the group epoch bumps, so the others get a new target."""
+        self._fence_members(group, (member_id,))
 
     @abc.abstractmethod
     def _session_timeout_ms(self) -> int: ...
@@ -93,6 +97,41 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
             self.timer.cancel(self._rebalance_key(group.group_id, member.member_id))
         else:
             self._fence(group, member.member_id)
+
+    def remove_members(
+        self, group_id: str, identities: Sequence[tuple[str, str | None]]
+    ) -> tuple[list[ErrorCode], Records]:
+        """A LeaveGroup (v3+: a batch; an admin's names static members by instance id alone)
+        to this protocol's group, as Kafka's ``classicGroupLeaveToConsumerGroup``: one code per
+        (member id, instance id), UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID for one that names
+        no member; the others go together, static ones too (even at epoch -2, keeping their
+        tasks for a return that will not come), with one group epoch bump, so the survivors
+        get a new target at their next heartbeat instead of after the session timeout."""
+        group = self.groups[group_id]
+
+        def remove() -> list[ErrorCode]:
+            codes: list[ErrorCode] = []
+            gone: dict[str, None] = {}  # a member named twice goes once, as in Kafka
+            for member_id, instance_id in identities:
+                try:
+                    member = removed_member(group, member_id, instance_id)
+                except KafkaError as exc:
+                    codes.append(exc.code)
+                    continue
+                logger.info(
+                    "%s group %s: member %s (instance id %s) removed by LeaveGroup",
+                    self.kind,
+                    group_id,
+                    member.member_id,
+                    instance_id,
+                )
+                gone[member.member_id] = None
+                codes.append(ErrorCode.none)
+            if gone:
+                self._fence_members(group, list(gone))
+            return codes
+
+        return self._tracked(group_id, remove)
 
     # -- timers --------------------------------------------------------------------------------
 

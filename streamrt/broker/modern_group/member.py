@@ -21,6 +21,7 @@ __all__ = (
     "fenced_instance",
     "leaving_member",
     "member_changes",
+    "removed_member",
     "unknown_instance",
     "unknown_member",
     "unreleased_instance",
@@ -114,6 +115,19 @@ def leaving_member(group: ModernGroup[M], member_id: str, instance_id: str | Non
         raise unknown_instance(instance_id)
     if static.member_id != member_id:
         raise fenced_instance(member_id, instance_id, static.member_id)
+    return static
+
+
+def removed_member(group: ModernGroup[M], member_id: str, instance_id: str | None) -> M:
+    """The member one identity of a LeaveGroup names (Kafka's
+    ``classicGroupLeaveToConsumerGroup``): by member id, or by instance id for a static one;
+    an admin removes by instance id alone (empty member id), so only a given member id is
+    checked against the static member's (FENCED_INSTANCE_ID)."""
+    if instance_id is None or member_id:
+        return leaving_member(group, member_id, instance_id)
+    static = group.static_member(instance_id)
+    if static is None:
+        raise unknown_instance(instance_id)
     return static
 
 

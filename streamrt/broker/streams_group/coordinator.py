@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
@@ -320,10 +320,11 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return StreamsHeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch)
 
-    def _fence(self, group: StreamsGroup, member_id: str) -> None:
-        """Remove a member; the group epoch bumps, so the others get a new target."""
-        group.remove(member_id)
-        self._cancel_timers(group.group_id, member_id)
+    def _fence_members(self, group: StreamsGroup, member_ids: Collection[str]) -> None:
+        """Remove members; the group epoch bumps once, so the others get a new target."""
+        for member_id in member_ids:
+            group.remove(member_id)
+            self._cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
 
     def _session_timeout_ms(self) -> int:

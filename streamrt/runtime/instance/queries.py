@@ -201,7 +201,8 @@ class StreamsQueries:
     def remove_members(self, instance_ids: Sequence[str]) -> dict[str, KafkaError | None]:
         """Remove static members now (one batch LeaveGroup, KIP-345) instead of waiting for
         ``session.timeout.ms``. An instance id expands to its threads' ``group.instance.id``s
-        (as the coordinator lists them); the result maps each id sent to None or its error."""
+        (as the coordinator lists them: DescribeGroups, or StreamsGroupDescribe under
+        ``group.protocol=streams``); the result maps each id sent to None or its error."""
         config = self._require_started().config
         from streamrt.admin import AdminClient
 
@@ -211,8 +212,13 @@ class StreamsQueries:
             async with AdminClient(
                 config.bootstrap_servers, config=config.client_config().for_role("admin")
             ) as admin:
-                described = (await admin.describe_groups([group]))[group]
-                members = [m.group_instance_id for m in described.members if m.group_instance_id]
+                if config.streams_protocol:  # a streams group: DescribeGroups knows it not
+                    members = await admin.streams_group_instance_ids(group)
+                else:
+                    described = (await admin.describe_groups([group]))[group]
+                    members = [
+                        m.group_instance_id for m in described.members if m.group_instance_id
+                    ]
                 return await admin.remove_members(group, expand_instance_ids(instance_ids, members))
 
         return asyncio.run(go())
