@@ -120,6 +120,12 @@ class Cluster:
             request_timeout=self.request_timeout,
             security=self.security,
         )
+        current = self._connections.get(address)
+        if current is not None and not current.closed:
+            # another caller connected meanwhile: keep one; the other, dropped open, would
+            # leave its read task pending until the garbage collector destroyed it
+            await conn.close()
+            return current
         self._connections[address] = conn
         return conn
 

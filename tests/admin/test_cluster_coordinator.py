@@ -46,3 +46,42 @@ def test_an_unreachable_coordinator_is_forgotten_and_found_again(
             await cluster.close()
 
     asyncio.run(scenario())
+
+
+def test_concurrent_connects_to_one_broker_keep_one_connection_and_close_the_other(
+    broker: BrokerThread,
+) -> None:
+    """Two callers connecting to the same broker at once (a heartbeat and a commit on a member's
+    cluster): one connection is kept; the other is closed, not dropped with its read task
+    pending (seen as asyncio's 'Task was destroyed but it is pending!' in instance logs)."""
+
+    async def scenario() -> None:
+        cluster = Cluster(
+            broker.bootstrap,
+            client_id="t",
+            request_timeout=5.0,
+            api_timeout=5.0,
+            retry_backoff=0.05,
+        )
+        (address,) = cluster.bootstrap
+        opened: list[BrokerConnection] = []
+        real_open = BrokerConnection.open
+
+        async def recording_open(*args: object, **kwargs: object) -> BrokerConnection:
+            conn = await real_open(*args, **kwargs)  # type: ignore[arg-type]
+            opened.append(conn)
+            return conn
+
+        BrokerConnection.open = recording_open  # type: ignore[method-assign,assignment]
+        try:
+            first, second = await asyncio.gather(cluster.connect(address), cluster.connect(address))
+        finally:
+            BrokerConnection.open = real_open  # type: ignore[method-assign]
+        try:
+            assert first is second and not first.closed
+            assert len(opened) == 2 and [c.closed for c in opened if c is not first] == [True]
+        finally:
+            await cluster.close()
+        assert all(c.closed for c in opened)
+
+    asyncio.run(scenario())
