@@ -1,9 +1,13 @@
 """Rolling upgrade from the previous release: what it costs a running app (issue 37 item 2).
 
+    .venv/bin/python bench/rolling_upgrade.py --runs 3
     .venv/bin/python bench/rolling_upgrade.py --prev /work/runs/prev --runs 3
 
 The previous release is the last commit before the ``stream.thread.*`` keys were removed
-(``git log -S stream.thread.membership -- streamrt/``: 47f9438), checked out with its own venv:
+(``git log -S stream.thread.membership -- streamrt/``: 47f9438, ``--prev-commit``). By
+default its tree is extracted with ``git archive`` into the work dir and run on this
+interpreter (its dependencies are a subset of this checkout's, same pins); ``--prev`` names a
+checkout instead, run on its own ``.venv`` when it has one:
 
     git worktree add --detach /work/runs/prev 47f9438
     cd /work/runs/prev && python3 -m venv .venv && .venv/bin/pip install -e .
@@ -64,6 +68,8 @@ APP_ID, INPUT, OUTPUT = "counting", "events", "event-counts-out"
 TARGET = "tests.runtime.counting_app:app"
 OLD_KEY = "stream.thread.membership"
 BASES = ("aiokafka", "prev-default", "current")
+#: the previous release: the last commit on main before the stream.thread.* keys were removed
+PREV_COMMIT = "47f94382c10639e943961ee5827349da248ffdb1"
 TWO_BOUNCES = "+2.3"  # in a name: bounce with upgrade.from=2.3 first, then without it
 LATE_SESSION_TIMEOUT_MS = 6_000  # "-late": each instance stays down 3 s longer than this
 GUARANTEES = ("at_least_once", "exactly_once_v2")
@@ -196,6 +202,19 @@ def specs(
         }
     )
     return [old, *steps]
+
+
+def extract(commit: str, into: Path) -> Path:
+    """The tree of ``commit`` of this repository in ``into`` (``git archive``: no worktree,
+    nothing left in .git)."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=False
+    )
+    if archive.returncode:
+        raise SystemExit(f"cannot extract {commit}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
 
 
 def _fields(spec: InstanceSpec) -> dict[str, Any]:
@@ -410,8 +429,9 @@ def table(results: list[dict[str, Any]]) -> list[str]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--prev", type=Path, default=Path("/work/runs/prev"), help="its checkout")
-    p.add_argument("--prev-python", type=Path, help="default: <prev>/.venv/bin/python")
+    p.add_argument("--prev", type=Path, help="a checkout of the previous release")
+    p.add_argument("--prev-commit", default=PREV_COMMIT, help="else this commit, git archive'd")
+    p.add_argument("--prev-python", type=Path, help="default: <prev>/.venv/bin/python if any")
     p.add_argument(
         "--from",
         dest="contenders",
@@ -433,17 +453,17 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="write every run's result here")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
-    args.prev = args.prev.resolve()
-    args.prev_python = args.prev_python or args.prev / ".venv" / "bin" / "python"
+    work = args.work_dir / str(int(time.time()))
     contenders = args.contenders.split(",")
     if bad := [c for c in contenders if base_of(c) not in BASES]:
         raise SystemExit(f"--from: unknown {bad}; one of {', '.join(BASES)}, +2.3, -late")
-    if any(not c.startswith("current") for c in contenders) and not args.prev_python.exists():
-        raise SystemExit(f"no previous release at {args.prev_python} (see the docstring)")
+    args.prev = (args.prev or extract(args.prev_commit, work / "prev")).resolve()
+    venv = args.prev / ".venv" / "bin" / "python"
+    args.prev_python = args.prev_python or (venv if venv.exists() else Path(sys.executable))
     git = ["git", "-C", str(args.prev), "rev-parse", "--short", "HEAD"]
-    prev_commit = subprocess.run(git, capture_output=True, text=True).stdout.strip()
-    print(f"previous release: {args.prev} at {prev_commit or '?'}", flush=True)
-    work = args.work_dir / str(int(time.time()))
+    found = subprocess.run(git, capture_output=True, text=True).stdout.strip()
+    prev_commit = found if args.prev != work / "prev" else args.prev_commit[:7]
+    print(f"previous release: {args.prev} at {prev_commit} on {args.prev_python}", flush=True)
     results: list[dict[str, Any]] = []
     bad_runs: list[str] = []
     for run in range(1, args.runs + 1):
