@@ -25,6 +25,11 @@ aiokafka-membership path (``stream.thread.membership=aiokafka``: eager rebalanci
 consumer as the member; under exactly_once_v2 aiokafka's transactional producer);
 ``prev-default``: the previous release's default (streamrt's own membership, cooperative);
 ``current``: a plain rolling restart of this checkout (the reference for the rebalance count).
+``+2.3`` after a name: two bounces, the first to this checkout with ``upgrade.from=2.3`` (eager,
+as the old members), the second without it (Kafka Streams' procedure). ``-late`` at the end:
+each instance stays down 3 s past a 6 s session timeout, so the group rebalances twice per
+restart with old and new members mixed. Default: ``aiokafka,aiokafka-late,aiokafka+2.3-late,
+current,current-late``; docs/benchmarks.md has the figures.
 
 Reported: records lost (per key, inputs minus its final count: must be 0), duplicates (counts
 emitted twice or beyond the inputs: 0 under exactly-once), missing intermediate counts,
