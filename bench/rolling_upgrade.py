@@ -379,12 +379,14 @@ def run_once(
             "members_after": after_members,
             "old_key_check": check,
         }
-    finally:
-        feed.stop()
-        for instance in instances:
-            instance.stop(signal.SIGKILL)
-        broker.terminate()
-        broker.wait(30)
+    finally:  # the children first: a failure here must not leave them running
+        try:
+            for instance in instances:
+                instance.stop(signal.SIGKILL)
+            feed.stop()
+        finally:
+            broker.terminate()
+            broker.wait(30)
 
 
 def failures(r: dict[str, Any]) -> list[str]:
