@@ -201,6 +201,12 @@ class ClientFactory:
             cfg.repartition_purge_interval_ms,
         )
 
+    def changelog_topics(self) -> list[str]:
+        """The changelog topic of each of this topology's stores, by the changelog naming rule."""
+        app_id = self.env.config.application_id
+        stores = {name for sub in self.env.subtopologies for name in sub.stores}
+        return [changelog_topic(app_id, name) for name in sorted(stores)]
+
     async def warm_offsets_consumer(self, offsets_consumer: OffsetsConsumer) -> None:
         """Held: ask the changelogs' end offsets once, so the metadata and the connections
         the restore check needs after the join are there already (best effort)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 from streamrt.client_config import ClientConfig
@@ -111,6 +111,15 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         return await asyncio.to_thread(ends)
 
     # -- assignment ----------------------------------------------------------------------------
+
+    async def look_up(self, topics: Iterable[str]) -> None:
+        """Ahead of the first assignment (a starting thread does this beside its join): look
+        the changelog topics up, so the restore's first partitions of each start at once
+        instead of after a lookup on the open path (``assign_at``; see ``_describe``)."""
+        new = set(topics) - self._known_topics
+        if new:
+            await asyncio.to_thread(self._describe, new)
+            self._known_topics |= new
 
     async def assign_at(self, positions: Mapping[TopicPartition, int | None]) -> None:
         """Stop the partitions no longer wanted or wanted elsewhere, start the rest at their
