@@ -7,7 +7,8 @@ answers CONCURRENT_TRANSACTIONS. librdkafka then asks again on a fixed 500 ms ti
 (``rd_kafka_idemp_pid_timer_restart``; Kafka's Java producer waits ``retry.backoff.ms``, 100 ms),
 though the abort takes a few milliseconds; the thread's tasks wait for that producer (the
 restore reads the changelogs up to their last stable offset, which the abort releases).
-Measured in the bounce test: 440-520 ms of an exactly-once SIGKILL's restart.
+Measured in the bounce test: such a producer start took 541-759 ms (22-200 ms with nothing to
+abort), and the tasks waited up to 490 ms for it after the join (docs/benchmarks.md).
 
 So the thread first sends the same InitProducerId itself, through streamrt's admin client,
 and asks again every :data:`POLL_S` while the coordinator answers CONCURRENT_TRANSACTIONS
@@ -41,7 +42,7 @@ async def settle_open_transaction(
     admin: AdminClient, transactional_id: str, timeout_ms: int
 ) -> bool:
     """Fence ``transactional_id``'s producer and wait out the transaction it left open (for
-    at most :data:`DEADLINE_S`); True if one was open (or could not be settled in time)."""
+    at most :data:`DEADLINE_S`); True if the coordinator was completing one when asked."""
     answers = 0
     try:
         async with asyncio.timeout(DEADLINE_S):  # an admin call alone may retry for 60 s
