@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamrt.admin import access, offsets
+from streamrt.admin import access, offsets, transactions
 from streamrt.admin.access import AclBinding, ScramCredentialInfo
 from streamrt.admin.cluster import Cluster, check
 from streamrt.admin.connection import UnsupportedVersionError
@@ -404,6 +404,16 @@ class AdminClient:
         """Delete each partition's records before its offset (DeleteRecords): its new log
         start offset, or its error."""
         return await offsets.delete_records(self._cluster, before, timeout_ms=timeout_ms)
+
+    # -- transactions (see streamrt.admin.transactions) -----------------------------------
+
+    async def fence_transaction(self, transactional_id: str, timeout_ms: int) -> bool:
+        """InitProducerId: fence the id's producer and abort its open transaction; False while
+        the coordinator is still completing one (CONCURRENT_TRANSACTIONS)."""
+        return await self._cluster.retrying(
+            f"InitProducerId {transactional_id}",
+            lambda: transactions.fence_transaction(self._cluster, transactional_id, timeout_ms),
+        )
 
     # -- ACLs and SCRAM users (see streamrt.admin.access) ---------------------------------
 

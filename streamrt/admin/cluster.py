@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 _METADATA_MAX = 12  # v13 only adds a top-level error code; v12 is what Kafka 3.x serves
 _FIND_COORDINATOR_MAX = 6
-_KEY_TYPE_GROUP = 0
+_KEY_TYPE_GROUP, _KEY_TYPE_TRANSACTION = 0, 1
 
 T = TypeVar("T")
 
@@ -201,21 +201,28 @@ class Cluster:
     def forget_coordinator(self, group_id: str) -> None:
         self._coordinators.pop(group_id, None)
 
-    async def _find_coordinator(self, group_id: str) -> int:
+    async def transaction_coordinator(self, transactional_id: str) -> BrokerConnection:
+        """The transaction coordinator's connection for ``transactional_id`` (not cached:
+        asked once per use, as a producer's start asks it)."""
+        return await self.node(await self._find_coordinator(transactional_id, transaction=True))
+
+    async def _find_coordinator(self, key: str, *, transaction: bool = False) -> int:
         conn = await self.any_broker()
         response = await conn.call(
             ApiKey.FIND_COORDINATOR,
+            min_version=1 if transaction else 0,
             max_version=_FIND_COORDINATOR_MAX,
-            key=group_id,
-            key_type=_KEY_TYPE_GROUP,
-            coordinator_keys=[group_id],
+            key=key,
+            key_type=_KEY_TYPE_TRANSACTION if transaction else _KEY_TYPE_GROUP,
+            coordinator_keys=[key],
         )
         if response.__version__ >= 4:  # batched: one entry per key
-            (entry,) = [c for c in response.coordinators if c.key == group_id]
+            (entry,) = [c for c in response.coordinators if c.key == key]
         else:
             entry = response
         message = getattr(entry, "error_message", None)
-        check(entry.error_code, f"FindCoordinator for group {group_id!r}", message)
+        kind = "transactional id" if transaction else "group"
+        check(entry.error_code, f"FindCoordinator for {kind} {key!r}", message)
         node_id = int(entry.node_id)
         self.brokers[node_id] = (str(entry.host), int(entry.port))
         return node_id

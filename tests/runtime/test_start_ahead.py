@@ -200,5 +200,51 @@ def test_a_held_successor_connects_its_transactional_producer_before_the_release
     assert initialised and initialised[0] >= released, "InitProducerId before the release"
 
 
+def test_a_restarted_thread_looks_its_changelog_topics_up_beside_the_join(
+    broker_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread that must restore (its state directory is gone) has its restore consumer look
+    the changelog topic up before its assignment arrives, not on the path that opens its
+    tasks (where each task's restore waited for its changelog topic's lookup)."""
+    import shutil
+
+    from streamrt.runtime.engine.clients.rdkafka_restore import LibrdkafkaRestoreConsumer
+
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "events", 2)
+    create_topic(broker.bootstrap, "event-counts-out", 2)
+    produce(broker.bootstrap, "events", [(f"k{i % 4}".encode(), b"e") for i in range(40)])
+    settings = _settings(broker.bootstrap, tmp_path / "s")
+    first = make_app(settings)
+    first.start()
+    try:  # the changelog gets the counts
+        wait_until(lambda: _latest(broker.bootstrap) == {f"k{i}": 10 for i in range(4)}, 60, "")
+    finally:
+        first.stop()
+    shutil.rmtree(tmp_path / "s")  # the restart restores every store from its changelog
+    looked_up: list[tuple[float, list[str]]] = []
+    real_describe = LibrdkafkaRestoreConsumer._describe
+
+    def spy(self: LibrdkafkaRestoreConsumer, topics: Any) -> None:
+        looked_up.append((time.time(), sorted(topics)))
+        real_describe(self, topics)
+
+    monkeypatch.setattr(LibrdkafkaRestoreConsumer, "_describe", spy)
+    app = make_app(settings)
+    seen: list[dict[str, Any]] = []
+    app.on_event(seen.append)
+    app.start()
+    try:
+        wait_until(lambda: any(e["type"] == "restore_complete" for e in seen), 60, "a restore")
+    finally:
+        app.stop()
+    assigned = _mark_ts(seen, "assigned")
+    changelog = "counting-event-counts-changelog"
+    before = [t for t, topics in looked_up if changelog in topics and t < assigned]
+    after = [round(t - assigned, 3) for t, topics in looked_up if t >= assigned]
+    assert before, f"the changelog topic was not looked up ahead: {looked_up}"
+    assert not after, f"a task's restore looked a topic up {after} s after the assignment"
+
+
 def _latest(bootstrap: str) -> dict[str, int]:
     return {k: v[-1] for k, v in count_updates(bootstrap).items()}

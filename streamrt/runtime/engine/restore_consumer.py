@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from typing import NamedTuple, Protocol
 
 from streamrt.topic_partition import TopicPartition
@@ -53,6 +53,9 @@ class RestoreConsumer(EndOffsets, Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+    async def look_up(self, topics: Iterable[str]) -> None:
+        """Learn ``topics``' metadata ahead of their first assignment (beside the join)."""
 
     async def assign_at(self, positions: Mapping[TopicPartition, int | None]) -> None:
         """Make the assignment exactly ``positions``, each partition at its offset (``None``:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaProducer
 
+from streamrt.errors import StreamrtError
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
@@ -45,8 +46,10 @@ from streamrt.runtime.engine.clients.rdkafka_txn import (
     is_fenced,
     transactional_config,
 )
+from streamrt.runtime.engine.clients.txn_settle import settle_open_transaction
 from streamrt.runtime.engine.clients.zero_timestamp import ZeroTimestampSender
 from streamrt.runtime.engine.env import ThreadEnv
+from streamrt.runtime.engine.eos import TRANSACTION_TIMEOUT_MS
 from streamrt.runtime.engine.main_consumer import MainConsumer
 from streamrt.runtime.engine.restore_consumer import RestoreConsumer
 from streamrt.runtime.graph.topology import changelog_topic
@@ -138,7 +141,21 @@ class ClientFactory:
             stores = any(sub.stores for sub in self.env.subtopologies)
             return LibrdkafkaProducer(config, at_zero, delivered_offsets=stores)
         config = transactional_config(config, self.transactional_id)
-        return TransactionalLibrdkafkaProducer(config, self.group_metadata)
+        return TransactionalLibrdkafkaProducer(config, self.group_metadata, self._settle_txn)
+
+    async def _settle_txn(self) -> None:
+        """Before ``init_transactions``: the previous incarnation's open transaction, fenced
+        and waited for here, not on librdkafka's 500 ms retry (txn_settle.py)."""
+        assert self.transactional_id is not None
+        cfg = self.env.config
+        admin = client_settings.admin_client(cfg.client_config(), f"{self.client_id}-txn")
+        try:
+            await admin.__aenter__()
+            await settle_open_transaction(admin, self.transactional_id, TRANSACTION_TIMEOUT_MS)
+        except (StreamrtError, OSError) as exc:  # no broker yet: init_transactions waits
+            logger.info("transaction coordinator not reached", extra=fields(error=repr(exc)))
+        finally:
+            await admin.close()
 
     def manual_consumer(self) -> MainConsumer:
         """The main consumer's settings, no group (the member assigns it its partitions)."""
@@ -183,6 +200,12 @@ class ClientFactory:
             self.env.clock,
             cfg.repartition_purge_interval_ms,
         )
+
+    def changelog_topics(self) -> list[str]:
+        """The changelog topic of each of this topology's stores, by the changelog naming rule."""
+        app_id = self.env.config.application_id
+        stores = {name for sub in self.env.subtopologies for name in sub.stores}
+        return [changelog_topic(app_id, name) for name in sorted(stores)]
 
     async def warm_offsets_consumer(self, offsets_consumer: OffsetsConsumer) -> None:
         """Held: ask the changelogs' end offsets once, so the metadata and the connections

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 from streamrt.client_config import ClientConfig
@@ -87,6 +87,7 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         # librdkafka's position of a partition when it was stopped: it keeps that until its
         # own thread has taken the stop, so after a restart that value is not trusted
         self._stale: dict[TopicPartition, int] = {}
+        self._lookup: asyncio.Future[None] | None = None  # look_up's (kept once done)
 
     @property
     def config(self) -> Mapping[str, Any]:
@@ -112,6 +113,20 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
 
     # -- assignment ----------------------------------------------------------------------------
 
+    async def look_up(self, topics: Iterable[str]) -> None:
+        """Ahead of the first assignment (a starting thread does this beside its join): look
+        the changelog topics up, so the restore's first partitions of each start at once
+        instead of after a lookup on the open path (``assign_at``, which waits for this one
+        if it is still on rather than asking again; see ``_describe``)."""
+        new = set(topics) - self._known_topics
+        if new:
+            self._lookup = asyncio.ensure_future(self._look_up(new))
+            await asyncio.shield(self._lookup)
+
+    async def _look_up(self, topics: set[str]) -> None:
+        await asyncio.to_thread(self._describe, topics)
+        self._known_topics |= topics
+
     async def assign_at(self, positions: Mapping[TopicPartition, int | None]) -> None:
         """Stop the partitions no longer wanted or wanted elsewhere, start the rest at their
         offsets; a partition already at its wanted offset keeps its prefetched records."""
@@ -136,6 +151,8 @@ class LibrdkafkaRestoreConsumer(LibrdkafkaConsumerClient):
         unknown = [tp for tp, at in start.items() if at is None]
         if unknown:
             start.update(await asyncio.to_thread(self._log_starts, unknown))
+        if self._lookup is not None:  # the start's lookup: its topics are known once it ends
+            await asyncio.wait((self._lookup,))
         new_topics = {tp.topic for tp in start} - self._known_topics
         if new_topics:
             await asyncio.to_thread(self._describe, new_topics)

@@ -40,7 +40,7 @@ import logging
 import struct
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,9 +174,15 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
     starts (fencing a zombie with the same id and aborting its open transaction), and the
     transaction's calls off the event loop."""
 
-    def __init__(self, config: dict[str, Any], metadata: Callable[[], GroupMetadata]) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        metadata: Callable[[], GroupMetadata],
+        settle: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         super().__init__(config)
         self._metadata = metadata
+        self._settle = settle  # before init_transactions: the old transaction (txn_settle.py)
         self.stuck = False  # a call never answered: the client is abandoned, not waited for
         self._open = False  # a transaction was begun and neither committed nor aborted
         self._drops = 0  # dropped connections librdkafka reported
@@ -230,6 +236,8 @@ class TransactionalLibrdkafkaProducer(LibrdkafkaProducer):
 
     async def start(self) -> None:
         await self.connect()
+        if self._settle is not None:
+            await self._settle()
         await self._call("init_transactions", self._producer.init_transactions, CALL_TIMEOUT_S)
         self._producer.poll(0)  # drops reported while it waited for the broker are settled
         self._settled = self._drops

@@ -329,6 +329,8 @@ class StreamThread:
         eos = self.env.config.exactly_once
         opened = await clients.start(producer=not eos)
         self.start_ahead.list_ends(self._list_changelog_ends)  # the first join's listing
+        changelogs = factory.changelog_topics()
+        self.start_ahead.look_up(lambda: clients.restore_consumer.look_up(changelogs))
         listener = MemberListener(self, tasks, committer, clients.consumer, own)
         try:
             if await self._join(factory, clients, listener):
