@@ -60,6 +60,8 @@ def run(fetched: list[Message]) -> tuple[float, float]:
             state.restore_batch(CHANGELOG, batch.rows, batch.next_offset)
         state.mark_restored(CHANGELOG, len(fetched))
         cpu, thread = time.process_time() - cpu, time.thread_time() - thread
+        restored = sum(1 for _ in state.store("profiles").items())
+        assert restored == len(fetched), f"{restored} of {len(fetched)} records restored"
         state.close()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
