@@ -44,7 +44,7 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Change:
     """A table update: the new value and the one it replaces (``None``: absent/deleted), as
     Kafka Streams' ``Change<V>``. Aggregations with a subtractor and table joins need ``old``."""
@@ -53,14 +53,34 @@ class Change:
     old: Any = None
     is_latest: bool = True  # False: an out-of-order version of a versioned table (KIP-914)
 
+    def __init__(self, new: Any, old: Any = None, is_latest: bool = True) -> None:
+        # Through the slots' own setters: a frozen dataclass's generated __init__ calls
+        # object.__setattr__ per field, 2-3x the cost, once or twice per table update.
+        _CHANGE_SLOTS[0](self, new)
+        _CHANGE_SLOTS[1](self, old)
+        _CHANGE_SLOTS[2](self, is_latest)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class ValueAndTimestamp:
     """A stored row and its timestamp, as Kafka Streams' ``ValueAndTimestamp`` (the timestamp
     is -1 in a store that keeps none: only tables' and aggregates' stores keep it)."""
 
     value: Any
     timestamp: int
+
+    def __init__(self, value: Any, timestamp: int) -> None:
+        _ROW_SLOTS[0](self, value)  # as Change's: one per store read
+        _ROW_SLOTS[1](self, timestamp)
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slots' descriptors' setters, which a frozen class's ``__setattr__`` does not guard."""
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_CHANGE_SLOTS = _slot_setters(Change, "new", "old", "is_latest")
+_ROW_SLOTS = _slot_setters(ValueAndTimestamp, "value", "timestamp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +171,11 @@ class ProcessorContext(Protocol):
         """The task's stream time: the largest record timestamp processed (-1: none yet)."""
         ...
 
+    @property
+    def takes_changes(self) -> bool:
+        """Whether a child takes table :class:`Change` values (the others get new values)."""
+        ...
+
     def forward(
         self,
         key: Any,
@@ -207,9 +232,11 @@ class TupleForwarder:
         store = context.get_store(store_name)
         listen = getattr(store, "set_flush_listener", None)
         self.cached = bool(listen is not None and listen(self._forward))
+        # no child takes a Change (e.g. to_stream, a sink): forward the new value without one
+        self.changes = context.takes_changes
 
     def _forward(self, key: Any, new: Any, old: Any) -> None:
-        self.context.forward(key, Change(new, old))
+        self.context.forward(key, Change(new, old) if self.changes else new)
 
     def maybe_forward(
         self, key: Any, new: Any, old: Any, timestamp: int | None = None, is_latest: bool = True
@@ -217,4 +244,7 @@ class TupleForwarder:
         """Forward at once unless cached; ``timestamp`` (default: the record's) is the
         result's, which the cache keeps with the row for its flush."""
         if not self.cached:
-            self.context.forward(key, Change(new, old, is_latest), timestamp=timestamp)
+            if timestamp is not None and timestamp == self.context.timestamp:
+                timestamp = None  # the record's own (as usual): no context to swap and restore
+            value = Change(new, old, is_latest) if self.changes else new
+            self.context.forward(key, value, timestamp=timestamp)

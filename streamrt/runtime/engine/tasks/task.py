@@ -77,6 +77,7 @@ class _NodeContext:
     task: StreamTask
     node: str
     children: list[str]
+    takes_changes: bool = True  # a child takes Change values (TupleForwarder builds them)
     schedules: list[Schedule] = field(default_factory=list)
 
     @property
@@ -206,9 +207,8 @@ class StreamTask:
         )
         self._raw: tuple[bytes | None, bytes | None, Headers] = (None, None, ())
         self.inputs = [TopicPartition(t, task_id.partition) for t in subtopology.source_topics]
-        self.state = StateManager(
-            str(task_id), state_dir / application_id / str(task_id), lock=lock_state
-        )
+        state_path = state_dir / application_id / str(task_id)
+        self.state = StateManager(str(task_id), state_path, lock=lock_state)
         self.clock: Clock = clock or SystemClock()
         self.default_extractor = timestamp_extractor
         self.stream_time = -1  # largest timestamp processed; punctuation and joins follow it
@@ -288,7 +288,8 @@ class StreamTask:
                 )
             for name in self.subtopology.nodes:
                 node = self.topology.nodes[name]
-                ctx = _NodeContext(self, name, list(node.children))
+                changes = not self.accepts_changes.isdisjoint(node.children)
+                ctx = _NodeContext(self, name, list(node.children), changes)
                 self._contexts[name] = ctx
                 if isinstance(node, ProcessorNode):
                     processor = node.supplier()
