@@ -214,7 +214,20 @@ class FakeClient:
         self.fail_commit = False  # the next commit fails (a broker gone), the abort works
         self.aborts = 0
 
-    def produce(self, topic: str, value: Any, key: Any, partition: int, **kw: Any) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        callback: Callable[[Any, Any], None] | None = None,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        """confluent-kafka's signature (the producer calls it positionally)."""
+        report = callback or on_delivery
+        assert report is not None
         tp = TopicPartition(topic, max(partition, 0))
         if self.transactional:
             self.pending.append((tp, (key, value)))
@@ -223,7 +236,7 @@ class FakeClient:
             log = self.logs.setdefault(tp, [])
             log.append((key, value))
             offset = len(log) - 1
-        self.reports.append((kw["on_delivery"], Delivered(tp.topic, tp.partition, offset)))
+        self.reports.append((report, Delivered(tp.topic, tp.partition, offset)))
 
     def poll(self, timeout: float = 0) -> int:
         reports, self.reports = self.reports, []
