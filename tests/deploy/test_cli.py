@@ -27,7 +27,9 @@ def test_deploy_rolling_restarts_static_instances_without_a_rebalance(
     args += ["tests.runtime.counting_app:app", "--application-id", "counting"]
     args += ["--bootstrap-server", broker.bootstrap, "--instances", "2", "--threads", "1"]
     args += ["--state-dir", str(tmp_path / "state"), "--timeline-json", str(timeline)]
-    args += ["--config", "session.timeout.ms=8000", "--config", "heartbeat.interval.ms=500"]
+    # a restart on a loaded machine (a CI run at load 20-37) can take longer than 8 s: the
+    # session outlasts it, so only a missed static rejoin could cost a rebalance
+    args += ["--config", "session.timeout.ms=30000", "--config", "heartbeat.interval.ms=500"]
     done = subprocess.run(
         args, capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ}
     )

@@ -29,7 +29,10 @@ BROKER = {
     "offsets.topic.num.partitions": "2",
 }
 SETTINGS = {
-    "session.timeout.ms": "10000",
+    # long enough that no session expires while a loaded machine runs a slow old instance
+    # (a CI run at load 20-37 saw a rebalance in the two-successor race at 10 s); a static
+    # member's takeover never waits for it
+    "session.timeout.ms": "30000",
     "heartbeat.interval.ms": "500",
     "commit.interval.ms": "200",
 }
