@@ -11,6 +11,12 @@ from streamrt.admin.connection import AdminConnectionError, BrokerConnection
 from streamrt.broker.embedded import BrokerThread
 
 
+def _cluster(broker: BrokerThread) -> Cluster:
+    return Cluster(
+        broker.bootstrap, client_id="t", request_timeout=5.0, api_timeout=5.0, retry_backoff=0.05
+    )
+
+
 def test_an_unreachable_coordinator_is_forgotten_and_found_again(
     broker: BrokerThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -18,13 +24,7 @@ def test_an_unreachable_coordinator_is_forgotten_and_found_again(
     Apache Kafka node does); FindCoordinator and the reconnect are the real broker's."""
 
     async def scenario() -> None:
-        cluster = Cluster(
-            broker.bootstrap,
-            client_id="t",
-            request_timeout=5.0,
-            api_timeout=5.0,
-            retry_backoff=0.05,
-        )
+        cluster = _cluster(broker)
         try:
             conn = await cluster.coordinator("g")
             node_id = cluster.known_coordinator("g")
@@ -56,13 +56,7 @@ def test_concurrent_connects_to_one_broker_keep_one_connection_and_close_the_oth
     pending (seen as asyncio's 'Task was destroyed but it is pending!' in instance logs)."""
 
     async def scenario() -> None:
-        cluster = Cluster(
-            broker.bootstrap,
-            client_id="t",
-            request_timeout=5.0,
-            api_timeout=5.0,
-            retry_backoff=0.05,
-        )
+        cluster = _cluster(broker)
         (address,) = cluster.bootstrap
         opened: list[BrokerConnection] = []
         real_open = BrokerConnection.open
