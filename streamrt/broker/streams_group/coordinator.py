@@ -92,6 +92,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         self.groups.pop(group_id, None)
         if before is not None:
             self.groups[group_id] = persist.rebuild(group_id, before)
+            self.rearm_timers(group_id)
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one ``__consumer_offsets`` record if it is a streams-group one (True)."""
@@ -138,6 +139,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             self.groups.pop(req.group_id, None)  # errors leave the group as it was
             if before is not None:
                 self.groups[req.group_id] = before
+                self.rearm_timers(req.group_id)  # a member the refused step fenced
             return StreamsHeartbeatAnswer(
                 exc.code, str(exc.args[0]) if exc.args else None, req.member_id
             )
@@ -162,20 +164,21 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             member = self._dynamic_member(group, req)
         updated = apply_fields(member, req)
         bump = self._member_changed(group, member, updated, replaced, joining)
+        # every check that can refuse the heartbeat runs before a replaced member goes
+        bump = steps.update_topology(group, req) or bump
+        topics = self.topics()
+        configured = steps.configure(group, topics)
+        if configured.ready:
+            check_tasks(req.owned, configured.tasks)
         if replaced is not None:  # the heir takes the target over: no new group epoch
             target = group.target.get(replaced.member_id)
             group.remove(replaced.member_id)
             self._cancel_timers(group.group_id, replaced.member_id)
             if target is not None:
                 group.target[updated.member_id] = target
-        bump = steps.update_topology(group, req) or bump
         group.put(updated)
         status: list[Status] = []
-        topics = self.topics()
-        configured = steps.configure(group, topics)
         bump = steps.metadata_changed(group, configured, topics, self._standbys(group)) or bump
-        if configured.ready:
-            check_tasks(req.owned, configured.tasks)
         if bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
@@ -329,6 +332,9 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
 
     def _session_timeout_ms(self) -> int:
         return self.config.session_timeout_ms
+
+    def _revoking(self, member: StreamsMember) -> bool:
+        return member.state is MemberState.UNREVOKED_TASKS
 
     def _offset_member_check(
         self, group: StreamsGroup, member: StreamsMember, fetch: bool
