@@ -84,14 +84,17 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         after = persist.image(self.groups.get(group_id))
         return out, persist.records_between(group_id, before, after)
 
-    def snapshot(self, group_id: str) -> persist.GroupImage | None:
-        return persist.image(self.groups.get(group_id))
+    def snapshot(self, group_id: str) -> StreamsGroup | None:
+        """A copy of the group to :meth:`restore`: all of it, not only what is persisted (the
+        shutdown request, the endpoint epoch, the sizing and the counters live in memory)."""
+        group = self.groups.get(group_id)
+        return None if group is None else group.copy()
 
-    def restore(self, group_id: str, before: persist.GroupImage | None) -> None:
+    def restore(self, group_id: str, before: StreamsGroup | None) -> None:
         """Undo a step whose records could not be appended (a storage error)."""
         self.groups.pop(group_id, None)
         if before is not None:
-            self.groups[group_id] = persist.rebuild(group_id, before)
+            self.groups[group_id] = before
             self.rearm_timers(group_id)
 
     def replay(self, key: bytes, value: bytes | None) -> bool:

@@ -92,3 +92,33 @@ def test_a_consumer_removal_undone_gives_the_members_their_timers_back() -> None
         assert h.timer.is_scheduled(_session("consumer", CGROUP, m))
     h.advance(SESSION + 1)
     assert not h.group.members
+
+
+def test_an_undone_streams_step_keeps_what_lives_only_in_memory() -> None:
+    """``restore`` puts the whole group back: the shutdown request, the endpoint-information
+    epoch, the tasks per subtopology and the assignment counter are not in the records, and
+    a group rebuilt from its records alone lost them (review item 9)."""
+    h = Harness(session_timeout_ms=SESSION)
+    h.join("a1", process="pa", endpoint=("host-a", 8080))
+    h.join("b1", process="pb")
+    h.settle("a1", "b1")
+    h.beat("b1", h.group.members["b1"].member_epoch, shutdown=True)
+    group = h.group
+    kept = (
+        group.shutdown_requested_by,
+        group.endpoint_information_epoch,
+        dict(group.tasks_per_subtopology),
+        group.assignments_computed,
+    )
+    assert kept[0] == "b1" and kept[1] > 0 and kept[2] == {"0": 4} and kept[3] > 0
+    before = h.coordinator.snapshot(GROUP)
+    h.coordinator.remove_members(GROUP, [("a1", None)])
+    h.coordinator.restore(GROUP, before)
+    group = h.group
+    assert set(group.members) == {"a1", "b1"}
+    assert (
+        group.shutdown_requested_by,
+        group.endpoint_information_epoch,
+        dict(group.tasks_per_subtopology),
+        group.assignments_computed,
+    ) == kept
