@@ -123,9 +123,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
-    def heartbeat(
-        self, req: HeartbeatRequest, other_group: bool = False
-    ) -> HeartbeatAnswer:
+    def heartbeat(self, req: HeartbeatRequest, other_group: bool = False) -> HeartbeatAnswer:
         """One heartbeat; errors come back in the answer (the group is left unchanged), the
         records of a change with it. ``other_group``: the id is taken by a group of another
         type (a classic one with members, or a streams group)."""

@@ -47,16 +47,11 @@ __all__ = ("SHUTDOWN_APPLICATION", "STALE_TOPOLOGY", "StreamsGroupCoordinator")
 
 logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
-GroupConfigs = Callable[[str], Mapping[str, str]]
 _T = TypeVar("_T")
 
 #: StreamsGroupHeartbeatResponse status codes (KIP-1071)
 STALE_TOPOLOGY = 0
 SHUTDOWN_APPLICATION = 4
-
-
-def _no_group_configs(group_id: str) -> Mapping[str, str]:
-    return {}
 
 
 class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
@@ -67,12 +62,10 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         config: StreamsGroupConfig,
         timer: Timer,
         topics: Topics,
-        group_configs: GroupConfigs = _no_group_configs,
     ) -> None:
         self.config = config
         self.timer = timer
         self.topics = topics
-        self.group_configs = group_configs
         self.groups: dict[str, StreamsGroup] = {}
 
     # -- persistence -----------------------------------------------------------------------------
@@ -317,7 +310,8 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         return existing, None
 
     def _standbys(self, group: StreamsGroup) -> int:
-        return self.config.standby_replicas(dict(self.group_configs(group.group_id)))
+        """The broker's count for every group (group-level configs are not served)."""
+        return self.config.num_standby_replicas
 
     # -- leaving and fencing -------------------------------------------------------------------
 
