@@ -187,3 +187,17 @@ def test_a_transactional_commit_at_a_stale_epoch_is_illegal_generation(
         assert codes == [ErrorCode.illegal_generation, ErrorCode.none]
 
     _run(broker.port, scenario)
+
+
+def test_describe_groups_says_a_streams_group_is_not_a_classic_one(broker: BrokerThread) -> None:
+    create_topic(broker.bootstrap, "words", partitions=2)
+
+    async def scenario(conn: BrokerConnection) -> None:
+        assert (await _beat(conn, "a-1", 0)).error_code == ErrorCode.none
+        described = await conn.call(
+            ApiKey.DESCRIBE_GROUPS, groups=[APP], include_authorized_operations=False
+        )
+        (group,) = described.groups
+        assert (group.error_code, group.group_state) == (ErrorCode.group_id_not_found, "Dead")
+
+    _run(broker.port, scenario)

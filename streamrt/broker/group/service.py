@@ -335,10 +335,12 @@ class GroupCoordinatorService:
         return Result(response=response, records=records, replay=True, producer=producer)
 
     def _describe_groups(self, ctx: Any, request: Any) -> Result:
-        """A consumer group described by the classic API: Dead with GROUP_ID_NOT_FOUND, as
-        Kafka answers ("is not a classic group"); ConsumerGroupDescribe describes it."""
+        """A consumer or streams group described by the classic API: Dead with
+        GROUP_ID_NOT_FOUND, as Kafka answers ("is not a classic group");
+        ConsumerGroupDescribe or StreamsGroupDescribe describes it."""
         result = self.coordinator.describe_groups(ctx, request)
-        consumer = {g for g in request.groups if g in self.consumer.groups}
+        modern = (self.consumer.groups, self.streams.groups)
+        consumer = {g for g in request.groups if any(g in groups for groups in modern)}
         if not consumer:
             return result
         groups = tuple(
