@@ -3,18 +3,30 @@ broker (kio schemas through streamrt's admin connection), as Kafka 4.3.1's coord
 a ConsumerGroupHeartbeat is GROUP_ID_NOT_FOUND ("is not a consumer group"), a classic JoinGroup
 INCONSISTENT_GROUP_PROTOCOL while the streams group has members (an empty one is replaced),
 OffsetDelete keeps only the topics the group reads, and a transactional commit at a stale
-member epoch is ILLEGAL_GENERATION (the producer aborts; an unknown code is fatal to it)."""
+member epoch is ILLEGAL_GENERATION (the producer aborts; an unknown code is fatal to it).
+Each test runs on the embedded broker and on Apache Kafka (``any_broker``): both answer alike."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from streamrt.admin.connection import BrokerConnection
-from streamrt.broker.embedded import BrokerThread
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
+from tests.apache_kafka.support import BrokerEndpoint
 from tests.broker.test_streams_groups_wire import APP, _beat, _run
 from tests.kafka_helpers import create_topic
+
+_NOT_YET = (
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_not_available,
+    ErrorCode.coordinator_load_in_progress,
+)
+
+
+def _port(endpoint: BrokerEndpoint) -> int:
+    return int(endpoint.bootstrap.rsplit(":", 1)[1])
 
 
 def _partitions(topic: str, **fields: Any) -> list[dict[str, Any]]:
@@ -24,6 +36,7 @@ def _partitions(topic: str, **fields: Any) -> list[dict[str, Any]]:
 def _commit(conn: BrokerConnection, member: str, epoch: int, topic: str) -> Any:
     return conn.call(
         ApiKey.OFFSET_COMMIT,
+        max_version=9,  # v10 names topics by id
         group_id=APP,
         generation_id_or_member_epoch=epoch,
         member_id=member,
@@ -41,9 +54,9 @@ async def _types(conn: BrokerConnection) -> list[tuple[str, str]]:
 
 
 def test_a_consumer_heartbeat_does_not_make_a_consumer_group_beside_it(
-    broker: BrokerThread,
+    any_broker: BrokerEndpoint,
 ) -> None:
-    create_topic(broker.bootstrap, "words", partitions=2)
+    create_topic(any_broker.bootstrap, "words", partitions=2)
 
     async def scenario(conn: BrokerConnection) -> None:
         a = await _beat(conn, "a-1", 0)
@@ -67,13 +80,13 @@ def test_a_consumer_heartbeat_does_not_make_a_consumer_group_beside_it(
         committed = await _commit(conn, "a-1", a.member_epoch, "words")  # still its group's
         assert committed.topics[0].partitions[0].error_code == ErrorCode.none
 
-    _run(broker.port, scenario)
+    _run(_port(any_broker), scenario)
 
 
 def test_a_classic_join_is_refused_while_the_streams_group_has_members(
-    broker: BrokerThread,
+    any_broker: BrokerEndpoint,
 ) -> None:
-    create_topic(broker.bootstrap, "words", partitions=2)
+    create_topic(any_broker.bootstrap, "words", partitions=2)
 
     def join(conn: BrokerConnection) -> Any:
         return conn.call(
@@ -104,12 +117,12 @@ def test_a_classic_join_is_refused_while_the_streams_group_has_members(
         assert described.groups[0].error_code == ErrorCode.group_id_not_found
         assert await _types(conn) == [(APP, "classic")]
 
-    _run(broker.port, scenario)
+    _run(_port(any_broker), scenario)
 
 
-def test_offset_delete_keeps_the_topics_the_streams_group_reads(broker: BrokerThread) -> None:
-    create_topic(broker.bootstrap, "words", partitions=2)
-    create_topic(broker.bootstrap, "other", partitions=1)
+def test_offset_delete_keeps_the_topics_the_streams_group_reads(any_broker: BrokerEndpoint) -> None:
+    create_topic(any_broker.bootstrap, "words", partitions=2)
+    create_topic(any_broker.bootstrap, "other", partitions=1)
 
     def delete(conn: BrokerConnection, topic: str) -> Any:
         return conn.call(ApiKey.OFFSET_DELETE, group_id=APP, topics=_partitions(topic))
@@ -117,6 +130,7 @@ def test_offset_delete_keeps_the_topics_the_streams_group_reads(broker: BrokerTh
     async def fetched(conn: BrokerConnection, topic: str) -> int:
         out = await conn.call(
             ApiKey.OFFSET_FETCH,
+            max_version=9,  # v10 names topics by id
             require_stable=False,
             groups=[{"group_id": APP, "topics": [{"name": topic, "partition_indexes": [0]}]}],
         )
@@ -138,25 +152,30 @@ def test_offset_delete_keeps_the_topics_the_streams_group_reads(broker: BrokerTh
         assert empty.topics[0].partitions[0].error_code == ErrorCode.none
         assert await fetched(conn, "words") == -1
 
-    _run(broker.port, scenario)
+    _run(_port(any_broker), scenario)
 
 
 def test_a_transactional_commit_at_a_stale_epoch_is_illegal_generation(
-    broker: BrokerThread,
+    any_broker: BrokerEndpoint,
 ) -> None:
-    create_topic(broker.bootstrap, "words", partitions=2)
+    create_topic(any_broker.bootstrap, "words", partitions=2)
 
     async def scenario(conn: BrokerConnection) -> None:
         a = await _beat(conn, "a-1", 0)
-        init = await conn.call(
-            ApiKey.INIT_PRODUCER_ID,
-            transactional_id="tx-streams",
-            transaction_timeout=30_000,
-            producer_id=-1,
-            producer_epoch=-1,
-            enable2_pc=False,
-            keep_prepared_txn=False,
-        )
+        for _ in range(120):  # Apache Kafka creates __transaction_state first
+            init = await conn.call(
+                ApiKey.INIT_PRODUCER_ID,
+                transactional_id="tx-streams",
+                transaction_timeout=30_000,
+                producer_id=-1,
+                producer_epoch=-1,
+                enable2_pc=False,
+                keep_prepared_txn=False,
+            )
+            if init.error_code not in _NOT_YET:
+                break
+            await conn.call(ApiKey.FIND_COORDINATOR, key_type=1, coordinator_keys=["tx-streams"])
+            await asyncio.sleep(0.25)
         assert init.error_code == ErrorCode.none
         pid, pepoch = init.producer_id, init.producer_epoch
         added = await conn.call(
@@ -186,11 +205,13 @@ def test_a_transactional_commit_at_a_stale_epoch_is_illegal_generation(
             codes.append(commit.topics[0].partitions[0].error_code)
         assert codes == [ErrorCode.illegal_generation, ErrorCode.none]
 
-    _run(broker.port, scenario)
+    _run(_port(any_broker), scenario)
 
 
-def test_describe_groups_says_a_streams_group_is_not_a_classic_one(broker: BrokerThread) -> None:
-    create_topic(broker.bootstrap, "words", partitions=2)
+def test_describe_groups_says_a_streams_group_is_not_a_classic_one(
+    any_broker: BrokerEndpoint,
+) -> None:
+    create_topic(any_broker.bootstrap, "words", partitions=2)
 
     async def scenario(conn: BrokerConnection) -> None:
         assert (await _beat(conn, "a-1", 0)).error_code == ErrorCode.none
@@ -200,4 +221,4 @@ def test_describe_groups_says_a_streams_group_is_not_a_classic_one(broker: Broke
         (group,) = described.groups
         assert (group.error_code, group.group_state) == (ErrorCode.group_id_not_found, "Dead")
 
-    _run(broker.port, scenario)
+    _run(_port(any_broker), scenario)
