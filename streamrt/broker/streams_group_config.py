@@ -2,8 +2,9 @@
 
 The switch is ``streams`` in ``group.coordinator.rebalance.protocols``
 (``consumer_group_config.py``); these tune the groups it serves. Kafka's group-level
-override of the standby count is the group config ``streams.num.standby.replicas``
-(``GROUP_STANDBY_REPLICAS``), bounded by ``group.streams.max.standby.replicas``.
+override of the standby count (the group config ``streams.num.standby.replicas``, bounded by
+``group.streams.max.standby.replicas``) is not served: there is no GROUP config resource here,
+so the broker's count applies to every group.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from typing import Any
 
 from streamrt.broker.config_types import MAX_INT, ConfigDef, int_range
 
-__all__ = ("GROUP_STANDBY_REPLICAS", "STREAMS_GROUP_CONFIGS", "StreamsGroupConfig")
-
-#: Kafka's group-level config (``GroupConfig.STREAMS_NUM_STANDBY_REPLICAS_CONFIG``)
-GROUP_STANDBY_REPLICAS = "streams.num.standby.replicas"
+__all__ = ("STREAMS_GROUP_CONFIGS", "StreamsGroupConfig")
 
 STREAMS_GROUP_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
@@ -48,7 +46,9 @@ STREAMS_GROUP_CONFIGS: tuple[ConfigDef, ...] = (
         "group.streams.max.standby.replicas",
         int_range(0, MAX_INT),
         "2",
-        "Upper bound of the group config streams.num.standby.replicas.",
+        "Kafka's upper bound of the group config streams.num.standby.replicas; accepted for "
+        "compatibility, unused: group configs are not served here, the broker's "
+        "group.streams.num.standby.replicas applies to every group.",
     ),
 )
 
@@ -75,11 +75,3 @@ class StreamsGroupConfig:
             num_standby_replicas=config["group.streams.num.standby.replicas"],
             max_standby_replicas=config["group.streams.max.standby.replicas"],
         )
-
-    def standby_replicas(self, group_configs: dict[str, str] | None = None) -> int:
-        """The group's standby count: its ``streams.num.standby.replicas`` if set (capped by
-        ``group.streams.max.standby.replicas``), else the broker's."""
-        raw = (group_configs or {}).get(GROUP_STANDBY_REPLICAS)
-        if raw is None:
-            return self.num_standby_replicas
-        return max(0, min(int(raw), self.max_standby_replicas))

@@ -96,6 +96,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         now = self.groups.pop(group_id, None)
         if before is not None:
             self.groups[group_id] = rebuild(group_id, before, now)
+            self.rearm_timers(group_id)
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one ``__consumer_offsets`` record if it is a consumer-group one (True)."""
@@ -122,11 +123,10 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
-    def heartbeat(
-        self, req: HeartbeatRequest, classic_group_active: bool = False
-    ) -> HeartbeatAnswer:
+    def heartbeat(self, req: HeartbeatRequest, other_group: bool = False) -> HeartbeatAnswer:
         """One heartbeat; errors come back in the answer (the group is left unchanged), the
-        records of a change with it."""
+        records of a change with it. ``other_group``: the id is taken by a group of another
+        type (a classic one with members, or a streams group)."""
         existed = req.group_id in self.groups
         try:
             validate(req, self.config.assignors)
@@ -134,7 +134,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
                 answer, records = self._tracked(req.group_id, lambda: self._leave(req))
             else:
                 answer, records = self._tracked(
-                    req.group_id, lambda: self._heartbeat(req, classic_group_active)
+                    req.group_id, lambda: self._heartbeat(req, other_group)
                 )
             return dataclasses.replace(answer, records=records)
         except KafkaError as exc:
@@ -143,11 +143,11 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
                 del self.groups[req.group_id]  # created for a join that failed: never written
             return HeartbeatAnswer(exc.code, str(exc.args[0]) if exc.args else None)
 
-    def _group(self, group_id: str, create: bool, classic_group_active: bool) -> ConsumerGroup:
+    def _group(self, group_id: str, create: bool, other_group: bool) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
             return group
-        if classic_group_active:
+        if other_group:
             raise KafkaError(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
             )
@@ -163,9 +163,9 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         self.groups[group_id] = group
         return group
 
-    def _heartbeat(self, req: HeartbeatRequest, classic_group_active: bool) -> HeartbeatAnswer:
+    def _heartbeat(self, req: HeartbeatRequest, other_group: bool) -> HeartbeatAnswer:
         joining = req.member_epoch == 0
-        group = self._group(req.group_id, joining, classic_group_active)
+        group = self._group(req.group_id, joining, other_group)
         member_id = req.member_id or _new_member_id()
         replaced: ConsumerMember | None = None
         if req.instance_id is not None:
@@ -328,6 +328,9 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
 
     def _session_timeout_ms(self) -> int:
         return self.config.session_timeout_ms
+
+    def _revoking(self, member: ConsumerMember) -> bool:
+        return member.state is MemberState.UNREVOKED_PARTITIONS
 
 
 def _same_subscription(a: ConsumerMember, b: ConsumerMember) -> bool:

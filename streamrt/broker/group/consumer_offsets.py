@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from streamrt.broker.consumer_group.coordinator import ConsumerGroupCoordinator
 from streamrt.broker.group.admin import offset_tombstones
 from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.pending import PendingTxnOffsets
@@ -63,6 +62,10 @@ def commit(
     return response, records
 
 
+#: the OffsetCommit answers a TxnOffsetCommit gives as ILLEGAL_GENERATION
+_FENCED_TXN_COMMIT = frozenset({ErrorCode.stale_member_epoch, ErrorCode.streams_topology_fenced})
+
+
 def txn_commit(
     consumer: MemberChecks,
     offsets: OffsetMetadataManager,
@@ -70,14 +73,20 @@ def txn_commit(
     version: int,
     request: Any,
 ) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
-    """A TxnOffsetCommit to a consumer group (exactly-once with ``group.protocol=consumer``):
-    the generation field carries the member epoch, checked as an OffsetCommit's (Kafka's
-    ``validateOffsetCommit`` with ``isTransactional``); v0-2 carry no member: not checked."""
+    """A TxnOffsetCommit to a consumer or streams group (exactly-once with
+    ``group.protocol=consumer`` or ``streams``): the generation field carries the member epoch,
+    checked as an OffsetCommit's (Kafka's ``validateOffsetCommit`` with ``isTransactional``);
+    v0-2 carry no member: not checked. A stale epoch (or a streams member on an older
+    topology) is ILLEGAL_GENERATION, as Kafka's ``validateTransactionalOffsetCommit`` maps it:
+    TxnOffsetCommit has no STALE_MEMBER_EPOCH, and the producer takes an unknown code as fatal
+    where ILLEGAL_GENERATION aborts the transaction."""
     epoch: int = getattr(request, "generation_id", -1)
     member_id: str = getattr(request, "member_id", "")
     error = None
     if version >= 3:
         error = consumer.validate_offset_request(request.group_id, member_id, epoch)
+    if error in _FENCED_TXN_COMMIT:
+        error = ErrorCode.illegal_generation
     topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
     response = build(
         response_cls(ApiKey.TXN_OFFSET_COMMIT, version), throttle_time=0, topics=topics
@@ -163,13 +172,15 @@ def expired(
 
 
 def delete(
-    consumer: ConsumerGroupCoordinator,
+    consumer: RetainedGroups,
     offsets: OffsetMetadataManager,
     topics: Mapping[str, int],
     version: int,
     request: Any,
 ) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
-    """OffsetDelete on a consumer group (Kafka's ``deleteOffsets``): the offsets of a topic
-    some member subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC); others get tombstones."""
+    """OffsetDelete on a consumer or streams group (Kafka's ``deleteOffsets``): the offsets
+    of a topic the group reads stay (GROUP_SUBSCRIBED_TO_TOPIC): one some member subscribes
+    to, or a source topic of a streams group with members (``isSubscribedToTopic``); others
+    get tombstones."""
     group = consumer.groups[request.group_id]
     return offset_tombstones(offsets, set(group.subscription(topics)), version, request)

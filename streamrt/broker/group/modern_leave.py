@@ -76,7 +76,7 @@ def leave_modern_group(
     def on_append(error: ErrorCode | None) -> Result:
         if error is None:
             return Result(completions=((reply, answer),))
-        owner.restore(group_id, before)  # not durable: undone (its timers stay cancelled)
+        owner.restore(group_id, before)  # not durable: undone, timers re-armed
         return Result(completions=((reply, leave_response(version, error)),))
 
     return Result(records=records, on_append=on_append)

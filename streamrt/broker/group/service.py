@@ -27,10 +27,9 @@ from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
 from streamrt.broker.coordination.result import Result
-from streamrt.broker.group import consumer_offsets
+from streamrt.broker.group import consumer_offsets, group_types
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.group import ClassicGroup
-from streamrt.broker.group.join_request import JoinRequest
 from streamrt.broker.group.modern_leave import leave_group
 from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.records import CoordinatorRecord
@@ -203,7 +202,9 @@ class GroupCoordinatorService:
         handlers: dict[ApiKey, Callable[[], Result]] = {
             ApiKey.OFFSET_COMMIT: lambda: self._offset_commit(ctx, request),
             ApiKey.OFFSET_FETCH: lambda: self._offset_fetch(ctx, request),
-            ApiKey.JOIN_GROUP: lambda: self._join_group(ctx, request, reply),
+            ApiKey.JOIN_GROUP: lambda: group_types.join_group(
+                c, self.consumer, self.streams, ctx, request, reply
+            ),
             ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
             ApiKey.LEAVE_GROUP: lambda: leave_group(
                 c, (self.consumer, self.streams), ctx, request, reply
@@ -212,7 +213,9 @@ class GroupCoordinatorService:
             ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
-            ApiKey.OFFSET_DELETE: lambda: self._offset_delete(ctx, request),
+            ApiKey.OFFSET_DELETE: lambda: group_types.offset_delete(
+                c, (self.consumer, self.streams), ctx, request
+            ),
             ApiKey.TXN_OFFSET_COMMIT: lambda: self._txn_offset_commit(ctx, request),
         }
         handler = handlers.get(ApiKey(ctx.api_key))
@@ -223,16 +226,19 @@ class GroupCoordinatorService:
     # -- consumer groups (KIP-848) beside the classic ones --------------------------------------
 
     async def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatAnswer:
-        """A ConsumerGroupHeartbeat, under the lock every coordinator step takes."""
+        """A ConsumerGroupHeartbeat, under the lock every coordinator step takes; a group id
+        held by a classic group with members or by a streams group is refused."""
         code = self._core.unavailable()
         if code is not None:
             return HeartbeatAnswer(code)
         async with self._core.lock:
             gid = request.group_id
             classic = self.coordinator.groups.get(gid)
-            active = classic is not None and not classic.is_in(GroupState.EMPTY)
+            taken = gid in self.streams.groups or (
+                classic is not None and not classic.is_in(GroupState.EMPTY)
+            )
             before = self.consumer.snapshot(gid)
-            answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, active))
+            answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, taken))
             if classic is not None and gid in self.consumer.groups:
                 # an empty classic group (offsets only) becomes a consumer group, as in Kafka
                 del self.coordinator.groups[gid]
@@ -283,16 +289,6 @@ class GroupCoordinatorService:
             return await asyncio.to_thread(self._append, records)
         return self._append(records)
 
-    def _join_group(self, ctx: Any, request: Any, reply: object) -> Result:
-        """A classic member may not join a consumer group that has members (online
-        migration is not implemented): INCONSISTENT_GROUP_PROTOCOL, as Kafka's coordinator
-        answers when the migration policy forbids it. An empty consumer group is replaced."""
-        if self.consumer.has_members(request.group_id):
-            join = JoinRequest.parse(ctx, request, reply)
-            return Result(response=join.error(ErrorCode.inconsistent_group_protocol))
-        dropped = Result(records=self.consumer.drop_if_empty(request.group_id))
-        return dropped.then(self.coordinator.join_group(ctx, request, reply))
-
     def _offset_commit(self, ctx: Any, request: Any) -> Result:
         owner = self._member_groups(request.group_id)
         if owner is None:
@@ -338,23 +334,13 @@ class GroupCoordinatorService:
         producer = (request.producer_id, request.producer_epoch)
         return Result(response=response, records=records, replay=True, producer=producer)
 
-    def _offset_delete(self, ctx: Any, request: Any) -> Result:
-        if request.group_id not in self.consumer.groups:
-            return self.coordinator.offset_delete(ctx, request)
-        response, records = consumer_offsets.delete(
-            self.consumer,
-            self.coordinator.offsets,
-            self.consumer.topics(),
-            ctx.api_version,
-            request,
-        )
-        return Result(response=response, records=records, replay=True)
-
     def _describe_groups(self, ctx: Any, request: Any) -> Result:
-        """A consumer group described by the classic API: Dead with GROUP_ID_NOT_FOUND, as
-        Kafka answers ("is not a classic group"); ConsumerGroupDescribe describes it."""
+        """A consumer or streams group described by the classic API: Dead with
+        GROUP_ID_NOT_FOUND, as Kafka answers ("is not a classic group");
+        ConsumerGroupDescribe or StreamsGroupDescribe describes it."""
         result = self.coordinator.describe_groups(ctx, request)
-        consumer = {g for g in request.groups if g in self.consumer.groups}
+        modern = (self.consumer.groups, self.streams.groups)
+        consumer = {g for g in request.groups if any(g in groups for groups in modern)}
         if not consumer:
             return result
         groups = tuple(

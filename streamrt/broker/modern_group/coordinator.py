@@ -40,6 +40,8 @@ class Timer(Protocol):
 
     def cancel(self, key: str) -> None: ...
 
+    def is_scheduled(self, key: str) -> bool: ...
+
 
 class ModernGroupCoordinator(abc.ABC, Generic[G]):
     """Shared steps over ``groups``; ``kind`` ("consumer", "streams") names the timers and
@@ -62,6 +64,10 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
 
     @abc.abstractmethod
     def _session_timeout_ms(self) -> int: ...
+
+    @abc.abstractmethod
+    def _revoking(self, member: Any) -> bool:
+        """The member still has to revoke what it was told to (its rebalance timer runs)."""
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -144,6 +150,19 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self.timer.cancel(self._session_key(group_id, member_id))
         self.timer.cancel(self._rebalance_key(group_id, member_id))
+
+    def rearm_timers(self, group_id: str) -> None:
+        """After an undo (a refused heartbeat, an append that failed): a member the undone step
+        removed or replaced is back, but the step cancelled its timers. It gets them again, as
+        at load (session, and rebalance if still revoking); a member whose timers still run
+        keeps their deadlines, so a refused request never lengthens a session."""
+        group = self.groups.get(group_id)
+        for member in () if group is None else group.members.values():
+            if not self.timer.is_scheduled(self._session_key(group_id, member.member_id)):
+                self._schedule_session_timeout(group_id, member.member_id)
+            rebalance = self._rebalance_key(group_id, member.member_id)
+            if self._revoking(member) and not self.timer.is_scheduled(rebalance):
+                self._schedule_rebalance_timeout(group_id, member)
 
     def _expiry(self, group_id: str, expire: Callable[[], None]) -> Callable[[], Result]:
         return lambda: Result(records=self._tracked(group_id, expire)[1])

@@ -47,16 +47,11 @@ __all__ = ("SHUTDOWN_APPLICATION", "STALE_TOPOLOGY", "StreamsGroupCoordinator")
 
 logger = logging.getLogger(__name__)
 Topics = Callable[[], Mapping[str, int]]
-GroupConfigs = Callable[[str], Mapping[str, str]]
 _T = TypeVar("_T")
 
 #: StreamsGroupHeartbeatResponse status codes (KIP-1071)
 STALE_TOPOLOGY = 0
 SHUTDOWN_APPLICATION = 4
-
-
-def _no_group_configs(group_id: str) -> Mapping[str, str]:
-    return {}
 
 
 class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
@@ -67,12 +62,10 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         config: StreamsGroupConfig,
         timer: Timer,
         topics: Topics,
-        group_configs: GroupConfigs = _no_group_configs,
     ) -> None:
         self.config = config
         self.timer = timer
         self.topics = topics
-        self.group_configs = group_configs
         self.groups: dict[str, StreamsGroup] = {}
 
     # -- persistence -----------------------------------------------------------------------------
@@ -84,14 +77,18 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         after = persist.image(self.groups.get(group_id))
         return out, persist.records_between(group_id, before, after)
 
-    def snapshot(self, group_id: str) -> persist.GroupImage | None:
-        return persist.image(self.groups.get(group_id))
+    def snapshot(self, group_id: str) -> StreamsGroup | None:
+        """A copy of the group to :meth:`restore`: all of it, not only what is persisted (the
+        shutdown request, the endpoint epoch, the sizing and the counters live in memory)."""
+        group = self.groups.get(group_id)
+        return None if group is None else group.copy()
 
-    def restore(self, group_id: str, before: persist.GroupImage | None) -> None:
+    def restore(self, group_id: str, before: StreamsGroup | None) -> None:
         """Undo a step whose records could not be appended (a storage error)."""
         self.groups.pop(group_id, None)
         if before is not None:
-            self.groups[group_id] = persist.rebuild(group_id, before)
+            self.groups[group_id] = before
+            self.rearm_timers(group_id)
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one ``__consumer_offsets`` record if it is a streams-group one (True)."""
@@ -138,6 +135,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             self.groups.pop(req.group_id, None)  # errors leave the group as it was
             if before is not None:
                 self.groups[req.group_id] = before
+                self.rearm_timers(req.group_id)  # a member the refused step fenced
             return StreamsHeartbeatAnswer(
                 exc.code, str(exc.args[0]) if exc.args else None, req.member_id
             )
@@ -162,20 +160,21 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             member = self._dynamic_member(group, req)
         updated = apply_fields(member, req)
         bump = self._member_changed(group, member, updated, replaced, joining)
+        # every check that can refuse the heartbeat runs before a replaced member goes
+        bump = steps.update_topology(group, req) or bump
+        topics = self.topics()
+        configured = steps.configure(group, topics)
+        if configured.ready:
+            check_tasks(req.owned, configured.tasks)
         if replaced is not None:  # the heir takes the target over: no new group epoch
             target = group.target.get(replaced.member_id)
             group.remove(replaced.member_id)
             self._cancel_timers(group.group_id, replaced.member_id)
             if target is not None:
                 group.target[updated.member_id] = target
-        bump = steps.update_topology(group, req) or bump
         group.put(updated)
         status: list[Status] = []
-        topics = self.topics()
-        configured = steps.configure(group, topics)
         bump = steps.metadata_changed(group, configured, topics, self._standbys(group)) or bump
-        if configured.ready:
-            check_tasks(req.owned, configured.tasks)
         if bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
@@ -311,7 +310,8 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         return existing, None
 
     def _standbys(self, group: StreamsGroup) -> int:
-        return self.config.standby_replicas(dict(self.group_configs(group.group_id)))
+        """The broker's count for every group (group-level configs are not served)."""
+        return self.config.num_standby_replicas
 
     # -- leaving and fencing -------------------------------------------------------------------
 
@@ -329,6 +329,9 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
 
     def _session_timeout_ms(self) -> int:
         return self.config.session_timeout_ms
+
+    def _revoking(self, member: StreamsMember) -> bool:
+        return member.state is MemberState.UNREVOKED_TASKS
 
     def _offset_member_check(
         self, group: StreamsGroup, member: StreamsMember, fetch: bool

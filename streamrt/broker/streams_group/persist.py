@@ -20,7 +20,7 @@ from streamrt.broker.streams_group.group import StreamsGroup
 from streamrt.broker.streams_group.member import StreamsMember, Tasks
 from streamrt.broker.streams_group.topology import StreamsTopology
 
-__all__ = ("GroupImage", "image", "rebuild", "records_between", "replay")
+__all__ = ("GroupImage", "image", "records_between", "replay")
 
 _TYPES = MemberRecordTypes(
     rec.GROUP_METADATA,
@@ -68,21 +68,6 @@ def image(group: StreamsGroup | None) -> GroupImage | None:
         dict(group.target),
         dict(group.metadata),
     )
-
-
-def rebuild(group_id: str, before: GroupImage) -> StreamsGroup:
-    """The group as ``before`` shows it (a step whose records did not reach the log)."""
-    group = StreamsGroup(group_id)
-    group.group_epoch = before.meta.epoch
-    group.validated_topology_epoch = before.meta.validated_topology_epoch
-    group.standby_replicas_used = before.meta.standby_replicas
-    group.assignment_epoch = before.assignment_epoch
-    group.topology = before.topology
-    for member in before.members.values():
-        group.put(member)
-    group.target = dict(before.target)
-    group.metadata = dict(before.metadata)
-    return group
 
 
 def _metadata_changed(a: StreamsMember, b: StreamsMember) -> bool:

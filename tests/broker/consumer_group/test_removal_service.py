@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from streamrt.broker.config import BrokerConfig
 from streamrt.broker.consumer_group.requests import HeartbeatRequest
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.group.service import GroupCoordinatorService
@@ -78,6 +79,39 @@ def test_a_removal_is_written_before_its_answer_and_undone_if_it_cannot_be(
             {"B": "b"},
         )
         await again.stop()
+        logs.close()
+
+    asyncio.run(scenario())
+
+
+def test_members_of_an_undone_removal_still_expire(tmp_path: Path) -> None:
+    """The removal's undo gives the members back their session timers (the removal had
+    cancelled them): a member that stops heartbeating after a failed LeaveGroup still goes at
+    the end of its session, on the service's real timer."""
+    config = BrokerConfig(
+        {"offsets.topic.num.partitions": "3", "group.consumer.session.timeout.ms": "300"}
+    )
+
+    async def scenario() -> None:
+        logs = LogManager(tmp_path, config)
+        logs.load()
+        logs.create_topic("t", 4)
+        disk = _SwitchableDisk(logs)
+        typed: CoordinatorLogs = disk
+        svc = GroupCoordinatorService(typed, config)
+        await svc.start()
+        assert (await svc.consumer_heartbeat(_join("a", "A"))).error == ErrorCode.none
+        disk.failing = True
+        failed = await _leave(svc, "A")
+        assert failed.error_code != ErrorCode.none
+        assert set(svc.consumer.groups["g"].members) == {"a"}  # undone
+        disk.failing = False
+        for _ in range(400):  # up to 20 s on a loaded machine; the session is 0.3 s
+            if not svc.consumer.groups["g"].members:
+                break
+            await asyncio.sleep(0.05)
+        assert not svc.consumer.groups["g"].members  # expired with its session
+        await svc.stop()
         logs.close()
 
     asyncio.run(scenario())

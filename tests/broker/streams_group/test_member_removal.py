@@ -7,7 +7,7 @@ go together with one group epoch bump, and a survivor's next heartbeat takes the
 
 from __future__ import annotations
 
-from streamrt.broker.streams_group.persist import records_between
+from streamrt.broker.streams_group.persist import image, records_between
 from streamrt.errors import ErrorCode
 from tests.broker.streams_group.coordinator_harness import GROUP, Harness, actives, tasks
 from tests.broker.streams_group.test_persistence import _replayed, _view
@@ -34,7 +34,7 @@ def test_static_members_gone_for_now_are_removed_by_instance_id_in_one_epoch() -
     h.beat("a1", -2, instance_id="A")  # stopped: its tasks wait for it
     h.beat("c1", -2, instance_id="C")
     epoch = h.group.group_epoch
-    log = list(records_between(GROUP, None, h.coordinator.snapshot(GROUP)))  # the group so far
+    log = list(records_between(GROUP, None, image(h.group)))  # the group so far
     codes, records = h.coordinator.remove_members(
         GROUP, [("", "A"), ("", "C"), ("", "X"), ("b9", "B"), ("", "A")]
     )
