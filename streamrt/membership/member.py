@@ -28,6 +28,7 @@ from streamrt.membership.assignment import (
     UserDataAssignor,
     cooperative_adjust,
 )
+from streamrt.membership.callback_heartbeats import CallbackHeartbeats
 from streamrt.membership.config import (
     CommitFailedError,
     FencedInstanceError,
@@ -276,8 +277,18 @@ class GroupMember:
     # -- heartbeat -------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
+        await self._on_heartbeat(await self._heartbeat_code())
+
+    async def _heartbeat_code(self) -> ErrorCode:
         response = await self.client.heartbeat(self.generation, self.member_id)
-        code = ErrorCode(int(response.error_code))
+        return ErrorCode(int(response.error_code))
+
+    def _callback_heartbeats(self) -> CallbackHeartbeats:
+        """Heartbeats while callbacks run (:mod:`~streamrt.membership.callback_heartbeats`)."""
+        interval = self.config.heartbeat_interval_ms / 1000
+        return CallbackHeartbeats(self._heartbeat_code, interval, self.request_rejoin)
+
+    async def _on_heartbeat(self, code: ErrorCode) -> None:
         self._check_fatal(code, "Heartbeat")
         if code == ErrorCode.none:
             return
@@ -308,7 +319,10 @@ class GroupMember:
         try:
             if not self.cooperative and self._owned:
                 revoked, self._owned = set(self._owned), set()
-                await self._call(self.listener.on_partitions_revoked, revoked)
+                async with self._callback_heartbeats() as beats:
+                    await self._call(self.listener.on_partitions_revoked, revoked)
+                if beats.error is not None:
+                    await self._on_heartbeat(beats.error)
             if self._needs_join_prepare:  # once per rebalance, not per failed round (Kafka's)
                 prepared = self.listener.on_join_prepare()
                 if inspect.isawaitable(prepared):
@@ -330,7 +344,10 @@ class GroupMember:
             return
         self._needs_join_prepare = True
         self.rebalances += 1
-        await self._apply(assignment)
+        async with self._callback_heartbeats() as beats:
+            await self._apply(assignment)
+        if beats.error is not None:  # e.g. removed meanwhile: lost, and a rejoin
+            await self._on_heartbeat(beats.error)
 
     def _subscription(self) -> bytes:
         owned = self._owned if self.cooperative else set()

@@ -15,7 +15,7 @@ from streamrt.membership.member import GroupMember
 from streamrt.membership.protocol import ConsumerSubscription
 from tests.apache_kafka.support import BrokerEndpoint
 from tests.kafka_helpers import create_topic, wait_until_async
-from tests.membership.support import TIMINGS, balanced, closing, member, recorder
+from tests.membership.support import TIMINGS, Recorder, balanced, closing, member, recorder
 
 BOUND = 60.0
 
@@ -271,5 +271,48 @@ def test_a_follower_whose_sync_is_refused_keeps_its_claims_in_the_next_round(
                             f"{tp} handed to {other.config.group_instance_id} in generation "
                             f"{e.generation} while a still owned it"
                         )
+
+    asyncio.run(scenario())
+
+
+class _SlowAssigned(Recorder):
+    """An assigned callback that takes several session timeouts (as one waiting for the stable
+    offset of a partition whose previous owner died mid-transaction)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.slow = False
+
+    async def on_partitions_assigned(self, partitions: set[Any]) -> None:  # type: ignore[override]
+        self._record("assigned", partitions)
+        if self.slow:
+            await asyncio.sleep(self.seconds)
+
+
+def test_a_member_whose_callback_outlasts_its_session_stays_in_the_group(
+    broker: Any,
+) -> None:
+    """As Kafka's heartbeat thread, the member heartbeats while its callbacks run: an assigned
+    callback of 3 session timeouts costs the member nothing (before, the coordinator removed it:
+    UNKNOWN_MEMBER_ID, its partitions lost)."""
+    topic, group = _names()
+    create_topic(broker.bootstrap, topic, partitions=4)
+    fast = {"session.timeout.ms": 1500, "heartbeat.interval.ms": 300}
+
+    async def scenario() -> None:
+        async with closing([]) as members:
+            slow_listener = _SlowAssigned(4.5)
+            a = member(broker.bootstrap, group, topic, instance="a", protocol="cooperative", **fast)
+            a.listener = slow_listener
+            slow_listener.member = a
+            await _started(members, a)
+            slow_listener.slow = True
+            b = member(broker.bootstrap, group, topic, instance="b", protocol="cooperative", **fast)
+            await _started(members, b)
+            await wait_until_async(lambda: balanced([a, b], 4, topic), BOUND, "a 2/2 split")
+            await asyncio.sleep(2.0)  # the session of a member that stopped beating is over
+            assert not slow_listener.of("lost") and a.error is None
+            assert balanced([a, b], 4, topic)
 
     asyncio.run(scenario())
