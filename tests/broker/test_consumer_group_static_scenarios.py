@@ -357,3 +357,26 @@ def test_active_static_member_rejoining_under_its_own_member_id(
         await _leave(conn, a, b)
 
     _run(any_broker, scenario, {"foo": 6})
+
+
+def test_temporarily_left_member_repeats_its_leave_then_leaves_for_good(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """A second -2 from the member that is away answers as the first (a shutdown retried);
+    a -1 from it then removes it: the group epoch bumps and the other member gets all."""
+
+    async def scenario(conn: BrokerConnection) -> None:
+        a, b, epoch = await _two_static(conn)
+        await b.beat(conn, -2)
+        again = await b.beat(conn, -2)
+        assert (again.error_code, again.member_epoch) == (ErrorCode.none, -2), again
+        assert (await _described(conn)).group_epoch == epoch
+        gone = await b.beat(conn, -1)
+        assert (gone.error_code, gone.member_epoch) == (ErrorCode.none, -1), gone
+        group = await _described(conn)
+        assert group.group_epoch == epoch + 1
+        assert [m.member_id for m in group.members] == [a.member_id]
+        assert await _converge(conn, [a], 6) == epoch + 1
+        await _leave(conn, a)
+
+    _run(any_broker, scenario, {"foo": 6})
