@@ -51,11 +51,7 @@ def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> Me
         group_id=cfg.application_id,
         group_instance_id=instance_id,
         session_timeout_ms=cfg.session_timeout_ms,
-        # Kafka's consumer sends max.poll.interval.ms (default 5 min) as the rebalance timeout:
-        # how long the coordinator waits for a live member to rejoin. A dead one goes at
-        # its session timeout whatever this is; 10 s (the old value) removed live members
-        # that a loaded machine kept from rejoining in time (UNKNOWN_MEMBER_ID on Apache Kafka)
-        rebalance_timeout_ms=cfg.max_poll_interval_ms,
+        rebalance_timeout_ms=max(cfg.session_timeout_ms, 10_000),
         heartbeat_interval_ms=cfg.heartbeat_interval_ms,
         rebalance_protocol="cooperative" if cfg.rebalance_protocol == "cooperative" else "eager",
         client_id=client_id,
