@@ -110,12 +110,10 @@ def test_a_classic_join_is_refused_while_the_streams_group_has_members(
         assert await _types(conn) == [(APP, "streams")]
         assert (await _beat(conn, "a-1", -1)).error_code == ErrorCode.none  # now empty
         taken = await join(conn)
-        assert taken.error_code == ErrorCode.member_id_required  # a classic group's answer
-        described = await conn.call(
-            ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[APP], include_authorized_operations=False
-        )
-        assert described.groups[0].error_code == ErrorCode.group_id_not_found
-        assert await _types(conn) == [(APP, "classic")]
+        # a classic group's answer: the empty streams group no longer stands in the way. (What
+        # the group listing shows right after this first JoinGroup differs: Apache Kafka 4.3.1
+        # answered StreamsGroupDescribe with NONE in one CI run, GROUP_ID_NOT_FOUND in others.)
+        assert taken.error_code == ErrorCode.member_id_required
 
     _run(_port(any_broker), scenario)
 
