@@ -12,8 +12,9 @@ abort), and the tasks waited up to 490 ms for it after the join (docs/benchmarks
 
 So the thread first sends the same InitProducerId itself, through the thread's admin client
 (the offsets consumer's, already connected: an admin client of its own cost each start a
-connection, ApiVersions and Metadata, 8-15 ms against 3 ms measured), and asks again every :data:`POLL_S` while the coordinator answers CONCURRENT_TRANSACTIONS
-(the old transaction is being aborted, or its commit completed). Once it gets an epoch,
+connection, ApiVersions and Metadata, 8-15 ms against 3 ms measured), and asks again every
+:data:`POLL_S` while the coordinator answers CONCURRENT_TRANSACTIONS (the old transaction is
+being aborted, or its commit completed). Once it gets an epoch,
 librdkafka's InitProducerId gets the next one at once. The id's epoch is bumped once more per
 start than before; what is fenced and aborted is unchanged (what ``init_transactions`` would
 fence a moment later). Best effort: on any error, or past :data:`DEADLINE_S`, it returns and
