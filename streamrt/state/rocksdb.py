@@ -189,10 +189,6 @@ class RocksDBStore(RocksHandles):
             if isinstance(value, bytes):
                 yield key, value
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
     def changelog_offset(self) -> int | None:
         """The next changelog offset to restore from, or ``None`` if never checkpointed."""
         if self._meta is None:

@@ -30,7 +30,7 @@ from streamrt.runtime.engine.tasks.partition_group import PartitionGroup
 from streamrt.runtime.engine.tasks.sink_writer import fixed_counts
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
-from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology, internal_topic
+from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology
 from streamrt.runtime.instance.app import App
 from streamrt.serde import Serde, SerdeLike, bind_serde, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
@@ -315,9 +315,6 @@ class TopologyTestDriver:
         """The records written to ``topic`` and not read yet, oldest first (what a
         :class:`TestOutputTopic` consumes from)."""
         return self._outputs.setdefault(topic, deque())
-
-    def _internal_name(self, name: str) -> str:
-        return internal_topic(self._app_id, name)
 
     def _source(self, topic: str) -> SourceNode | None:
         for node in self.topology.nodes.values():
