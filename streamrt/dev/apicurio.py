@@ -13,7 +13,6 @@ Its Confluent-compatible API is at ``<base>/apis/ccompat/v7``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import shutil
@@ -26,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from streamrt.dev.apache_kafka import free_ports
-from streamrt.dev.maven_libs import cache_root
+from streamrt.dev.maven_libs import cache_root, fill_once
 
 __all__ = ("APICURIO_VERSION", "ApicurioRegistry", "RegistryUnavailable", "ensure_apicurio")
 
@@ -34,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 APICURIO_VERSION = "3.0.9"
 _CENTRAL = "https://repo.maven.apache.org/maven2/io/apicurio/apicurio-registry-app"
-_COMPLETE = ".complete"
 
 
 def _die_with_parent() -> None:
@@ -59,17 +57,9 @@ def _download(url: str, target: Path, timeout: float) -> None:
 
 def ensure_apicurio(version: str = APICURIO_VERSION, *, timeout: float = 600.0) -> Path:
     """The unpacked distribution's directory (holding the runner jar), fetched once."""
-    home = cache_root() / f"apicurio-registry-{version}"
-    if (home / _COMPLETE).exists():
-        return home
-    home.parent.mkdir(parents=True, exist_ok=True)
     name = f"apicurio-registry-app-{version}-all.tar.gz"
-    with open(home.parent / ".apicurio.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (home / _COMPLETE).exists():
-            return home
-        scratch = home.parent / f"apicurio.partial-{version}"
-        shutil.rmtree(scratch, ignore_errors=True)
+
+    def fill(scratch: Path) -> str:
         scratch.mkdir()
         archive = scratch / name
         logger.info("downloading Apicurio Registry %s from Maven Central (once)", version)
@@ -84,10 +74,10 @@ def ensure_apicurio(version: str = APICURIO_VERSION, *, timeout: float = 600.0) 
         with tarfile.open(archive) as tar:
             tar.extractall(scratch, filter="data")
         archive.unlink()
-        (scratch / _COMPLETE).write_text(version + "\n")
-        shutil.rmtree(home, ignore_errors=True)
-        scratch.rename(home)
-    return home
+        return version + "\n"
+
+    home = cache_root() / f"apicurio-registry-{version}"
+    return fill_once(home, fill, lock_name=".apicurio.lock")
 
 
 class ApicurioRegistry:
