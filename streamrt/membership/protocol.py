@@ -25,8 +25,7 @@ from streamrt.admin.consumer_protocol import (
     decode_subscription,
 )
 from streamrt.topic_partition import TopicPartition
-from streamrt.wire.client_codec import build_entity
-from streamrt.wire.codec import Chunks
+from streamrt.wire.codec import Chunks, build
 
 __all__ = (
     "COOPERATIVE_MIN_VERSION",
@@ -76,7 +75,7 @@ def _encode(schema: str, version: int, **entity_fields: Any) -> bytes:
     cls = _entity_class(schema, version)
     out = Chunks()
     write: Any = entity_writer(cls)
-    write(out, build_entity(cls, **entity_fields))
+    write(out, build(cls, **entity_fields))
     return _VERSION.pack(version) + b"".join(out)
 
 
