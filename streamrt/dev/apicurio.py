@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import logging
 import shutil
-import signal
 import subprocess
 import tarfile
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from streamrt.dev.apache_kafka import free_ports
+from streamrt.dev.apache_kafka import die_with_parent, free_ports
 from streamrt.dev.maven_libs import cache_root, fill_once
 
 __all__ = ("APICURIO_VERSION", "ApicurioRegistry", "RegistryUnavailable", "ensure_apicurio")
@@ -33,14 +32,6 @@ logger = logging.getLogger(__name__)
 
 APICURIO_VERSION = "3.0.9"
 _CENTRAL = "https://repo.maven.apache.org/maven2/io/apicurio/apicurio-registry-app"
-
-
-def _die_with_parent() -> None:
-    """Linux: the JVM gets SIGTERM if the process that started it dies (no orphan JVMs)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class RegistryUnavailable(RuntimeError):
@@ -123,7 +114,7 @@ class ApicurioRegistry:
                 cwd=self.work_dir,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self._wait_ready(timeout)
         httpx.put(f"{self.url}/config", json={"compatibility": compatibility}, timeout=10)
