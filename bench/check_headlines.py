@@ -94,7 +94,11 @@ DEMO_CONTENDERS = {
     "streamrt dynamic": "dynamic",
 }
 WORKLOADS = ("stateless", "wordcount", "sessions")
-PEERS_SIZE_KEYS = {"stateless": "records", "wordcount": "wordcount_records", "sessions": "session_records"}
+PEERS_SIZE_KEYS = {
+    "stateless": "records",
+    "wordcount": "wordcount_records",
+    "sessions": "session_records",
+}
 
 
 def demo_specs() -> list[Spec]:

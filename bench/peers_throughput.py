@@ -76,7 +76,11 @@ ROOT = HERE.parent
 PARTITIONS = 4
 MIN_WINDOW_SAMPLES = 10  # a 10 %-90 % window shorter than 1 s is not a measurement
 # each workload's size flag: what a too-short window's error tells the operator to raise
-SIZE_FLAGS = {"stateless": "--records", "wordcount": "--wordcount-records", "sessions": "--session-records"}
+SIZE_FLAGS = {
+    "stateless": "--records",
+    "wordcount": "--wordcount-records",
+    "sessions": "--session-records",
+}
 DEFAULT_CONTENDERS = (
     "bare-confluent,bare-aiokafka,streamrt-1t,streamrt-2t,streamrt-4t,streamrt-2x1,quix,faust"
 )
