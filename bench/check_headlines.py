@@ -71,13 +71,16 @@ DEFAULT_SIZES: dict[str, dict[str, Any]] = {
         "session_timeout_ms": 30_000,
         "timeout": 900,
     },
-    # --quick's sizes give the librdkafka path a 10 %-90 % window under 1 s: too short
+    # --quick's sizes give the librdkafka path a 10 %-90 % window under 1 s: too short. After
+    # the word count and sessions speed-ups (2026-11-28) 20,000 lines and 60,000 clicks were
+    # too short too: these give streamrt ~3 s windows on a quiet machine (~25k lines/s, ~45k
+    # clicks/s wall); a too-short run fails naming the size to raise
     "peers": {
         "contenders": "streamrt-1t-rdk,quix",
-        "records": 200_000,
-        "wordcount_records": 20_000,
-        "session_records": 60_000,  # 30,000 gave Quix a window under 1 s
-        "timeout": 600,
+        "records": 400_000,
+        "wordcount_records": 100_000,
+        "session_records": 150_000,
+        "timeout": 900,
     },
     # runs: the restore ratio moved from 0.27 to 0.13 between two single runs minutes apart
     # (disk and CPU load from others: the restore writes RocksDB, the bare fetch does not),
@@ -91,6 +94,11 @@ DEMO_CONTENDERS = {
     "streamrt dynamic": "dynamic",
 }
 WORKLOADS = ("stateless", "wordcount", "sessions")
+PEERS_SIZE_KEYS = {
+    "stateless": "records",
+    "wordcount": "wordcount_records",
+    "sessions": "session_records",
+}
 
 
 def demo_specs() -> list[Spec]:
@@ -171,7 +179,10 @@ def peers_figures(doc: dict[str, Any]) -> dict[str, float]:
         if r["contender"] != "streamrt-1t-rdk" and r["contender"] != "quix":
             continue
         if not r["rate"]:
-            raise BenchFailed(f"peers {r['workload']} {r['contender']}: {r['error'] or 'no rate'}")
+            why = r["error"] or "no rate"
+            if "too short" in why:  # the run was too quick to time: the recorded size is stale
+                why += f" (bench/headlines.json: sizes.peers.{PEERS_SIZE_KEYS[r['workload']]})"
+            raise BenchFailed(f"peers {r['workload']} {r['contender']}: {why}")
         if r["contender"] == "streamrt-1t-rdk":
             for key, name in (("quix", "vs_quix"), ("cpu-quix", "cpu_vs_quix")):
                 if key in r["ratios"]:

@@ -75,6 +75,12 @@ ROOT = HERE.parent
 
 PARTITIONS = 4
 MIN_WINDOW_SAMPLES = 10  # a 10 %-90 % window shorter than 1 s is not a measurement
+# each workload's size flag: what a too-short window's error tells the operator to raise
+SIZE_FLAGS = {
+    "stateless": "--records",
+    "wordcount": "--wordcount-records",
+    "sessions": "--session-records",
+}
 DEFAULT_CONTENDERS = (
     "bare-confluent,bare-aiokafka,streamrt-1t,streamrt-2t,streamrt-4t,streamrt-2x1,quix,faust"
 )
@@ -405,7 +411,7 @@ def run_contender(
     if span is not None:
         result.window_samples = span[2]
     if span is not None and span[2] < MIN_WINDOW_SAMPLES:
-        result.error = f"10-90% window of {span[2]} samples: too short, use more records"
+        result.error = too_short(workload, records, span[2])
     elif not result.error and span is not None:
         (t10, c10), (t90, c90), _n = span
         result.rate = 0.8 * records / (t90 - t10)
@@ -413,6 +419,20 @@ def run_contender(
             result.cpu_rate = 0.8 * records / (c90 - c10)
             result.contender_cores = (c90 - c10) / (t90 - t10)
     return result
+
+
+def too_short(workload: str, records: int, samples: int) -> str:
+    """Why a run got no rate: its 10-90 % window had under :data:`MIN_WINDOW_SAMPLES` samples
+    (~1 s). Names the size flag to raise and a size that would give ~3x the minimum at the
+    rate just seen (a faster build ends a fixed size sooner: bench-check's sizes went stale so)."""
+    wanted = records * 3 * MIN_WINDOW_SAMPLES // max(samples, 1)
+    step = 10 ** max(len(str(wanted)) - 2, 0)  # two significant digits, rounded up
+    wanted = -(-wanted // step) * step
+    return (
+        f"10-90% window of {samples} samples (< {MIN_WINDOW_SAMPLES}, ~1 s): too short to "
+        f"time, use more records: raise {SIZE_FLAGS[workload]} (now {records:,}) to "
+        f"~{wanted:,} or more"
+    )
 
 
 def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:

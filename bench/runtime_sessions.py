@@ -131,9 +131,12 @@ def bare_fetch_librdkafka(bootstrap: str, topic: str, partitions: int) -> tuple[
             "bootstrap.servers": bootstrap,
             "group.id": "bare-fetch",
             "enable.auto.commit": False,
-            # the restore consumer's fetch sizes (client_settings.RESTORE_CONSUMER_DEFAULTS)
+            # the restore consumer's fetch sizes (client_settings.RESTORE_CONSUMER_DEFAULTS),
+            # written out so that a run of an older tree's restore meets the same floor: 1 MiB
+            # per partition also fetches faster than the 16 MiB of before (the first record in
+            # ~5 ms instead of ~0.2 s; docs/bench/history.md, "Full restore: the fetch's size")
             "fetch.max.bytes": 64 * 1024 * 1024,
-            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+            "max.partition.fetch.bytes": 1024 * 1024,
         }
     )
     try:

@@ -125,9 +125,14 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "max_batch_size": 1024 * 1024,
     "max_request_size": 8 * 1024 * 1024,
 }
-# The restore consumer reads whole changelogs: large fetches, many records per poll.
+# The restore consumer reads whole changelogs: many records per poll, and Kafka's 1 MiB per
+# partition per fetch. Not 16 MiB: a fetch is handed over only once whole, so the restoring
+# thread sat idle ~0.2-0.3 s for the first 16 MiB of each partition and then wrote while
+# librdkafka fetched little (fetch and write did not overlap); with 1 MiB the first records come
+# in ~5 ms and a bare librdkafka fetch of the changelog is itself faster (docs/bench/history.md,
+# "Full restore: the fetch's size").
 RESTORE_CONSUMER_DEFAULTS: dict[str, Any] = {
-    "max_partition_fetch_bytes": 16 * 1024 * 1024,
+    "max_partition_fetch_bytes": 1024 * 1024,
     "fetch_max_bytes": 64 * 1024 * 1024,
     "max_poll_records": 50_000,
     # Every partition is sought explicitly; should a reset happen anyway (a fetch out of range),

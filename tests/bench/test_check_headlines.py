@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import check_headlines
+import peers_throughput
 from _headlines import (
     BETTER,
     NEW,
@@ -132,6 +133,22 @@ def test_figures_from_the_benchmarks_outputs() -> None:
     results[0]["rate"] = None
     with pytest.raises(check_headlines.BenchFailed):
         check_headlines.peers_figures({"results": results})
+
+
+def test_a_run_too_quick_to_time_names_the_size_to_raise() -> None:
+    """A faster build ends a fixed size before the 10-90 % window holds ~1 s of samples: the
+    failure names the peers benchmark's flag and bench/headlines.json's size to raise."""
+    why = peers_throughput.too_short("wordcount", 20_000, 4)
+    assert "--wordcount-records (now 20,000)" in why and "~150,000" in why, why
+    assert "--session-records" in peers_throughput.too_short("sessions", 60_000, 0)
+    results = [
+        {"workload": "wordcount", "contender": "quix", "rate": 9.0, "error": "", "ratios": {}},
+        {"workload": "wordcount", "contender": "streamrt-1t-rdk", "rate": None, "error": why},
+    ]
+    with pytest.raises(check_headlines.BenchFailed) as failed:
+        check_headlines.peers_figures({"results": results})
+    assert "too short" in str(failed.value)
+    assert "sizes.peers.wordcount_records" in str(failed.value), failed.value
 
 
 def test_every_headline_figure_is_recorded() -> None:

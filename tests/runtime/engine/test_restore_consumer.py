@@ -153,6 +153,45 @@ def test_a_changelog_fetched_to_its_end_before_the_first_step_is_applied_whole(
     state.close()
 
 
+def test_a_large_changelog_partition_is_written_while_the_rest_is_fetched(
+    broker, tmp_path: Path
+) -> None:
+    """Kafka's 1 MiB per partition per fetch (the restore consumer's default): 12 MB of one
+    changelog partition reach the store over several steps, the first while the rest is still
+    being fetched. librdkafka hands a fetch over only once whole, so with the 16 MiB of before
+    the whole partition came in one step after ~0.2 s of idle waiting, and writing never
+    overlapped fetching."""
+    topic = "rc-large"
+    create_topic(broker.bootstrap, topic, 1)
+    value = b"p" * 2400  # a session profile's size
+    records = [(f"u{i:05d}".encode(), value) for i in range(5000)]  # 12 MB, under 16 MiB
+    produce(broker.bootstrap, topic, records)
+    tp = TopicPartition(topic, 0)
+    state = task_state(tmp_path, "0_0", tp)
+
+    async def go() -> list[int]:
+        async with started("librdkafka", broker.bootstrap) as (consumer, offsets):
+            restorer = ChangelogRestorer(consumer, "t", offsets=offsets)
+            assert not await restorer.add(state)
+            steps: list[int] = []
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while restorer.restoring:
+                assert loop.time() < deadline, f"still restoring: {restorer.progress()}"
+                before = restorer.stats.records
+                await restorer.step()
+                if restorer.stats.records > before:
+                    steps.append(restorer.stats.records - before)
+            return steps
+
+    steps = asyncio.run(go())
+    assert sum(steps) == len(records)
+    # ~12 fetches of 1 MiB: at least two steps even if the thread is starved for most of them
+    assert len(steps) >= 2, steps
+    assert len(contents(state)) == len(records) and state.position(tp) == len(records)
+    state.close()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_store_resumes_from_its_position(kind: str, broker, tmp_path: Path) -> None:
     topic = "rc-tail"
