@@ -71,6 +71,7 @@ from _rebalance_report import (
     explain,
     measure,
     placed,
+    placement,
 )
 
 from streamrt.runtime import App
@@ -189,6 +190,15 @@ class Load(threading.Thread):
         events = list(self.events)
         last = max((e["ts"] for e in events if e["type"] == "assignment"), default=now)
         return now - last >= QUIET_S and placed(events, alive, self.partitions, now)
+
+    def took_effect(self, alive: set[str], joined: set[str]) -> bool:
+        """The change is in: every partition placed among ``alive``, each of ``joined`` (new
+        instances) owning one."""
+        events = list(self.events)
+        holders = {
+            th.split("/")[0] for th, ps in placement(events, time.time(), alive).items() if ps
+        }
+        return joined <= holders and self.placed(alive)
 
 
 def _partition_of(key: bytes) -> int:
@@ -337,6 +347,11 @@ def run_once(
             t_change = time.time()
             alive = change(scenario, instances, spawn)
             time.sleep(args.settle)
+            # a loaded machine can start a new instance slower than the settle: the end waits
+            # for the change to be in (a new instance owning partitions, every one placed)
+            live = [instances[n] for n in alive]
+            took = lambda: load.took_effect(set(alive), set(alive) - before)  # noqa: E731
+            wait(took, 120, "the change to take effect", live)
             t_end = time.time()
             load.feeding.clear()
             live = [instances[n] for n in alive]

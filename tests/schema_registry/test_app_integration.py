@@ -210,7 +210,9 @@ def test_evolution_across_a_rolling_deploy_of_two_static_instances(
         return clicks(registry, schema, [{"user": u, "page": "/", "ts": 1, **extra} for u in users])
 
     def instance(name: str, version: int) -> Any:
-        conf = settings(broker.bootstrap, tmp_path / name, **{"group.instance.id": name})
+        # a session long enough for a restart on a loaded machine (6 s was not, once, in CI)
+        extra = {"group.instance.id": name, "session.timeout.ms": "20000"}
+        conf = settings(broker.bootstrap, tmp_path / name, **extra)
         return make_app(conf, serde_config, version=version)
 
     def outputs() -> int:
