@@ -80,7 +80,8 @@ def test_defaults_are_the_runtimes_with_java_partitioning_and_ordered_retries() 
     assert config["batch.size"] == cs.PRODUCER_DEFAULTS["max_batch_size"]
     assert config["partitioner"] == "murmur2_random"
     assert config["enable.idempotence"] is True
-    assert "max.in.flight.requests.per.connection" not in config
+    # one request in flight: librdkafka's idempotent producer spins at 5 (MAX_IN_FLIGHT)
+    assert config["max.in.flight.requests.per.connection"] == 1
     confluent_kafka.Producer(config).flush(0)
 
 
@@ -379,3 +380,39 @@ def test_a_missing_topics_partition_count_is_asked_again_only_after_a_while(brok
     counts, asked = asyncio.run(go())
     assert counts == [0] * 50
     assert 2 <= asked <= 40  # one miss for the 50 asks, then about one a second until found
+
+
+def test_the_runtimes_idempotent_config_keeps_order_offsets_and_failures(broker) -> None:
+    """The config a stream thread's producer gets (idempotent, one ProduceRequest in flight
+    per connection: ``MAX_IN_FLIGHT``'s why) on a real broker: 2.3 KB records sent over many
+    drains arrive in order per partition, the offsets reached (a store's checkpoint) are
+    exact, and a record the broker refuses still fails the flush."""
+    create_topic(broker.bootstrap, "rd-inflight", 2)
+    create_topic(broker.bootstrap, "rd-inflight-small", 1, **{"max.message.bytes": "1000"})
+    config = config_of(**{"bootstrap.servers": broker.bootstrap, "producer.linger.ms": "1"})
+    assert config["enable.idempotence"] is True
+    assert config["max.in.flight.requests.per.connection"] == 1
+
+    async def go(records: list[tuple[str, int, bytes]]) -> dict[Any, int]:
+        producer = LibrdkafkaProducer(config)
+        await producer.start()
+        collector = LibrdkafkaCollector(producer)
+        try:
+            for i, (topic, partition, value) in enumerate(records):
+                collector.send(topic, b"k%d" % i, value, partition, int(time.time() * 1000))
+                if i % 50 == 49:
+                    await collector.drain()
+                    await asyncio.sleep(0.002)  # requests go out meanwhile
+            return await collector.flush()
+        finally:
+            await producer.stop()
+
+    values = [b"%d:" % i + b"x" * 2300 for i in range(600)]
+    reached = asyncio.run(go([("rd-inflight", i % 2, v) for i, v in enumerate(values)]))
+    assert reached == {TopicPartition("rd-inflight", 0): 300, TopicPartition("rd-inflight", 1): 300}
+    arrived = read_all(broker.bootstrap, "rd-inflight")
+    for partition in (0, 1):
+        got = [r.value for r in arrived if r.partition == partition]
+        assert got == values[partition::2]
+    with pytest.raises(DeliveryError):
+        asyncio.run(go([("rd-inflight-small", 0, b"ok"), ("rd-inflight-small", 0, b"x" * 5000)]))
