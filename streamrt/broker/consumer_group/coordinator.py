@@ -11,7 +11,6 @@ groups from them at load, so members keep their ids, epochs and assignments acro
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
 from collections import Counter
@@ -19,12 +18,14 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
+from streamrt.broker.consumer_group.classic_members import ClassicMemberSteps, Downgrade
 from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
 from streamrt.broker.consumer_group.member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ConsumerMember,
     MemberState,
+    new_member_id,
     same,
 )
 from streamrt.broker.consumer_group.persist import (
@@ -38,7 +39,7 @@ from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
-from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
+from streamrt.broker.modern_group.coordinator import Records, Timer
 from streamrt.broker.modern_group.member import (
     check_size,
     fenced_instance,
@@ -57,11 +58,7 @@ TopicIds = Callable[[], Mapping[str, uuid.UUID]]
 _T = TypeVar("_T")
 
 
-def _new_member_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
+class ConsumerGroupCoordinator(ClassicMemberSteps):
     kind = "consumer"
 
     def __init__(
@@ -71,6 +68,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         timer: Timer,
         topics: Topics,
         topic_ids: TopicIds = dict,
+        downgrade: Downgrade | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -78,6 +76,8 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         self.topics = topics
         self.topic_ids = topic_ids  # name -> id: the records name topics by id, as Kafka's
         self.groups: dict[str, ConsumerGroup] = {}
+        self.downgrade = downgrade
+        self._downgraded = {}
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -86,7 +86,8 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         before = image(self.groups.get(group_id))
         out = op()
         after = image(self.groups.get(group_id))
-        return out, records_between(group_id, before, after, self.topic_ids())
+        records = records_between(group_id, before, after, self.topic_ids())
+        return out, self._with_downgrade(group_id, records)
 
     def snapshot(self, group_id: str) -> GroupImage | None:
         return image(self.groups.get(group_id))
@@ -166,41 +167,16 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
     def _heartbeat(self, req: HeartbeatRequest, other_group: bool) -> HeartbeatAnswer:
         joining = req.member_epoch == 0
         group = self._group(req.group_id, joining, other_group)
-        member_id = req.member_id or _new_member_id()
+        member_id = req.member_id or new_member_id()
         replaced: ConsumerMember | None = None
         if req.instance_id is not None:
             member, replaced = self._static_member(group, req, member_id)
         else:
             member = self._dynamic_member(group, req, member_id)
         updated = self._apply_fields(member, req)
-        topics = self.topics()
         bump = joining and replaced is None and member_id not in group.members
         bump = bump or not _same_subscription(member, updated)
-        if replaced is not None:  # the heir takes the target over; no new group epoch
-            target = group.target.get(replaced.member_id, {})
-            group.remove(replaced.member_id)
-            self._cancel_timers(group.group_id, replaced.member_id)
-            group.target[member_id] = target
-        group.put(updated)
-        subscription = group.subscription(topics)
-        if bump or subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            group.group_epoch += 1
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, topics)
-        final = reconcile(
-            updated,
-            group.assignment_epoch,
-            group.target.get(member_id, {}),
-            group.owner_epoch,
-            req.owned,
-        )
-        group.put(final)
-        if final != updated:
-            if final.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_rebalance_timeout(group.group_id, final)
-            else:
-                self.timer.cancel(self._rebalance_key(group.group_id, member_id))
+        final = self._advance(group, updated, replaced, bump, req.owned)
         self._schedule_session_timeout(group.group_id, member_id)
         full = (
             req.rebalance_timeout_ms != -1
@@ -229,7 +205,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         if req.member_epoch == 0:
             # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
             # the old incarnation goes, its partitions are free, and it starts afresh
-            self._fence(group, member_id)
+            self._fence_members(group, (member_id,), may_downgrade=False)
             return ConsumerMember(member_id=member_id)
         self._check_epoch(member, req)
         return member
@@ -260,6 +236,46 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
             raise fenced_instance(member_id, req.instance_id, existing.member_id)
         self._check_epoch(existing, req)
         return existing, None
+
+    def _advance(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerMember,
+        replaced: ConsumerMember | None,
+        bump: bool,
+        owned: Mapping[str, frozenset[int]] | None,
+    ) -> ConsumerMember:
+        """Kafka's steps 1-3 of a member's heartbeat or classic JoinGroup: put the member (an
+        heir takes a replaced static member's target; no new epoch), bump the group epoch on a
+        change of members or subscriptions, compute the target, reconcile the member."""
+        member_id = updated.member_id
+        topics = self.topics()
+        if replaced is not None:
+            target = group.target.get(replaced.member_id, {})
+            group.remove(replaced.member_id)
+            self._cancel_timers(group.group_id, replaced.member_id)
+            group.target[member_id] = target
+        group.put(updated)
+        subscription = group.subscription(topics)
+        if bump or subscription != group.subscription_metadata:
+            group.subscription_metadata = subscription
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, topics)
+        final = reconcile(
+            updated,
+            group.assignment_epoch,
+            group.target.get(member_id, {}),
+            group.owner_epoch,
+            owned,
+        )
+        group.put(final)
+        if final != updated:
+            if final.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group.group_id, final)
+            else:
+                self.timer.cancel(self._rebalance_key(group.group_id, member_id))
+        return final
 
     @staticmethod
     def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:
@@ -318,13 +334,19 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup]):
         self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return HeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch, 0, None)
 
-    def _fence_members(self, group: ConsumerGroup, member_ids: Collection[str]) -> None:
-        """Remove members; the group epoch bumps once, so the others get a new target."""
+    def _fence_members(
+        self, group: ConsumerGroup, member_ids: Collection[str], may_downgrade: bool = True
+    ) -> None:
+        """Remove members; the group epoch bumps once, so the others get a new target. If
+        only classic members remain, the group may become a classic one (not when a member is
+        fenced only to rejoin at once)."""
         for member_id in member_ids:
             group.remove(member_id)
             self._cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
         group.subscription_metadata = group.subscription(self.topics())
+        if may_downgrade:
+            self._after_fence(group)
 
     def _session_timeout_ms(self) -> int:
         return self.config.session_timeout_ms

@@ -65,6 +65,11 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
     @abc.abstractmethod
     def _session_timeout_ms(self) -> int: ...
 
+    def _member_session_timeout_ms(self, group_id: str, member_id: str) -> int:
+        """One member's session timeout: the group's, unless a protocol keeps its own per
+        member (a classic member of a consumer group brings it in its JoinGroup)."""
+        return self._session_timeout_ms()
+
     @abc.abstractmethod
     def _revoking(self, member: Any) -> bool:
         """The member still has to revoke what it was told to (its rebalance timer runs)."""
@@ -178,7 +183,7 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
 
         self.timer.schedule(
             self._session_key(group_id, member_id),
-            self._session_timeout_ms(),
+            self._member_session_timeout_ms(group_id, member_id),
             self._expiry(group_id, expire),
         )
 
