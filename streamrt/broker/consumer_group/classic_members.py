@@ -15,7 +15,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
+from typing import Protocol
 
 from streamrt.broker.consumer_group.embedded import (
     PROTOCOL_TYPE,
@@ -45,9 +46,16 @@ __all__ = ("ClassicAnswer", "ClassicJoin", "ClassicMemberSteps", "Downgrade")
 logger = logging.getLogger(__name__)
 
 Protocols = tuple[tuple[str, bytes], ...]
-#: converts a consumer group whose members all use the classic protocol into a classic group
-#: (the classic coordinator's side); returns the classic group's records
-Downgrade = Callable[[ConsumerGroup], Records]
+
+
+class Downgrade(Protocol):
+    """The classic coordinator's side of a downgrade (``group.migration.Downgrader``)."""
+
+    def __call__(self, group: ConsumerGroup) -> Records:
+        """Make ``group`` (all members classic) a classic group; its records."""
+
+    def undo(self, group_id: str) -> None:
+        """The step that downgraded ``group_id`` was undone: drop the classic group."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

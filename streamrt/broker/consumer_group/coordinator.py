@@ -95,6 +95,9 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
     def restore(self, group_id: str, before: GroupImage | None) -> None:
         """Undo a step whose records could not be appended (a storage error)."""
         now = self.groups.pop(group_id, None)
+        self._downgraded.pop(group_id, None)
+        if before is not None and before.members and self.downgrade is not None:
+            self.downgrade.undo(group_id)  # a downgrade in the undone step is undone too
         if before is not None:
             self.groups[group_id] = rebuild(group_id, before, now)
             self.rearm_timers(group_id)

@@ -226,6 +226,11 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
             return ErrorCode.stale_member_epoch
         return self._offset_member_check(group, member, fetch)
 
+    def is_classic_member(self, group_id: str, member_id: str | None) -> bool:
+        """A member that speaks the classic protocol to this group (a migrating consumer
+        group has them; it commits with OffsetCommit below v9)."""
+        return False
+
     def _offset_member_check(self, group: G, member: Any, fetch: bool) -> ErrorCode | None:
         """A protocol's own check of a known member at its epoch (none by default)."""
         return None
