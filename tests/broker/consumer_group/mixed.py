@@ -6,6 +6,7 @@ ConsumerGroupHeartbeat may upgrade a classic group first, as ``GroupCoordinatorS
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.broker.group.context import CoordinatorTestContext, Pending
 
 GROUP = "g"
 TOPIC = "t"
+TOPIC_ID = uuid.UUID(int=7)
 
 
 def subscription(owned: Iterable[int] = (), topics: tuple[str, ...] = (TOPIC,)) -> bytes:
@@ -45,6 +47,7 @@ class Mixed(CoordinatorTestContext):
             self.clock,
             self.timer,
             lambda: dict(self.topics),
+            lambda: {TOPIC: TOPIC_ID},
             downgrade=migration.Downgrader(self.coordinator),
         )
         self.streams = StreamsGroupCoordinator(

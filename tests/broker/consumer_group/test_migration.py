@@ -145,6 +145,10 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
     # their assignments are their targets; the log has the consumer tombstones, then the group
     assert set(decode_assignment(classic.members[b].assignment)[TOPIC]) == target_b
     assert ctx.log[-1].value is not None and all(r.value is None for r in ctx.log[:-1])
+    loaded = Mixed()  # what a restart would load: the classic group, its members and assignments
+    loaded.coordinator.replay(ctx.log[-1])
+    assert loaded.classic.members.keys() == {a, b} and loaded.classic.generation_id == epoch + 1
+    assert loaded.classic.members[b].assignment == classic.members[b].assignment
     # the classic way again: heartbeat, rejoin, sync
     assert ctx.heartbeat(GROUP, a, classic.generation_id) is ErrorCode.rebalance_in_progress
     ja = ctx.join(member_id=a)
@@ -215,3 +219,18 @@ def test_a_classic_members_metadata_is_persisted_as_kafkas_tag_0() -> None:
     assert fields.classic == classic and fields.subscribed_topic_names == ("t",)
     plain = decode_member_fields(member_metadata_record(GROUP, ConsumerMember("n")).value or b"")
     assert plain.classic is None
+
+
+def test_an_upgraded_group_is_rebuilt_from_its_records_with_its_classic_members() -> None:
+    ctx = Mixed()
+    (a, _), (b, _) = stable_classic_group(ctx, None, "static-b")
+    ctx.log.clear()
+    ctx.consumer_join("new")
+    loaded = Mixed()
+    for record in ctx.log:
+        loaded.consumer.replay(record.key, record.value)
+    group, was = loaded.consumer.groups[GROUP], ctx.cgroup
+    assert group.members == was.members and group.target == was.target
+    assert group.group_epoch == was.group_epoch
+    assert group.members[a].classic == was.members[a].classic is not None
+    assert group.static_member("static-b").member_id == b  # type: ignore[union-attr]
