@@ -225,7 +225,9 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
                 if member_id not in group.members:
                     check_size(group, self.config.max_size, self.kind)
                 return group.members.get(member_id) or ConsumerMember(member_id=member_id), None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            if existing.member_epoch != STATIC_LEAVE_EPOCH and existing.classic is None:
+                # a classic member never leaves at -2: a consumer-protocol member with its
+                # instance id replaces it at once (a static member switching protocols)
                 raise unreleased_instance(existing.member_id, req.instance_id)
             if existing.member_id == member_id:
                 return dataclasses.replace(existing, member_epoch=0, previous_member_epoch=0), None
@@ -304,6 +306,7 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
     @staticmethod
     def _apply_fields(member: ConsumerMember, req: HeartbeatRequest) -> ConsumerMember:
         changes = member_changes(req)
+        changes["classic"] = None  # a consumer-protocol member (maybe the heir of a classic one)
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:

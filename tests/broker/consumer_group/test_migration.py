@@ -116,13 +116,26 @@ def test_the_migration_policy_decides_whether_a_classic_group_is_upgraded() -> N
 
 
 def test_a_refused_join_leaves_the_group_classic() -> None:
-    ctx = Mixed()
-    (a, gen), (b, _) = stable_classic_group(ctx, None, "static-b")
-    # the static member's classic incarnation still holds the instance id
-    answer = ctx.consumer_join("other", instance_id="static-b")
-    assert answer.error is ErrorCode.unreleased_instance_id
+    ctx = Mixed(max_size=2)
+    (a, gen), (b, _) = stable_classic_group(ctx, None, None)
+    answer = ctx.consumer_join("third")  # the group may be upgraded, but is then full
+    assert answer.error is ErrorCode.group_max_size_reached
     assert ctx.classic.members.keys() == {a, b} and GROUP not in ctx.consumer.groups
     assert ctx.heartbeat(GROUP, a, gen) is ErrorCode.none
+
+
+def test_a_static_member_switching_protocols_replaces_its_classic_incarnation() -> None:
+    ctx = Mixed()
+    (a, gen_a), (b, _) = stable_classic_group(ctx, "static-a", "static-b")
+    # "static-a" restarts with the consumer protocol; its classic incarnation never left
+    answer = ctx.consumer_join("a-consumer", instance_id="static-a")
+    assert answer.error is ErrorCode.none
+    assert answer.assignment == {TOPIC: frozenset({0, 2})}  # its partitions, at once
+    group = ctx.cgroup
+    assert a not in group.members and group.members["a-consumer"].classic is None
+    assert _assigned(ctx, b) == {1, 3} and group.group_epoch == gen_a  # nobody else moves
+    _no_partition_twice(ctx)
+    assert ctx.heartbeat(GROUP, a, gen_a, "static-a") is ErrorCode.fenced_instance_id
 
 
 def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:

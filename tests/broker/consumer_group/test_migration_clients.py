@@ -57,9 +57,11 @@ class Member:
         group: str,
         table: Ownership,
         reset: str = "latest",
+        instance: str | None = None,
     ) -> None:
         self.name, self.table = name, table
         self.read: set[tuple[int, int]] = set()
+        self.revoked: list[list[int]] = []
         self.errors: list[Any] = []
         config: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
@@ -72,6 +74,10 @@ class Member:
         }
         if protocol == "classic":
             config |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+        if instance is not None:  # static: incremental, so a kept partition is never revoked
+            config |= {"group.instance.id": instance}
+            if protocol == "classic":
+                config |= {"partition.assignment.strategy": "cooperative-sticky"}
         self.consumer = Consumer(config)
         self.consumer.subscribe(
             [topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost
@@ -81,6 +87,7 @@ class Member:
         self.table.assign(self.name, [tp.partition for tp in tps])
 
     def _revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self.revoked.append(sorted(tp.partition for tp in tps))
         self._commit()
         self.table.release(self.name, [tp.partition for tp in tps])
 
@@ -217,6 +224,48 @@ def test_a_group_is_rolled_from_classic_to_consumer_and_back_while_consuming(
         assert table.violations == []
     finally:
         feed.stopped.set()
+        for m in members.values():
+            m.consumer.close()
+
+
+def test_static_members_switch_protocols_and_keep_their_partitions(
+    any_broker: BrokerEndpoint,
+) -> None:
+    """A static classic member restarted with ``group.protocol=consumer`` and the same
+    ``group.instance.id`` replaces its classic incarnation at once (no UNRELEASED_INSTANCE_ID:
+    a classic member never leaves at epoch -2) and gets its partitions back; the other static
+    member keeps its own and revokes nothing."""
+    bootstrap = any_broker.bootstrap
+    topic, group = f"mig-{uuid.uuid4().hex[:8]}", f"mig-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 4)
+    table = Ownership()
+
+    def member(protocol: str, i: int) -> Member:
+        name = f"{protocol}-{i}"
+        return Member(name, protocol, bootstrap, topic, group, table, "earliest", f"s{i}")
+
+    members = {0: member("classic", 0), 1: member("classic", 1)}
+
+    def settled(owned: dict[int, set[int]] | None = None) -> Any:
+        def check() -> bool:
+            for m in members.values():
+                m.poll()
+            now = {i: m.owned() for i, m in members.items()}
+            return all(now.values()) and sum(map(len, now.values())) == 4 and now == (owned or now)
+
+        wait_until(check, timeout=90, what=f"members own {owned or 'two each'}", interval=0)
+        assert table.violations == []
+        return {i: m.owned() for i, m in members.items()}
+
+    try:
+        before = settled()
+        for i in (0, 1):
+            members[i].consumer.close()  # a static member leaves no LeaveGroup behind
+            members[i] = member("consumer", i)
+            kept = len(members[1 - i].revoked)
+            assert settled(before) == before
+            assert len(members[1 - i].revoked) == kept  # the other one revoked nothing
+    finally:
         for m in members.values():
             m.consumer.close()
 
