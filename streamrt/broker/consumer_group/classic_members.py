@@ -121,14 +121,16 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
 
     def _should_downgrade(self, group: ConsumerGroup) -> bool:
         """Kafka's ``validateOnlineDowngradeWithFencedMembers``, after the removal: members
-        remain, all classic, within ``group.max.size``, and the policy allows it."""
-        left = group.members.values()
+        remain, all classic, within ``group.max.size``, and the policy allows it (and they
+        share a protocol, which their joins ensured: the classic group must select one)."""
+        left = [m.classic for m in group.members.values()]
         return (
             self.downgrade is not None
             and bool(left)
-            and all(m.classic is not None for m in left)
+            and all(c is not None for c in left)
             and self.config.downgrade_enabled
             and len(left) <= self.config.classic_max_size
+            and bool(frozenset.intersection(*(c.protocol_names() for c in left if c)))
         )
 
     def _after_fence(self, group: ConsumerGroup) -> None:
