@@ -51,8 +51,9 @@ Protocols = tuple[tuple[str, bytes], ...]
 class Downgrade(Protocol):
     """The classic coordinator's side of a downgrade (``group.migration.Downgrader``)."""
 
-    def __call__(self, group: ConsumerGroup) -> Records:
-        """Make ``group`` (all members classic) a classic group; its records."""
+    def __call__(self, group: ConsumerGroup, rebalance: bool) -> Records:
+        """Make ``group`` (all members classic) a classic group; its records. ``rebalance``:
+        it starts rebalancing (a member left), else it is stable (a member was replaced)."""
 
     def undo(self, group_id: str) -> None:
         """The step that downgraded ``group_id`` was undone: drop the classic group."""
@@ -95,7 +96,7 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
     #: set by the service: turns an all-classic group into a classic one (None: never)
     downgrade: Downgrade | None = None
     #: groups a step just downgraded, until the step's records are taken (``_with_downgrade``)
-    _downgraded: dict[str, ConsumerGroup]
+    _downgraded: dict[str, tuple[ConsumerGroup, bool]]
 
     @abc.abstractmethod
     def _advance(
@@ -133,22 +134,25 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
             and bool(frozenset.intersection(*(c.protocol_names() for c in left if c)))
         )
 
-    def _after_fence(self, group: ConsumerGroup) -> None:
-        """A member was fenced: if only classic members remain, the group leaves this
-        coordinator (``_with_downgrade`` hands it to the classic one within the same step)."""
-        if self._should_downgrade(group):
-            logger.info("consumer group %s: downgraded to a classic group", group.group_id)
-            del self.groups[group.group_id]
-            self._downgraded[group.group_id] = group
-            for member_id in group.members:
-                self._cancel_timers(group.group_id, member_id)
+    def _after_fence(self, group: ConsumerGroup, rebalance: bool = True) -> bool:
+        """A member was fenced (or replaced): if only classic members remain, the group leaves
+        this coordinator (``_with_downgrade`` hands it to the classic one within the same
+        step); True if it did."""
+        if not self._should_downgrade(group):
+            return False
+        logger.info("consumer group %s: downgraded to a classic group", group.group_id)
+        del self.groups[group.group_id]
+        self._downgraded[group.group_id] = (group, rebalance)
+        for member_id in group.members:
+            self._cancel_timers(group.group_id, member_id)
+        return True
 
     def _with_downgrade(self, group_id: str, records: Records) -> Records:
         """The step's records, then the classic group's if the step downgraded the group."""
-        group = self._downgraded.pop(group_id, None)
-        if group is None or self.downgrade is None:
+        pending = self._downgraded.pop(group_id, None)
+        if pending is None or self.downgrade is None:
             return records
-        return records + self.downgrade(group)
+        return records + self.downgrade(*pending)
 
     # -- JoinGroup -------------------------------------------------------------------------------
 
@@ -194,14 +198,17 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
         bump = replaced is None and member_id not in group.members
         bump = bump or updated.subscribed_topic_names != member.subscribed_topic_names
         final = self._advance(group, updated, replaced, bump, subscription.owned)
+        protocol = req.protocols[0][0]
+        if replaced is not None and replaced.classic is None and self._after_fence(group, False):
+            # Kafka's join step 4: it replaced the last consumer-protocol member, the group is
+            # a stable classic group now, where this member syncs at its epoch
+            return ClassicAnswer(ErrorCode.none, None, member_id, final.member_epoch, protocol)
         self.timer.cancel(self._join_key(group.group_id, member_id))
         self._schedule_session_timeout(group.group_id, member_id)
         self._schedule_classic_timeout(
             self._sync_key(group.group_id, member_id), group.group_id, member_id
         )
-        return ClassicAnswer(
-            ErrorCode.none, None, member_id, final.member_epoch, req.protocols[0][0]
-        )
+        return ClassicAnswer(ErrorCode.none, None, member_id, final.member_epoch, protocol)
 
     def _static_classic(
         self, group: ConsumerGroup, req: ClassicJoin, member_id: str

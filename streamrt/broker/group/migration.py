@@ -209,9 +209,10 @@ class Downgrader:
     def __init__(self, classic: GroupCoordinator) -> None:
         self.classic = classic
 
-    def __call__(self, group: ConsumerGroup) -> tuple[CoordinatorRecord, ...]:
-        """Install the classic group, start its rebalance (the members learn it from their
-        next heartbeat), and return its GroupMetadata record."""
+    def __call__(self, group: ConsumerGroup, rebalance: bool) -> tuple[CoordinatorRecord, ...]:
+        """Install the classic group, start its rebalance if a member left (the members
+        learn it from their next heartbeat; a replaced member's group stays stable), and
+        return its GroupMetadata record."""
         engine = self.classic.engine
         converted = consumer_to_classic(group, self.classic.clock.now_ms())
         self.classic.groups[group.group_id] = converted
@@ -219,7 +220,8 @@ class Downgrader:
         record = engine.group_record(converted, assignment)
         for member in converted.members.values():
             engine.reschedule_heartbeat(converted, member)
-        engine.prepare_rebalance(converted)
+        if rebalance:
+            engine.prepare_rebalance(converted)
         logger.info("consumer group %s downgraded to a classic group", group.group_id)
         return (record,)
 

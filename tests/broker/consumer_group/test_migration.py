@@ -247,3 +247,26 @@ def test_an_upgraded_group_is_rebuilt_from_its_records_with_its_classic_members(
     assert group.group_epoch == was.group_epoch
     assert group.members[a].classic == was.members[a].classic is not None
     assert group.static_member("static-b").member_id == b  # type: ignore[union-attr]
+
+
+def test_a_classic_member_replacing_the_last_consumer_member_downgrades_the_group() -> None:
+    ctx = Mixed()
+    (a, _), _ = stable_classic_group(ctx, None, "static-b")
+    assert ctx.consumer_join("b-consumer", instance_id="static-b").error is ErrorCode.none
+    owned = _assigned(ctx, "b-consumer")
+    assert owned == {1, 3}
+    # "static-b" rolls back to the classic protocol (Kafka's join step 4): the group is a
+    # stable classic group at once, and the member syncs its partitions from it
+    join = ctx.join(instance_id="static-b", protocols=(("range", subscription(owned)),))
+    assert join.error is ErrorCode.none
+    assert GROUP not in ctx.consumer.groups
+    classic = ctx.classic
+    assert classic.is_in(GroupState.STABLE) and classic.members.keys() == {
+        a,
+        join.response.member_id,
+    }
+    assert classic.generation_id == join.response.generation_id
+    sync = ctx.sync(GROUP, join.response.member_id, join.response.generation_id, "static-b")
+    assert sync.error is ErrorCode.none
+    assert set(decode_assignment(sync.response.assignment)[TOPIC]) == {1, 3}
+    assert ctx.heartbeat(GROUP, a, classic.generation_id) is ErrorCode.none

@@ -76,8 +76,11 @@ class Member:
             config |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
         if instance is not None:  # static: incremental, so a kept partition is never revoked
             config |= {"group.instance.id": instance}
-            if protocol == "classic":
-                config |= {"partition.assignment.strategy": "cooperative-sticky"}
+            if protocol == "classic":  # a session long enough for a restart on a loaded host
+                config |= {
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "session.timeout.ms": 30_000,
+                }
         self.consumer = Consumer(config)
         self.consumer.subscribe(
             [topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._lost
@@ -234,7 +237,8 @@ def test_static_members_switch_protocols_and_keep_their_partitions(
     """A static classic member restarted with ``group.protocol=consumer`` and the same
     ``group.instance.id`` replaces its classic incarnation at once (no UNRELEASED_INSTANCE_ID:
     a classic member never leaves at epoch -2) and gets its partitions back; the other static
-    member keeps its own and revokes nothing."""
+    member keeps its own and revokes nothing. The same rolling back: the classic member that
+    replaces the last consumer-protocol one makes the group classic again."""
     bootstrap = any_broker.bootstrap
     topic, group = f"mig-{uuid.uuid4().hex[:8]}", f"mig-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 4)
@@ -253,18 +257,31 @@ def test_static_members_switch_protocols_and_keep_their_partitions(
             now = {i: m.owned() for i, m in members.items()}
             return all(now.values()) and sum(map(len, now.values())) == 4 and now == (owned or now)
 
-        wait_until(check, timeout=90, what=f"members own {owned or 'two each'}", interval=0)
+        wait_until(
+            check,
+            timeout=90,
+            what=f"members own {owned or 'two each'} ({[m.name for m in members.values()]})",
+            interval=0,
+        )
         assert table.violations == []
         return {i: m.owned() for i, m in members.items()}
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def group_type() -> Any:
+        return admin.describe_consumer_groups([group])[group].result(timeout=30).type
+
     try:
         before = settled()
-        for i in (0, 1):
-            members[i].consumer.close()  # a static member leaves no LeaveGroup behind
-            members[i] = member("consumer", i)
-            kept = len(members[1 - i].revoked)
-            assert settled(before) == before
-            assert len(members[1 - i].revoked) == kept  # the other one revoked nothing
+        for protocol in ("consumer", "classic"):  # roll forward, then back
+            for i in (0, 1):
+                members[i].consumer.close()  # a static member leaves no LeaveGroup behind
+                members[i] = member(protocol, i)
+                kept = len(members[1 - i].revoked)
+                assert settled(before) == before
+                assert len(members[1 - i].revoked) == kept  # the other one revoked nothing
+            # the last member replaced makes the group of its protocol (Kafka's join step 4)
+            assert group_type() == getattr(ConsumerGroupType, protocol.upper())
     finally:
         for m in members.values():
             m.consumer.close()
