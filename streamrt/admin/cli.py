@@ -180,12 +180,17 @@ def _error_json(error: KafkaError | None) -> dict[str, Any] | None:
     return {"code": error.code.name.upper(), "message": str(error)}
 
 
-def _results_text(results: Results, ok: str) -> str:
+def _emit_results(
+    args: argparse.Namespace, results: Results, ok: str, doc: Any | None = None
+) -> int:
+    """A result per name (``ok`` or the error); exit 0 only if none failed."""
     rows = [
         (name, ok if e is None else e.code.name.upper(), "" if e is None else str(e))
         for name, e in results.items()
     ]
-    return _table(("NAME", "RESULT", "DETAIL"), rows)
+    doc = {n: _error_json(e) for n, e in results.items()} if doc is None else doc
+    _emit(args, doc, _table(("NAME", "RESULT", "DETAIL"), rows))
+    return EXIT_OK if all(e is None for e in results.values()) else EXIT_FAILED
 
 
 # -- groups --------------------------------------------------------------------------------
@@ -252,11 +257,9 @@ def _groups_remove_members(args: argparse.Namespace) -> int:
             "group_id": args.group,
             "results": {i: _error_json(e) for i, e in results.items()},
         }
-        _emit(args, doc, _results_text(results, "REMOVED"))
-        errors = [e for e in results.values() if e is not None]
-        if not errors:
+        if _emit_results(args, results, "REMOVED", doc) == EXIT_OK:
             return EXIT_OK
-        if all(e.code == ErrorCode.unknown_member_id for e in errors):
+        if all(e is None or e.code == ErrorCode.unknown_member_id for e in results.values()):
             return EXIT_PARTIAL
         return EXIT_FAILED
 
@@ -265,11 +268,7 @@ def _groups_remove_members(args: argparse.Namespace) -> int:
 
 def _groups_delete(args: argparse.Namespace) -> int:
     async def op(admin: AdminClient) -> int:
-        results = await admin.delete_groups(args.group)
-        _emit(
-            args, {g: _error_json(e) for g, e in results.items()}, _results_text(results, "DELETED")
-        )
-        return EXIT_OK if all(e is None for e in results.values()) else EXIT_FAILED
+        return _emit_results(args, await admin.delete_groups(args.group), "DELETED")
 
     return _run(args, op)
 
@@ -300,11 +299,8 @@ def _topics_create(args: argparse.Namespace) -> int:
         error = results.get(topic.name)
         exists = error is not None and error.code == ErrorCode.topic_already_exists
         if exists and args.if_not_exists:
-            results[topic.name] = error = None
-        _emit(
-            args, {n: _error_json(e) for n, e in results.items()}, _results_text(results, "CREATED")
-        )
-        return EXIT_OK if error is None else EXIT_FAILED
+            results[topic.name] = None
+        return _emit_results(args, results, "CREATED")
 
     return _run(args, op)
 
@@ -316,10 +312,7 @@ def _topics_delete(args: argparse.Namespace) -> int:
             for name, error in results.items():
                 if error is not None and error.code == ErrorCode.unknown_topic_or_partition:
                     results[name] = None
-        _emit(
-            args, {n: _error_json(e) for n, e in results.items()}, _results_text(results, "DELETED")
-        )
-        return EXIT_OK if all(e is None for e in results.values()) else EXIT_FAILED
+        return _emit_results(args, results, "DELETED")
 
     return _run(args, op)
 

@@ -29,7 +29,6 @@ from streamrt.wire.client_codec import (
     ClientCodec,
     UnsupportedVersionError,
     api_name,
-    build_entity,
     client_codec,
     pick_version,
 )
@@ -41,7 +40,6 @@ __all__ = (
     "AdminTimeoutError",
     "BrokerConnection",
     "UnsupportedVersionError",
-    "build_entity",
     "client_codec",
     "pick_version",
 )
@@ -163,7 +161,7 @@ class BrokerConnection:
         """
         version = self.version_for(api_key, min_version=min_version, max_version=max_version)
         codec = client_codec(api_key, version)
-        request = build_entity(codec.request_cls, **request_fields)
+        request = build(codec.request_cls, **request_fields)
         return await self.send(codec, request, codec.decode_response, timeout=response_timeout)
 
     async def send(

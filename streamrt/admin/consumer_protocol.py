@@ -12,6 +12,7 @@ import struct
 from functools import cache
 from typing import Any
 
+from kio.index import load_entity_module
 from kio.schema.index import schema_name_map
 from kio.serial import entity_reader
 from kio.static.constants import EntityType
@@ -24,6 +25,7 @@ __all__ = (
     "ConsumerSubscription",
     "decode_assignment",
     "decode_subscription",
+    "entity_class",
 )
 
 _VERSION = struct.Struct(">h")
@@ -50,16 +52,20 @@ class ConsumerAssignment:
     user_data: bytes | None
 
 
-@cache
-def _reader(schema: str, version: int) -> tuple[int, Any]:
-    """(schema version actually used, reader) for a wire version, capped at kio's newest."""
-    from kio.index import load_entity_module
-
+def entity_class(schema: str, version: int) -> type:
+    """kio's class of one version of a data schema (``consumer_protocol_subscription``...)."""
     known = schema_name_map[schema]
-    used = min(version, max(known))
-    path = known[used][EntityType.data]
-    module = load_entity_module(schema, used, EntityType.data)
-    return used, entity_reader(getattr(module, path.split(":", 1)[1]))
+    if version not in known:
+        raise ConsumerProtocolError(f"{schema}: no version {version} (known {sorted(known)})")
+    module = load_entity_module(schema, version, EntityType.data)
+    cls: type = getattr(module, known[version][EntityType.data].split(":", 1)[1])
+    return cls
+
+
+@cache
+def _reader(schema: str, version: int) -> Any:
+    """The reader for a wire version, capped at kio's newest (later ones only append)."""
+    return entity_reader(entity_class(schema, min(version, max(schema_name_map[schema]))))
 
 
 def _parse(schema: str, data: bytes) -> tuple[int, Any]:
@@ -68,7 +74,7 @@ def _parse(schema: str, data: bytes) -> tuple[int, Any]:
     version = _VERSION.unpack_from(data, 0)[0]
     if version < 0:
         raise ConsumerProtocolError(f"{schema}: negative version {version}")
-    _used, read = _reader(schema, version)
+    read = _reader(schema, version)
     try:
         entity, _size = read(data, _VERSION.size)
     except Exception as exc:

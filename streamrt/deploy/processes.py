@@ -244,11 +244,3 @@ class LocalInstance:
                 self.process.kill()
                 self.process.wait(10)
         return self.process.returncode
-
-    def wait_exit(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while self.process is not None and time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return self.process.returncode
-            time.sleep(0.05)
-        return None

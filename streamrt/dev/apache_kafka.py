@@ -128,8 +128,8 @@ def random_cluster_id() -> str:
             return text
 
 
-def _die_with_parent() -> None:
-    """Linux: the JVM gets SIGTERM if the process that started it dies (no orphan brokers)."""
+def die_with_parent() -> None:
+    """Linux: the JVM gets SIGTERM if the process that started it dies (no orphan JVMs)."""
     with contextlib.suppress(Exception):
         import ctypes
 
@@ -356,7 +356,7 @@ class ApacheKafka:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             # Only from the main thread: PDEATHSIG fires when the starting *thread* exits.
-            preexec_fn=_die_with_parent if in_main else None,
+            preexec_fn=die_with_parent if in_main else None,
         )
         logger.info("started Apache Kafka node %d on %s", node.node_id, node.address)
 

@@ -13,11 +13,9 @@ Its Confluent-compatible API is at ``<base>/apis/ccompat/v7``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import shutil
-import signal
 import subprocess
 import tarfile
 import time
@@ -25,8 +23,8 @@ from pathlib import Path
 
 import httpx
 
-from streamrt.dev.apache_kafka import free_ports
-from streamrt.dev.maven_libs import cache_root
+from streamrt.dev.apache_kafka import die_with_parent, free_ports
+from streamrt.dev.maven_libs import cache_root, fill_once
 
 __all__ = ("APICURIO_VERSION", "ApicurioRegistry", "RegistryUnavailable", "ensure_apicurio")
 
@@ -34,15 +32,6 @@ logger = logging.getLogger(__name__)
 
 APICURIO_VERSION = "3.0.9"
 _CENTRAL = "https://repo.maven.apache.org/maven2/io/apicurio/apicurio-registry-app"
-_COMPLETE = ".complete"
-
-
-def _die_with_parent() -> None:
-    """Linux: the JVM gets SIGTERM if the process that started it dies (no orphan JVMs)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class RegistryUnavailable(RuntimeError):
@@ -59,17 +48,9 @@ def _download(url: str, target: Path, timeout: float) -> None:
 
 def ensure_apicurio(version: str = APICURIO_VERSION, *, timeout: float = 600.0) -> Path:
     """The unpacked distribution's directory (holding the runner jar), fetched once."""
-    home = cache_root() / f"apicurio-registry-{version}"
-    if (home / _COMPLETE).exists():
-        return home
-    home.parent.mkdir(parents=True, exist_ok=True)
     name = f"apicurio-registry-app-{version}-all.tar.gz"
-    with open(home.parent / ".apicurio.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (home / _COMPLETE).exists():
-            return home
-        scratch = home.parent / f"apicurio.partial-{version}"
-        shutil.rmtree(scratch, ignore_errors=True)
+
+    def fill(scratch: Path) -> str:
         scratch.mkdir()
         archive = scratch / name
         logger.info("downloading Apicurio Registry %s from Maven Central (once)", version)
@@ -84,10 +65,10 @@ def ensure_apicurio(version: str = APICURIO_VERSION, *, timeout: float = 600.0) 
         with tarfile.open(archive) as tar:
             tar.extractall(scratch, filter="data")
         archive.unlink()
-        (scratch / _COMPLETE).write_text(version + "\n")
-        shutil.rmtree(home, ignore_errors=True)
-        scratch.rename(home)
-    return home
+        return version + "\n"
+
+    home = cache_root() / f"apicurio-registry-{version}"
+    return fill_once(home, fill, lock_name=".apicurio.lock")
 
 
 class ApicurioRegistry:
@@ -133,7 +114,7 @@ class ApicurioRegistry:
                 cwd=self.work_dir,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self._wait_ready(timeout)
         httpx.put(f"{self.url}/config", json={"compatibility": compatibility}, timeout=10)

@@ -19,8 +19,11 @@ from pathlib import Path
 __all__ = (
     "KAFKA_VERSION",
     "KafkaUnavailable",
+    "MavenFailed",
     "cache_root",
+    "copy_dependencies",
     "ensure_libs",
+    "fill_once",
     "libs_dir",
     "maven_lock",
 )
@@ -70,6 +73,61 @@ def libs_dir(version: str = KAFKA_VERSION) -> Path:
     return cache_root() / f"apache-kafka-{version}" / "libs"
 
 
+def fill_once(target: Path, fill: Callable[[Path], str], lock_name: str = ".lock") -> Path:
+    """``target``, filled once: ``fill(scratch)`` writes a scratch directory that becomes
+    ``target`` only when it returns (its text goes in the completion marker), so an interrupted
+    fill is never mistaken for a complete one; a lock file beside ``target`` serialises two
+    processes (e.g. two test sessions) asking at once. A failing fill leaves nothing behind."""
+    if (target / _COMPLETE).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / lock_name, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / _COMPLETE).exists():
+            return target
+        scratch = target.parent / f"{target.name}.partial-{os.getpid()}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            marker = fill(scratch)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        (scratch / _COMPLETE).write_text(marker)
+        shutil.rmtree(target, ignore_errors=True)
+        scratch.rename(target)
+    return target
+
+
+class MavenFailed(RuntimeError):
+    """``mvn`` failed or timed out; ``output`` holds its lines (``None``: it timed out)."""
+
+    def __init__(self, message: str, output: list[str] | None) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def copy_dependencies(
+    pom: Path, scratch: Path, args: Sequence[str], wanted_prefix: str, timeout: float
+) -> list[str]:
+    """The runtime classpath of ``pom`` copied into ``scratch`` by Maven's dependency plugin,
+    under :func:`maven_lock`: the jar names, or :class:`MavenFailed` if Maven fails, times out
+    or copies no jar named ``wanted_prefix…``."""
+    command = ["mvn", "-q", "-B", "-f", str(pom), f"{_DEPENDENCY_PLUGIN}:copy-dependencies"]
+    command += ["-DincludeScope=runtime", f"-DoutputDirectory={scratch}", *args]
+    try:
+        with maven_lock():
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout, check=False
+            )
+    except subprocess.TimeoutExpired as exc:
+        raise MavenFailed(f"Maven did not finish within {timeout:g} s", None) from exc
+    jars = sorted(p.name for p in scratch.glob("*.jar")) if scratch.exists() else []
+    if done.returncode != 0 or not any(j.startswith(wanted_prefix) for j in jars):
+        output = (done.stdout + done.stderr).strip().splitlines()
+        raise MavenFailed(f"mvn exit {done.returncode}", output)
+    return jars
+
+
 def ensure_libs(
     version: str = KAFKA_VERSION,
     *,
@@ -77,12 +135,7 @@ def ensure_libs(
     maven_args: Sequence[str] = (),
     say: Callable[[str], None] = lambda s: logger.info(s),
 ) -> Path:
-    """The broker's jars, downloaded once with Maven; :class:`KafkaUnavailable` if impossible.
-
-    Jars land in a scratch directory that is renamed only after Maven succeeded, so an
-    interrupted download is never mistaken for a complete one. A file lock serialises two
-    processes (e.g. two test sessions) asking at once.
-    """
+    """The broker's jars, downloaded once with Maven; :class:`KafkaUnavailable` if impossible."""
     target = libs_dir(version)
     if (target / _COMPLETE).exists():
         return target
@@ -93,55 +146,22 @@ def ensure_libs(
         )
     if not _POM.exists():
         raise KafkaUnavailable(f"{_POM} is missing (a broken streamrt install?)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _COMPLETE).exists():
-            return target
-        scratch = target.parent / f"libs.partial-{os.getpid()}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        shutil.rmtree(target, ignore_errors=True)
+
+    def fill(scratch: Path) -> str:
         say(f"assembling Apache Kafka {version} from Maven Central into {target} (once)")
-        jars = _copy_dependencies(version, scratch, timeout, maven_args)
-        (scratch / _COMPLETE).write_text("\n".join(jars) + "\n")
-        scratch.rename(target)
-    return target
+        args = [f"-Dkafka.version={version}", *maven_args]
+        try:
+            return "\n".join(copy_dependencies(_POM, scratch, args, "kafka_2.13-", timeout)) + "\n"
+        except MavenFailed as exc:
+            if exc.output is None:
+                raise KafkaUnavailable(
+                    f"Apache Kafka {version}: {exc} (Maven Central slow or unreachable); "
+                    "nothing was cached"
+                ) from exc
+            raise KafkaUnavailable(
+                f"could not assemble Apache Kafka {version} from Maven Central "
+                f"({exc}; unreachable, interrupted or version missing):\n"
+                + "\n".join(exc.output[-12:])
+            ) from exc
 
-
-def _copy_dependencies(
-    version: str, scratch: Path, timeout: float, maven_args: Sequence[str]
-) -> list[str]:
-    """Run Maven into ``scratch``; the jar names, or KafkaUnavailable (scratch removed)."""
-    command = [
-        "mvn",
-        "-q",
-        "-B",
-        "-f",
-        str(_POM),
-        f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-Dkafka.version={version}",
-        f"-DoutputDirectory={scratch}",
-        *maven_args,
-    ]
-    try:
-        with maven_lock():
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=timeout, check=False
-            )
-    except subprocess.TimeoutExpired as exc:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise KafkaUnavailable(
-            f"Apache Kafka {version}: Maven did not finish within {timeout:g} s "
-            "(Maven Central slow or unreachable); nothing was cached"
-        ) from exc
-    jars = sorted(p.name for p in scratch.glob("*.jar")) if scratch.exists() else []
-    if done.returncode != 0 or not any(j.startswith("kafka_2.13-") for j in jars):
-        shutil.rmtree(scratch, ignore_errors=True)
-        output = "\n".join((done.stdout + done.stderr).rstrip().splitlines()[-12:])
-        raise KafkaUnavailable(
-            f"could not assemble Apache Kafka {version} from Maven Central "
-            f"(mvn exit {done.returncode}; unreachable, interrupted or version missing):\n"
-            f"{output}"
-        )
-    return jars
+    return fill_once(target, fill)

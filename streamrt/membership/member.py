@@ -35,6 +35,7 @@ from streamrt.membership.config import (
     MemberConfig,
     MembershipError,
 )
+from streamrt.membership.loop import MemberLoop
 from streamrt.membership.offsets import GroupOffsetRequests
 from streamrt.membership.protocol import (
     TopicPartition,
@@ -96,7 +97,7 @@ class _Joined:
     skip_assignment: bool = False  # KIP-814: a static leader rejoining a stable group
 
 
-class GroupMember:
+class GroupMember(MemberLoop):
     """``member = GroupMember(config, topics, assignor, listener); await member.start()``.
 
     ``start`` returns once the first assignment is in; ``close`` revokes what the member owns
@@ -116,11 +117,10 @@ class GroupMember:
         """``offsets_connection``: commits and offset fetches go on a connection of their own,
         so they never wait behind a JoinGroup the coordinator holds (a broker answers one
         request per connection at a time) and an owner can commit through a rebalance."""
-        self.config = config
+        super().__init__(config)
         self.topics = tuple(sorted(set(topics)))
         self.assignor = assignor
         self.listener = listener or RebalanceListener()
-        self.client = CoordinatorClient(config)
         self.offsets_client = CoordinatorClient(config) if offsets_connection else self.client
         self._offsets = GroupOffsetRequests(self.offsets_client, config.group_id)
         self._generation = NO_GENERATION
@@ -129,12 +129,6 @@ class GroupMember:
         # Kafka's needsJoinPrepare: the listener's on_join_prepare runs once per rebalance; a
         # round that fails (broker down: retried every retry.backoff.ms) does not run it again
         self._needs_join_prepare = True
-        self._wake = asyncio.Event()
-        self._first_assignment = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._closing = False
-        self.error: BaseException | None = None
-        self.rebalances = 0
 
     # -- what the owner reads ------------------------------------------------------------
 
@@ -163,14 +157,7 @@ class GroupMember:
     async def start(self) -> None:
         """Start the group loop and wait for the first assignment (or the loop's failure);
         bound it with ``asyncio.timeout`` (a rebalance may take the rebalance timeout)."""
-        self._task = asyncio.create_task(self._run(), name=f"group-member-{self.config.group_id}")
-        waiter = asyncio.create_task(self._first_assignment.wait())
-        try:
-            await asyncio.wait({waiter, self._task}, return_when="FIRST_COMPLETED")
-        finally:
-            waiter.cancel()
-        if self.error is not None:
-            raise self.error
+        await self._start_loop(f"group-member-{self.config.group_id}")
 
     def request_rejoin(self, reason: str) -> None:
         """Ask for a rebalance (e.g. the subscription changed); the loop rejoins promptly."""
@@ -186,10 +173,7 @@ class GroupMember:
     async def close(self, *, revoke: bool = True) -> None:
         """Revoke what is owned (``revoke=False``: the owner already closed it), leave if
         dynamic, close the connections. The group loop stops first, so no rejoin follows."""
-        self._closing = True
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._stop_loop()
         try:
             if not revoke:
                 self._owned = set()
@@ -223,38 +207,12 @@ class GroupMember:
 
     # -- the group loop ----------------------------------------------------------------------
 
-    async def _run(self) -> None:
-        backoff = self.config.retry_backoff_ms / 1000
-        while not self._closing:
-            try:
-                if self._rejoin_reason is not None:
-                    await self._rebalance(self._rejoin_reason)
-                    continue
-                await self._heartbeat()
-                await self._sleep(self.config.heartbeat_interval_ms / 1000)
-            except (AdminConnectionError, TimeoutError) as exc:
-                logger.debug("group request failed, retrying", extra=fields(error=str(exc)))
-                self.client.cluster.forget_coordinator(self.config.group_id)
-                await asyncio.sleep(backoff)
-            except KafkaError as exc:
-                if exc.code not in COORDINATOR_MOVED:  # FENCED_INSTANCE_ID among them
-                    await self._fail(exc)
-                    return
-                self.client.note(exc.code)
-                await asyncio.sleep(backoff)
-            except Exception as exc:  # a fatal answer, a bad assignor: stop, and say why
-                await self._fail(exc)
-                return
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
-        self._wake.clear()
-
-    async def _fail(self, exc: BaseException) -> None:
-        logger.error("group member stops", extra=fields(group=self.config.group_id, error=str(exc)))
-        self.error = exc
-        await self._lose(str(exc))
+    async def _step(self) -> None:
+        if self._rejoin_reason is not None:
+            await self._rebalance(self._rejoin_reason)
+            return
+        await self._heartbeat()
+        await self._sleep(self.config.heartbeat_interval_ms / 1000)
 
     async def _lose(self, why: str) -> None:
         """The membership is gone: the owned partitions may already be someone else's."""

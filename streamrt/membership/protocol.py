@@ -12,10 +12,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kio.index import load_entity_module
-from kio.schema.index import schema_name_map
 from kio.serial import entity_writer
-from kio.static.constants import EntityType
 
 from streamrt.admin.consumer_protocol import (
     ConsumerAssignment,
@@ -23,10 +20,10 @@ from streamrt.admin.consumer_protocol import (
     ConsumerSubscription,
     decode_assignment,
     decode_subscription,
+    entity_class,
 )
 from streamrt.topic_partition import TopicPartition
-from streamrt.wire.client_codec import build_entity
-from streamrt.wire.codec import Chunks
+from streamrt.wire.codec import Chunks, build
 
 __all__ = (
     "COOPERATIVE_MIN_VERSION",
@@ -49,16 +46,6 @@ ASSIGNMENT_VERSION = 3
 _VERSION = struct.Struct(">h")
 
 
-def _entity_class(schema: str, version: int) -> type:
-    known = schema_name_map[schema]
-    if version not in known:
-        raise ConsumerProtocolError(f"{schema}: no version {version} (known {sorted(known)})")
-    path = known[version][EntityType.data]
-    module = load_entity_module(schema, version, EntityType.data)
-    cls: type = getattr(module, path.split(":", 1)[1])
-    return cls
-
-
 def by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
     """``[(topic, p), ...]`` → the protocol's ``[{topic, partitions}]``, sorted."""
     grouped: dict[str, list[int]] = {}
@@ -73,10 +60,10 @@ def flatten(partitions: Mapping[str, Iterable[int]]) -> set[TopicPartition]:
 
 
 def _encode(schema: str, version: int, **entity_fields: Any) -> bytes:
-    cls = _entity_class(schema, version)
+    cls = entity_class(schema, version)
     out = Chunks()
     write: Any = entity_writer(cls)
-    write(out, build_entity(cls, **entity_fields))
+    write(out, build(cls, **entity_fields))
     return _VERSION.pack(version) + b"".join(out)
 
 

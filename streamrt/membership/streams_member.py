@@ -25,6 +25,7 @@ from streamrt.admin.connection import AdminConnectionError, BrokerConnection
 from streamrt.errors import ErrorCode, KafkaError
 from streamrt.logs import fields
 from streamrt.membership.config import FencedInstanceError, MemberConfig, MembershipError
+from streamrt.membership.loop import MemberLoop
 from streamrt.membership.offsets import GroupOffsetRequests
 from streamrt.membership.protocol import TopicPartition
 from streamrt.membership.requests import COORDINATOR_MOVED, CoordinatorClient
@@ -88,7 +89,7 @@ class StreamsTaskListener:
         """A member of the group asked the whole application to shut down."""
 
 
-class StreamsGroupMember:
+class StreamsGroupMember(MemberLoop):
     """``member = StreamsGroupMember(config, topology, identity, listener)``, then
     ``await member.start()``: returns once the first assignment is in."""
 
@@ -99,11 +100,10 @@ class StreamsGroupMember:
         identity: StreamsIdentity,
         listener: StreamsTaskListener | None = None,
     ) -> None:
-        self.config = config
+        super().__init__(config)
         self.topology = topology
         self.identity = identity
         self.listener = listener or StreamsTaskListener()
-        self.client = CoordinatorClient(config)
         # commits never wait behind a heartbeat on the coordinator connection
         self.offsets_client = CoordinatorClient(config)
         self._offsets = GroupOffsetRequests(self.offsets_client, config.group_id, member_epoch=True)
@@ -111,31 +111,18 @@ class StreamsGroupMember:
         self.member_epoch = 0
         self.owned = StreamsTasks()
         self.endpoints: tuple[EndpointPartitions, ...] = ()
-        self.rebalances = 0
-        self.error: BaseException | None = None
         self._interval_ms = config.heartbeat_interval_ms
         self._endpoint_epoch = 0
         self._report = True  # owned tasks changed since the last heartbeat
         self._retry: StreamsTasks | None = None  # a target the listener could not take yet
         self._statuses: tuple[tuple[int, str], ...] = ()
         self._shutdown = False
-        self._wake = asyncio.Event()
-        self._first_assignment = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._closing = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the heartbeat loop and wait for the first assignment (or the loop's failure)."""
-        self._task = asyncio.create_task(self._run(), name=f"streams-member-{self.member_id}")
-        waiter = asyncio.create_task(self._first_assignment.wait())
-        try:
-            await asyncio.wait({waiter, self._task}, return_when="FIRST_COMPLETED")
-        finally:
-            waiter.cancel()
-        if self.error is not None:
-            raise self.error
+        await self._start_loop(f"streams-member-{self.member_id}")
 
     def request_shutdown(self) -> None:
         """Ask every member of the application to shut down (SHUTDOWN_APPLICATION)."""
@@ -149,10 +136,7 @@ class StreamsGroupMember:
     async def close(self) -> None:
         """Stop the loop and leave: epoch -1, or -2 for a static member (its tasks wait for
         its return within the session timeout). The owner closed its tasks already."""
-        self._closing = True
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._stop_loop()
         try:
             if self.member_epoch > 0 and self.error is None:
                 epoch = _STATIC_LEAVE_EPOCH if self.config.static else _LEAVE_EPOCH
@@ -168,38 +152,12 @@ class StreamsGroupMember:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    async def _run(self) -> None:
-        backoff = self.config.retry_backoff_ms / 1000
-        while not self._closing:
-            try:
-                if self._retry is not None:
-                    await self._reconcile(self._retry)
-                await self._heartbeat()
-                await self._sleep(backoff if self._retry is not None else self._interval_ms / 1000)
-            except (AdminConnectionError, TimeoutError) as exc:
-                logger.debug("heartbeat failed, retrying", extra=fields(error=str(exc)))
-                self.client.cluster.forget_coordinator(self.config.group_id)
-                await asyncio.sleep(backoff)
-            except KafkaError as exc:
-                if exc.code not in COORDINATOR_MOVED:
-                    await self._fail(exc)
-                    return
-                self.client.note(exc.code)
-                await asyncio.sleep(backoff)
-            except Exception as exc:  # a fatal answer or a failing listener: stop, say why
-                await self._fail(exc)
-                return
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
-        self._wake.clear()
-
-    async def _fail(self, exc: BaseException) -> None:
-        logger.error("streams group member stops", extra=fields(error=str(exc)))
-        self.error = exc
-        await self._lose(str(exc))
-        self._first_assignment.set()
+    async def _step(self) -> None:
+        if self._retry is not None:
+            await self._reconcile(self._retry)
+        await self._heartbeat()
+        retrying = self._retry is not None
+        await self._sleep((self.config.retry_backoff_ms if retrying else self._interval_ms) / 1000)
 
     async def _lose(self, why: str) -> None:
         lost, self.owned = self.owned, StreamsTasks()

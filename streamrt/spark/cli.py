@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from streamrt.cli_options import add_bootstrap_server
@@ -66,25 +68,34 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _deploy(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+@contextmanager
+def _spark(args: argparse.Namespace, report: str) -> Iterator[Any]:
+    """A session for one report, stopped after it unless one was live already (the command
+    called in-process next to a running session)."""
     from pyspark.sql import SparkSession
 
-    from streamrt.spark.deploy_render import write_deploy_report
-    from streamrt.spark.deploy_report import deploy_report
     from streamrt.spark.session import get_session
 
     owned = SparkSession.getActiveSession() is None
-    spark = get_session(master=args.master, app_name="streamrt-report-deploy")
+    spark = get_session(master=args.master, app_name=f"streamrt-report-{report}")
     try:
+        yield spark
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from streamrt.spark.deploy_render import write_deploy_report
+    from streamrt.spark.deploy_report import deploy_report
+
+    with _spark(args, "deploy") as spark:
         report, frames = deploy_report(
             spark, args.bootstrap_server, args.application_id, args.from_ts, args.to_ts
         )
         out = write_deploy_report(report, frames, Path(args.out))
-    finally:
-        if owned:
-            spark.stop()
     for key, value in report.summary.items():
         print(f"{key:<18}{value}")
     print(f"report            {out / 'report.md'}")
@@ -92,20 +103,12 @@ def _deploy(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
-
-    from streamrt.spark.session import get_session
     from streamrt.spark.verify import verify_sessions
 
-    owned = SparkSession.getActiveSession() is None
-    spark = get_session(master=args.master, app_name="streamrt-report-verify")
-    try:
+    with _spark(args, "verify") as spark:
         mismatches = verify_sessions(
             spark, args.bootstrap_server, args.input_topic, args.output_topic
         )
-    finally:
-        if owned:
-            spark.stop()
     for m in mismatches:
         print(f"MISMATCH key={m['key']} expected={m['expected']} actual={m['actual']}")
     verdict = f"{len(mismatches)} mismatching keys" if mismatches else "all keys equal"
@@ -114,18 +117,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _topic_stats(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
-
     from streamrt.spark.reports import topic_stats
-    from streamrt.spark.session import get_session
 
-    owned = SparkSession.getActiveSession() is None  # called in-process next to a live session?
-    spark = get_session(master=args.master, app_name="streamrt-report-topic-stats")
-    try:
+    with _spark(args, "topic-stats") as spark:
         rows = topic_stats(spark, args.bootstrap_server, args.topic)
-    finally:
-        if owned:
-            spark.stop()
     if args.json:
         for row in rows:
             print(json.dumps(row, default=str))

@@ -14,14 +14,11 @@ comparison test (``tests/spark/test_native_kafka.py``) is what shows it works.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
-from streamrt.dev.maven_libs import maven_lock
+from streamrt.dev.maven_libs import MavenFailed, cache_root, copy_dependencies, fill_once
 
 __all__ = (
     "FALLBACK_VERSIONS",
@@ -33,7 +30,6 @@ __all__ = (
 
 FALLBACK_VERSIONS = ("4.2.0",)
 _POM = Path(__file__).resolve().parent / "maven" / "spark-kafka-pom.xml"  # package data
-_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _ARTIFACTS = (
     "spark-sql-kafka-0-10_2.13",
     "spark-token-provider-kafka-0-10_2.13",
@@ -47,15 +43,8 @@ class ConnectorUnavailable(RuntimeError):
     """No java/mvn, Maven Central unreachable, or no usable connector version."""
 
 
-def _cache_root() -> Path:
-    if os.environ.get("STREAMRT_CACHE_DIR"):
-        return Path(os.environ["STREAMRT_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "streamrt"
-
-
 def _jars_dir(version: str) -> Path:
-    return _cache_root() / f"spark-sql-kafka-{version}" / "jars"
+    return cache_root() / f"spark-sql-kafka-{version}" / "jars"
 
 
 def _pyspark_version() -> str:
@@ -68,42 +57,25 @@ def _resolve(version: str, timeout: float) -> Path | str:
     """The jars directory, or Maven's complaint (a missing version is remembered for a day,
     so every session does not ask Central again)."""
     target = _jars_dir(version)
-    if (target / _COMPLETE).exists():
-        return target
     missing = target.parent / ".missing"
-    if missing.exists() and time.time() - missing.stat().st_mtime < 86_400:
+    fresh = missing.exists() and time.time() - missing.stat().st_mtime < 86_400
+    if fresh and not (target / _COMPLETE).exists():
         return missing.read_text().strip()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / _COMPLETE).exists():
-            return target
-        scratch = target.parent / f"jars.partial-{os.getpid()}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        command = ["mvn", "-q", "-B", "-f", str(_POM), f"{_PLUGIN}:copy-dependencies"]
-        command += ["-DincludeScope=runtime", f"-Dspark.version={version}"]
-        command += [f"-DincludeArtifactIds={','.join(_ARTIFACTS)}", f"-DoutputDirectory={scratch}"]
-        try:
-            with maven_lock():
-                done = subprocess.run(
-                    command, capture_output=True, text=True, timeout=timeout, check=False
-                )
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(scratch, ignore_errors=True)
-            return f"Maven did not finish within {timeout:g} s"
-        jars = sorted(p.name for p in scratch.glob("*.jar")) if scratch.exists() else []
-        if done.returncode != 0 or not any(j.startswith("spark-sql-kafka") for j in jars):
-            shutil.rmtree(scratch, ignore_errors=True)
-            lines = (done.stdout + done.stderr).strip().splitlines()
-            errors = [line for line in lines if "ERROR" in line][:1] or lines[-1:]
-            complaint = f"mvn exit {done.returncode}: {' '.join(errors)[:300]}"
-            if "Could not find artifact" in complaint:
-                missing.write_text(complaint + "\n")
-            return complaint
-        (scratch / _COMPLETE).write_text("\n".join(jars) + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        scratch.rename(target)
-    return target
+
+    def fill(scratch: Path) -> str:
+        args = [f"-Dspark.version={version}", f"-DincludeArtifactIds={','.join(_ARTIFACTS)}"]
+        return "\n".join(copy_dependencies(_POM, scratch, args, "spark-sql-kafka", timeout)) + "\n"
+
+    try:
+        return fill_once(target, fill)
+    except MavenFailed as exc:
+        if exc.output is None:
+            return str(exc)
+        errors = [line for line in exc.output if "ERROR" in line][:1] or exc.output[-1:]
+        complaint = f"{exc}: {' '.join(errors)[:300]}"
+        if "Could not find artifact" in complaint:
+            missing.write_text(complaint + "\n")
+        return complaint
 
 
 def connector_jars(timeout: float = 600.0) -> tuple[str, list[Path]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import rocksdict
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     IntegerType,
@@ -52,20 +53,12 @@ STATE_SCHEMA = StructType(
         StructField("value", BinaryType()),
     ]
 )
-STATE_ARROW_SCHEMA = pa.schema(
-    [
-        ("task_id", pa.string()),
-        ("partition", pa.int32()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-    ]
-)
 TIMESTAMPED_STATE_SCHEMA = StructType(
     [*STATE_SCHEMA.fields, StructField("timestamp", TimestampType())]
 )
-TIMESTAMPED_STATE_ARROW_SCHEMA = STATE_ARROW_SCHEMA.append(
-    pa.field("timestamp", pa.timestamp("us", tz="UTC"))  # as the Kafka source's column
-)
+STATE_ARROW_SCHEMA = to_arrow_schema(STATE_SCHEMA, timezone="UTC")
+# the timestamp typed as the Kafka source's column
+TIMESTAMPED_STATE_ARROW_SCHEMA = to_arrow_schema(TIMESTAMPED_STATE_SCHEMA, timezone="UTC")
 _BATCH_ROWS = 10_000
 
 

@@ -24,8 +24,6 @@ again from it: nothing is lost.
 
 from __future__ import annotations
 
-import logging
-import shutil
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -33,12 +31,10 @@ from pathlib import Path
 
 import rocksdict
 
-from streamrt.logs import fields
 from streamrt.state.rocksdb_handles import RocksHandles
 
 __all__ = ("RocksDBStore",)
 
-logger = logging.getLogger(__name__)
 
 _METADATA_CF = "__metadata__"
 _CHANGELOG_OFFSET_KEY = b"changelog_offset"
@@ -88,26 +84,7 @@ class RocksDBStore(RocksHandles):
 
     def open(self) -> None:
         """Open the store; corrupt files are deleted so the changelog rebuilds the store."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._open_db()
-        except Exception as exc:
-            logger.warning(
-                "state store unreadable, deleting it to rebuild from the changelog",
-                extra=fields(store=self.name, path=str(self.path), error=str(exc)),
-            )
-            shutil.rmtree(self.path, ignore_errors=True)
-            self._open_db()
-
-    def _open_db(self) -> None:
-        cfs = {_METADATA_CF: _options()}
-        if not self.path.exists() or _METADATA_CF not in _list_cf(self.path):
-            db = rocksdict.Rdict(str(self.path), _options())
-            meta = db.create_column_family(_METADATA_CF, _options())
-        else:
-            db = rocksdict.Rdict(str(self.path), _options(), column_families=cfs)
-            meta = db.get_column_family(_METADATA_CF)
-        self._db, self._meta = db, meta
+        self._open_handles(self.path, _options)
 
     def persist(self) -> None:
         """Flush the memtables in RocksDB's background (close flushes them too, and waits)."""
@@ -189,15 +166,9 @@ class RocksDBStore(RocksHandles):
             if isinstance(value, bytes):
                 yield key, value
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
     def changelog_offset(self) -> int | None:
         """The next changelog offset to restore from, or ``None`` if never checkpointed."""
-        if self._meta is None:
-            raise RuntimeError(f"state store {self.name} is not open")
-        raw = self._meta.get(_CHANGELOG_OFFSET_KEY)
+        raw = self._require_meta().get(_CHANGELOG_OFFSET_KEY)
         return None if raw is None else int(_OFFSET.unpack(bytes(raw))[0])
 
     def flush(self, changelog_offset: int | None) -> None:
@@ -266,12 +237,3 @@ class RocksDBStore(RocksHandles):
                 break
         if self._unlogged >= UNLOGGED_FLUSH_RECORDS:
             self._flush_memtables(wait=False)
-
-    def _require_db(self) -> rocksdict.Rdict:
-        if self._db is None:
-            raise RuntimeError(f"state store {self.name} is not open")
-        return self._db
-
-
-def _list_cf(path: Path) -> list[str]:
-    return list(rocksdict.Rdict.list_cf(str(path), _options()))

@@ -17,7 +17,6 @@ key-value stores (read-your-writes; data + offset durable together).
 from __future__ import annotations
 
 import logging
-import shutil
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -123,28 +122,9 @@ class SegmentedStore(RocksHandles):
                 self._mem, self._mem_offset, self._mem_time = {}, None, _NO_TIME
             self._observed = self._mem_time
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._open_db(self.path)
-        except Exception as exc:
-            logger.warning(
-                "window store unreadable, deleting it to rebuild from the changelog",
-                extra=fields(store=self.name, path=str(self.path), error=str(exc)),
-            )
-            shutil.rmtree(self.path, ignore_errors=True)
-            self._open_db(self.path)
+        self._open_handles(self.path, _options)
         raw = self._require_meta().get(_TIME_KEY)
         self._observed = _NO_TIME if raw is None else _SEG.unpack(bytes(raw))[0]
-
-    def _open_db(self, path: Path) -> None:
-        options = _options()
-        if path.exists() and _META_CF in rocksdict.Rdict.list_cf(str(path), options):
-            db = rocksdict.Rdict(str(path), options, column_families={_META_CF: _options()})
-            meta = db.get_column_family(_META_CF)
-        else:
-            db = rocksdict.Rdict(str(path), options)
-            meta = db.create_column_family(_META_CF, _options())
-        self._db, self._meta = db, meta
 
     def close(self) -> None:
         """Close without flushing (see :class:`RocksHandles`); staged writes are dropped."""
@@ -372,16 +352,6 @@ class SegmentedStore(RocksHandles):
             found = merged[ikey]
             if isinstance(found, bytes):
                 yield ikey, found
-
-    def _require_db(self) -> rocksdict.Rdict:
-        if self._db is None:
-            raise RuntimeError(f"state store {self.name} is not open")
-        return self._db
-
-    def _require_meta(self) -> rocksdict.Rdict:
-        if self._meta is None:
-            raise RuntimeError(f"state store {self.name} is not open")
-        return self._meta
 
 
 def _options() -> rocksdict.Options:

@@ -30,7 +30,7 @@ from streamrt.runtime.engine.tasks.partition_group import PartitionGroup
 from streamrt.runtime.engine.tasks.sink_writer import fixed_counts
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.graph.global_tables import GlobalStore
-from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology, internal_topic
+from streamrt.runtime.graph.topology import SourceNode, SubTopology, Topology
 from streamrt.runtime.instance.app import App
 from streamrt.serde import Serde, SerdeLike, bind_serde, serde_for
 from streamrt.state.store import IN_MEMORY, ROCKS_DB
@@ -316,9 +316,6 @@ class TopologyTestDriver:
         :class:`TestOutputTopic` consumes from)."""
         return self._outputs.setdefault(topic, deque())
 
-    def _internal_name(self, name: str) -> str:
-        return internal_topic(self._app_id, name)
-
     def _source(self, topic: str) -> SourceNode | None:
         for node in self.topology.nodes.values():
             if isinstance(node, SourceNode) and self.topology.topic_of(node, self._app_id) == topic:
@@ -326,27 +323,20 @@ class TopologyTestDriver:
         return None
 
 
+@dataclass(eq=False)  # a handle: identity, as before
 class TestInputTopic:
     """Pipe records into one input topic; without a timestamp, the topic's own time is used
-    (``start_timestamp``, advanced by ``auto_advance_ms`` after each record)."""
+    (``current_time``, from ``start_timestamp``, advanced by ``auto_advance_ms`` after each
+    record)."""
 
     __test__ = False
 
-    def __init__(
-        self,
-        driver: TopologyTestDriver,
-        topic: str,
-        key_serde: Serde[Any],
-        value_serde: Serde[Any],
-        start_timestamp: int,
-        auto_advance_ms: int,
-    ) -> None:
-        self.driver = driver
-        self.topic = topic
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.current_time = start_timestamp
-        self.auto_advance_ms = auto_advance_ms
+    driver: TopologyTestDriver
+    topic: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
+    current_time: int
+    auto_advance_ms: int
 
     def pipe_input(
         self,
@@ -383,22 +373,16 @@ class TestInputTopic:
         self.current_time += ms
 
 
+@dataclass(eq=False)
 class TestOutputTopic:
     """Read what the topology wrote to one topic, oldest first; reading consumes."""
 
     __test__ = False
 
-    def __init__(
-        self,
-        driver: TopologyTestDriver,
-        topic: str,
-        key_serde: Serde[Any],
-        value_serde: Serde[Any],
-    ) -> None:
-        self.driver = driver
-        self.topic = topic
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+    driver: TopologyTestDriver
+    topic: str
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
 
     def read_record(self) -> TestRecord:
         queue = self.driver.output_queue(self.topic)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-import typing
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -18,14 +17,13 @@ from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
 from streamrt.errors import StreamrtError
-from streamrt.wire.codec import Chunks, build, codec_for
+from streamrt.wire.codec import Chunks, codec_for
 from streamrt.wire.frame_check import check_response_lengths
 
 __all__ = (
     "ClientCodec",
     "UnsupportedVersionError",
     "api_name",
-    "build_entity",
     "client_codec",
     "kio_versions",
     "pick_version",
@@ -132,32 +130,3 @@ def pick_version(
             f"v{max(kio.start, min_version)}-v{min(kio.stop - 1, max_version)}"
         )
     return high
-
-
-@cache
-def _nested_entities(cls: type) -> dict[str, type]:
-    """Fields holding entities, alone or in arrays, nullable or not → the entity class."""
-    out: dict[str, type] = {}
-    for name, hint in typing.get_type_hints(cls).items():
-        for arg in typing.get_args(hint) or (hint,):
-            inner = typing.get_args(arg) if typing.get_origin(arg) is tuple else (arg,)
-            if inner and isinstance(inner[0], type) and dataclasses.is_dataclass(inner[0]):
-                out[name] = inner[0]
-    return out
-
-
-def build_entity(cls: type, **entity_fields: Any) -> Any:
-    """:func:`streamrt.wire.codec.build`, recursing into nullable nested arrays too.
-
-    ``build`` skips fields typed ``tuple[Entity, ...] | None`` (Metadata's and OffsetFetch's
-    ``topics``); building every nested dict here keeps such requests expressible as dicts.
-    """
-    for name, nested in _nested_entities(cls).items():
-        value = entity_fields.get(name)
-        if isinstance(value, dict):
-            entity_fields[name] = build_entity(nested, **value)
-        elif isinstance(value, (list, tuple)):
-            entity_fields[name] = tuple(
-                build_entity(nested, **v) if isinstance(v, dict) else v for v in value
-            )
-    return build(cls, **entity_fields)

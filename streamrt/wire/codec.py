@@ -19,7 +19,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-__all__ = ("Chunks", "Codec", "build", "codec_for", "encode_response", "ms")
+__all__ = ("Chunks", "Codec", "build", "codec_for", "encode_response", "field_info", "ms")
 
 
 class Chunks(list[bytes]):
@@ -78,7 +78,7 @@ def _nested_entity(hint: Any) -> Any:
 
 
 @cache
-def _field_info(cls: type) -> dict[str, tuple[str, Any]]:
+def field_info(cls: type) -> dict[str, tuple[str, Any]]:
     """field name → (kafka_type, nested entity class or None)."""
     hints = typing.get_type_hints(cls)
     info: dict[str, tuple[str, Any]] = {}
@@ -109,7 +109,7 @@ def _convert(kafka_type: str, nested: Any, value: Any) -> Any:
 
 def build(cls: type, **fields: Any) -> Any:
     """Instantiate a kio entity from a superset of fields (see the module docstring)."""
-    info = _field_info(cls)
+    info = field_info(cls)
     kwargs = {
         name: _convert(info[name][0], info[name][1], value)
         for name, value in fields.items()

@@ -85,11 +85,9 @@ def leave_response(
     members: Sequence[tuple[str, str | None, ErrorCode]] = (),
 ) -> Any:
     """v0-2 have one member and a top-level error only: the member's error when no top-level."""
-    if version < 3:
-        if error is ErrorCode.none and members:
-            error = members[0][2]
-        return build(response_cls(ApiKey.LEAVE_GROUP, version), throttle_time=0, error_code=error)
-    return build(
+    if version < 3 and error is ErrorCode.none and members:
+        error = members[0][2]
+    return build(  # v0-2: build drops the members field they lack
         response_cls(ApiKey.LEAVE_GROUP, version),
         throttle_time=0,
         error_code=error,

@@ -189,10 +189,11 @@ def test_pick_version_explains_when_there_is_no_common_version() -> None:
         pick_version({}, LEAVE_GROUP)
 
 
-def test_build_entity_builds_nested_dicts_inside_nullable_arrays() -> None:
-    from streamrt.admin.connection import build_entity, client_codec
+def test_build_builds_nested_dicts_inside_nullable_arrays() -> None:
+    from streamrt.admin.connection import client_codec
+    from streamrt.wire.codec import build
 
-    request = build_entity(
+    request = build(
         client_codec(9, 9).request_cls,  # OffsetFetch v9: groups[].topics is nullable
         groups=[{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [1]}]}],
         require_stable=False,
@@ -200,5 +201,5 @@ def test_build_entity_builds_nested_dicts_inside_nullable_arrays() -> None:
     (group,) = request.groups
     assert (group.topics[0].name, group.topics[0].partition_indexes) == ("t", (1,))
     metadata = client_codec(3, 12).request_cls
-    all_topics = build_entity(metadata, topics=None, include_topic_authorized_operations=False)
+    all_topics = build(metadata, topics=None, include_topic_authorized_operations=False)
     assert all_topics.topics is None

@@ -35,16 +35,6 @@ def _tiny(tmp_path: Path, scenario: str, *extra: str) -> tuple[str, list[dict[st
     return printed, json.loads((out / "rebalance_cooperative.json").read_text())
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open bug: under exactly_once_v2 a cooperative scale-out sometimes counts one kept "
-    "partition's early input twice (90-462 duplicates, ~1 run in 3 in loaded CI runs). 8a51804 "
-    "fixed one mechanism (a follower's stale generation, proven by "
-    "tests/membership/test_cooperative.py on both brokers) but a CI run after it failed the "
-    "same way, beside a 'librdkafka consumer went back ... to 0' warning on another partition: "
-    "a partition re-read from offset 0 by a re-created task whose store kept its counts is the "
-    "lead hypothesis. Tracked in the closing note",
-)
 def test_rebalance_cooperative_runs_both_protocols_and_stays_exact(tmp_path: Path) -> None:
     printed, runs = _tiny(tmp_path, "a")
     rows = {m[0]: [c.strip() for c in m[1].split("|")] for m in ROW.findall(printed)}

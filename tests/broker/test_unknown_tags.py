@@ -8,7 +8,8 @@ import socket
 import uuid
 
 from streamrt.broker.embedded import BrokerThread
-from streamrt.wire.client_codec import build_entity, client_codec
+from streamrt.wire.client_codec import client_codec
+from streamrt.wire.codec import build
 
 METADATA = 3
 UNKNOWN = b"\x01\x63\x02ab"  # one tagged field: tag 99, 2 bytes
@@ -17,7 +18,7 @@ UNKNOWN = b"\x01\x63\x02ab"  # one tagged field: tag 99, 2 bytes
 def _frame(topic: str) -> bytes:
     """Metadata v12 for one topic, without the 4-byte size prefix."""
     codec = client_codec(METADATA, 12)
-    request = build_entity(
+    request = build(
         codec.request_cls,
         topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
         allow_auto_topic_creation=False,

@@ -294,15 +294,16 @@ def test_a_member_whose_callback_outlasts_its_session_stays_in_the_group(
     broker: Any,
 ) -> None:
     """As Kafka's heartbeat thread, the member heartbeats while its callbacks run: an assigned
-    callback of 3 session timeouts costs the member nothing (before, the coordinator removed it:
-    UNKNOWN_MEMBER_ID, its partitions lost)."""
+    callback of 2 session timeouts costs the member nothing (before, the coordinator removed it:
+    UNKNOWN_MEMBER_ID, its partitions lost). Ten heartbeats per session: a loaded machine
+    delaying a few must not fail the test (1.5 s sessions did, once, beside a CI run)."""
     topic, group = _names()
     create_topic(broker.bootstrap, topic, partitions=4)
-    fast = {"session.timeout.ms": 1500, "heartbeat.interval.ms": 300}
+    fast = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 300}
 
     async def scenario() -> None:
         async with closing([]) as members:
-            slow_listener = _SlowAssigned(4.5)
+            slow_listener = _SlowAssigned(6.5)
             a = member(broker.bootstrap, group, topic, instance="a", protocol="cooperative", **fast)
             a.listener = slow_listener
             slow_listener.member = a
@@ -311,7 +312,7 @@ def test_a_member_whose_callback_outlasts_its_session_stays_in_the_group(
             b = member(broker.bootstrap, group, topic, instance="b", protocol="cooperative", **fast)
             await _started(members, b)
             await wait_until_async(lambda: balanced([a, b], 4, topic), BOUND, "a 2/2 split")
-            await asyncio.sleep(2.0)  # the session of a member that stopped beating is over
+            await asyncio.sleep(3.5)  # the session of a member that stopped beating is over
             assert not slow_listener.of("lost") and a.error is None
             assert balanced([a, b], 4, topic)
 

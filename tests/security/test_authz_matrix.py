@@ -21,7 +21,8 @@ from streamrt.admin.security import AdminSecurity
 from streamrt.client_config import SaslCredentials
 from streamrt.security.scram import mechanism, salted_password
 from streamrt.wire.api_keys import ApiKey
-from streamrt.wire.client_codec import build_entity, client_codec
+from streamrt.wire.client_codec import client_codec
+from streamrt.wire.codec import build
 from tests.security.authz_model import (
     AUTH_ERRORS,
     CLUSTER,
@@ -169,7 +170,7 @@ async def _check(broker: Any, row: Row, slug: str) -> None:
                 return await conn.call(row.api, max_version=row.max_version, **row.request(n))
             at = row.raw_error_at
             codec = client_codec(row.api, conn.version_for(row.api, max_version=row.max_version))
-            request = build_entity(codec.request_cls, **row.request(n))
+            request = build(codec.request_cls, **row.request(n))
             return await conn.send(
                 codec, request, lambda p: RawError(int.from_bytes(p[at : at + 2], "big"))
             )

@@ -13,7 +13,6 @@ from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.client_codec import (
     UnsupportedVersionError,
-    build_entity,
     client_codec,
     kio_versions,
     pick_version,
@@ -41,7 +40,7 @@ def test_every_api_key_has_request_and_response_schemas(key: ApiKey) -> None:
 def _client_frame_to_broker(key: ApiKey, version: int, **fields: object) -> tuple[object, object]:
     """Encode with the client side, decode with the broker side: (header, body)."""
     cc = client_codec(key, version)
-    request = build_entity(cc.request_cls, **fields)
+    request = build(cc.request_cls, **fields)
     frame = cc.encode_request(1234, "wire-test", request)
     size = struct.unpack_from(">i", frame)[0]
     assert size == len(frame) - 4
@@ -148,5 +147,4 @@ def test_admin_still_exports_the_moved_client_helpers() -> None:
     from streamrt.admin import connection
 
     assert connection.client_codec is client_codec
-    assert connection.build_entity is build_entity
     assert connection.UnsupportedVersionError is UnsupportedVersionError

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 
 from streamrt.broker.consumer_group.embedded import (
@@ -89,7 +89,7 @@ class ClassicAnswer:
     records: Records = ()
 
 
-class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
+class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup, ConsumerMember]):
     """The consumer-group coordinator's steps for classic members and for the conversions."""
 
     config: ConsumerGroupConfig
@@ -357,7 +357,7 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
         member = None if group is None else group.members.get(member_id)
         if member is not None and member.classic is not None:
             return member.classic.session_timeout_ms
-        return self._session_timeout_ms()
+        return self.config.session_timeout_ms
 
     # -- join and sync timeouts ----------------------------------------------------------------
 
@@ -390,11 +390,6 @@ class ClassicMemberSteps(ModernGroupCoordinator[ConsumerGroup]):
         self.timer.schedule(
             key, group.members[member_id].rebalance_timeout_ms, self._expiry(group_id, expire)
         )
-
-    @abc.abstractmethod
-    def _fence_members(
-        self, group: ConsumerGroup, member_ids: Collection[str], may_downgrade: bool = True
-    ) -> None: ...
 
 
 def _check_protocols(

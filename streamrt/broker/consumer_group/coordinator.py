@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
-from streamrt.broker.consumer_group.assignors import ASSIGNORS, MemberSpec
+from streamrt.broker.consumer_group.assignors import ASSIGNORS, Assignment, MemberSpec
 from streamrt.broker.consumer_group.classic_members import ClassicMemberSteps, Downgrade
 from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
 from streamrt.broker.consumer_group.member import (
@@ -40,14 +40,7 @@ from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
 from streamrt.broker.modern_group.coordinator import Records, Timer
-from streamrt.broker.modern_group.member import (
-    check_size,
-    fenced_instance,
-    member_changes,
-    unknown_instance,
-    unknown_member,
-    unreleased_instance,
-)
+from streamrt.broker.modern_group.member import member_changes
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -60,6 +53,7 @@ _T = TypeVar("_T")
 
 class ConsumerGroupCoordinator(ClassicMemberSteps):
     kind = "consumer"
+    config: ConsumerGroupConfig
 
     def __init__(
         self,
@@ -120,10 +114,7 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
         for group in self.groups.values():
             group.subscription_metadata = group.subscription(topics)
             group.assignor_name = self._preferred_assignor(group)
-            for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_rebalance_timeout(group.group_id, member)
+            self._start_timers(group)
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
@@ -180,7 +171,6 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
         bump = joining and replaced is None and member_id not in group.members
         bump = bump or not _same_subscription(member, updated)
         final = self._advance(group, updated, replaced, bump, req.owned)
-        self._schedule_session_timeout(group.group_id, member_id)
         full = (
             req.rebalance_timeout_ms != -1
             and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
@@ -196,52 +186,6 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
             dict(final.assigned) if send else None,
         )
 
-    def _dynamic_member(
-        self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str
-    ) -> ConsumerMember:
-        member = group.members.get(member_id)
-        if member is None:
-            if req.member_epoch != 0:
-                raise unknown_member(member_id, group.group_id)
-            check_size(group, self.config.max_size, self.kind)
-            return ConsumerMember(member_id=member_id)
-        if req.member_epoch == 0:
-            # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
-            # the old incarnation goes, its partitions are free, and it starts afresh
-            self._fence_members(group, (member_id,), may_downgrade=False)
-            return ConsumerMember(member_id=member_id)
-        self._check_epoch(member, req)
-        return member
-
-    def _static_member(
-        self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str
-    ) -> tuple[ConsumerMember, ConsumerMember | None]:
-        """(the member, the previous member it replaces); Kafka's
-        ``getOrMaybeSubscribeStaticConsumerGroupMember``."""
-        assert req.instance_id is not None
-        existing = group.static_member(req.instance_id)
-        if req.member_epoch == 0:
-            if existing is None:
-                if member_id not in group.members:
-                    check_size(group, self.config.max_size, self.kind)
-                return group.members.get(member_id) or ConsumerMember(member_id=member_id), None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH and existing.classic is None:
-                # a classic member never leaves at -2: a consumer-protocol member with its
-                # instance id replaces it at once (a static member switching protocols)
-                raise unreleased_instance(existing.member_id, req.instance_id)
-            if existing.member_id == member_id:
-                return dataclasses.replace(existing, member_epoch=0, previous_member_epoch=0), None
-            heir = dataclasses.replace(
-                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
-            )
-            return heir, existing
-        if existing is None:
-            raise unknown_instance(req.instance_id)
-        if existing.member_id != member_id:
-            raise fenced_instance(member_id, req.instance_id, existing.member_id)
-        self._check_epoch(existing, req)
-        return existing, None
-
     def _advance(
         self,
         group: ConsumerGroup,
@@ -253,13 +197,9 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
         """Kafka's steps 1-3 of a member's heartbeat or classic JoinGroup: put the member (an
         heir takes a replaced static member's target; no new epoch), bump the group epoch on a
         change of members or subscriptions, compute the target, reconcile the member."""
-        member_id = updated.member_id
         topics = self.topics()
         if replaced is not None:
-            target = group.target.get(replaced.member_id, {})
-            group.remove(replaced.member_id)
-            self._cancel_timers(group.group_id, replaced.member_id)
-            group.target[member_id] = target
+            self._take_over(group, replaced, updated.member_id)
         group.put(updated)
         subscription = group.subscription(topics)
         if bump or subscription != group.subscription_metadata:
@@ -270,20 +210,21 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
         final = reconcile(
             updated,
             group.assignment_epoch,
-            group.target.get(member_id, {}),
+            group.target.get(updated.member_id, {}),
             group.owner_epoch,
             owned,
         )
         group.put(final)
-        if final != updated:
-            if final.state is MemberState.UNREVOKED_PARTITIONS:
-                self._schedule_rebalance_timeout(group.group_id, final)
-            else:
-                self.timer.cancel(self._rebalance_key(group.group_id, member_id))
+        self._after_reconcile(group, updated, final)
         return final
 
-    @staticmethod
-    def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:
+    def _new_member(self, member_id: str) -> ConsumerMember:
+        return ConsumerMember(member_id=member_id)
+
+    def _no_target(self) -> Assignment:
+        return {}
+
+    def _check_epoch(self, member: ConsumerMember, req: HeartbeatRequest) -> None:
         """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: the previous epoch is still
         accepted if what the member owns fits its assignment (the answer may have been lost)."""
         if req.member_epoch > member.member_epoch:
@@ -343,19 +284,21 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
     def _fence_members(
         self, group: ConsumerGroup, member_ids: Collection[str], may_downgrade: bool = True
     ) -> None:
-        """Remove members; the group epoch bumps once, so the others get a new target. If
-        only classic members remain, the group may become a classic one (not when a member is
+        """As every protocol's; the subscribed topics' metadata is taken again. If only
+        classic members remain, the group may become a classic one (not when a member is
         fenced only to rejoin at once)."""
-        for member_id in member_ids:
-            group.remove(member_id)
-            self._cancel_timers(group.group_id, member_id)
-        group.group_epoch += 1
+        super()._fence_members(group, member_ids)
         group.subscription_metadata = group.subscription(self.topics())
         if may_downgrade:
             self._after_fence(group)
 
-    def _session_timeout_ms(self) -> int:
-        return self.config.session_timeout_ms
+    def _fence_rejoining(self, group: ConsumerGroup, member_id: str) -> None:
+        self._fence_members(group, (member_id,), may_downgrade=False)
+
+    def _released(self, existing: ConsumerMember) -> bool:
+        """A classic member never leaves at -2: a consumer-protocol member with its instance
+        id replaces it at once (a static member switching protocols), as in Kafka."""
+        return existing.member_epoch == STATIC_LEAVE_EPOCH or existing.classic is not None
 
     def _revoking(self, member: ConsumerMember) -> bool:
         return member.state is MemberState.UNREVOKED_PARTITIONS

@@ -21,8 +21,7 @@ from kio.schema.index import schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from streamrt.wire.client_codec import build_entity
-from streamrt.wire.codec import Chunks
+from streamrt.wire.codec import Chunks, build
 
 __all__ = (
     "PROTOCOL_TYPE",
@@ -112,7 +111,7 @@ def decode_assignment(data: bytes) -> Partitions:
 
 def encode_assignment(partitions: Mapping[str, frozenset[int]], version: int = 3) -> bytes:
     used, cls = _schema(_ASSIGNMENT, max(version, 0))
-    entity = build_entity(
+    entity = build(
         cls,
         assigned_partitions=[
             {"topic": t, "partitions": sorted(ps)} for t, ps in sorted(partitions.items()) if ps

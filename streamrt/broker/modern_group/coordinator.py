@@ -1,9 +1,11 @@
 """The part of the consumer-group and streams-group coordinators that is the same logic
 (Kafka keeps it in ``ModernGroup`` and the shared paths of ``GroupMetadataManager``):
-session and rebalance timers and their expiry, leaving, removal by LeaveGroup, the member
-checks of OffsetCommit/OffsetFetch, the group queries. Each protocol's coordinator subclasses it and
-keeps what differs (heartbeat, assignment, records). Still a pure state machine: time only
-through the injected ``Timer``.
+session and rebalance timers and their expiry, the heartbeat's member steps (who the
+heartbeat's member is, dynamic or static, a static member's heir, the timers after its
+reconciliation), leaving, removal by LeaveGroup, the member checks of OffsetCommit/OffsetFetch,
+the group queries. Each protocol's coordinator subclasses it and keeps what differs (the
+heartbeat's flow, the member's fields and epoch check, assignment, records). Still a pure
+state machine: time only through the injected ``Timer``.
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ from streamrt.broker.modern_group.member import (
     STATIC_LEAVE_EPOCH,
     ModernGroup,
     ModernMember,
+    check_size,
+    fenced_instance,
     leaving_member,
     removed_member,
+    unknown_instance,
+    unknown_member,
+    unreleased_instance,
 )
 from streamrt.errors import ErrorCode, KafkaError
 
-__all__ = ("ModernGroupCoordinator", "Records", "Timer")
+__all__ = ("MemberHeartbeat", "ModernGroupConfig", "ModernGroupCoordinator", "Records", "Timer")
 
 logger = logging.getLogger(__name__)
 Records = tuple[CoordinatorRecord, ...]
 G = TypeVar("G", bound=ModernGroup[Any])
+M = TypeVar("M", bound=ModernMember)
 _T = TypeVar("_T")
 
 
@@ -43,11 +51,32 @@ class Timer(Protocol):
     def is_scheduled(self, key: str) -> bool: ...
 
 
-class ModernGroupCoordinator(abc.ABC, Generic[G]):
-    """Shared steps over ``groups``; ``kind`` ("consumer", "streams") names the timers and
-    the logs, so the two protocols' keys never meet in the one timer."""
+class ModernGroupConfig(Protocol):
+    """What the shared steps read of a protocol's group config."""
+
+    @property
+    def session_timeout_ms(self) -> int: ...
+
+    @property
+    def max_size(self) -> int: ...
+
+
+class MemberHeartbeat(Protocol):
+    """What the shared member steps read of a heartbeat (both protocols' requests)."""
+
+    @property
+    def member_epoch(self) -> int: ...
+
+    @property
+    def instance_id(self) -> str | None: ...
+
+
+class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
+    """Shared steps over ``groups`` of members ``M``; ``kind`` ("consumer", "streams") names
+    the timers and the logs, so the two protocols' keys never meet in the one timer."""
 
     kind: str
+    config: ModernGroupConfig
     timer: Timer
     groups: dict[str, G]
 
@@ -56,23 +85,27 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
         """Run ``op`` and return the records of what it changed in the group."""
 
     @abc.abstractmethod
+    def _revoking(self, member: Any) -> bool:
+        """The member still has to revoke what it was told to (its rebalance timer runs)."""
+
+    @abc.abstractmethod
+    def _new_member(self, member_id: str) -> M:
+        """A member joining afresh (at epoch 0)."""
+
+    @abc.abstractmethod
+    def _check_epoch(self, member: M, req: Any) -> None:
+        """FENCED_MEMBER_EPOCH unless the heartbeat's epoch is the member's (or its previous
+        one, when what it owns fits its assignment: the answer may have been lost)."""
+
     def _fence_members(self, group: G, member_ids: Collection[str]) -> None:
         """Remove members; the group epoch bumps once, so the others get a new target."""
+        for member_id in member_ids:
+            group.remove(member_id)
+            self._cancel_timers(group.group_id, member_id)
+        group.group_epoch += 1
 
     def _fence(self, group: G, member_id: str) -> None:
         self._fence_members(group, (member_id,))
-
-    @abc.abstractmethod
-    def _session_timeout_ms(self) -> int: ...
-
-    def _member_session_timeout_ms(self, group_id: str, member_id: str) -> int:
-        """One member's session timeout: the group's, unless a protocol keeps its own per
-        member (a classic member of a consumer group brings it in its JoinGroup)."""
-        return self._session_timeout_ms()
-
-    @abc.abstractmethod
-    def _revoking(self, member: Any) -> bool:
-        """The member still has to revoke what it was told to (its rebalance timer runs)."""
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -94,6 +127,86 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
         if group is None:
             raise KafkaError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         return group
+
+    # -- the heartbeat's member ---------------------------------------------------------------
+
+    def _rejoins(self, member: M, req: MemberHeartbeat) -> bool:
+        """A known member sending epoch 0 rejoins afresh: its old incarnation is fenced."""
+        return req.member_epoch == 0
+
+    def _dynamic_member(self, group: G, req: MemberHeartbeat, member_id: str) -> M:
+        """The member a heartbeat without instance id names (Kafka's
+        ``getOrMaybeSubscribeDynamic*GroupMember``)."""
+        member: M | None = group.members.get(member_id)
+        if member is None:
+            if req.member_epoch != 0:
+                raise unknown_member(member_id, group.group_id)
+            check_size(group, self.config.max_size, self.kind)
+            return self._new_member(member_id)
+        if self._rejoins(member, req):
+            # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
+            # the old incarnation goes, what it held is free, and it starts afresh
+            self._fence_rejoining(group, member_id)
+            return self._new_member(member_id)
+        self._check_epoch(member, req)
+        return member
+
+    def _static_member(self, group: G, req: MemberHeartbeat, member_id: str) -> tuple[M, M | None]:
+        """(the member, the previous member it replaces): Kafka's
+        ``getOrMaybeSubscribeStaticConsumerGroupMember`` (KAFKA-20169's streams ones too)."""
+        assert req.instance_id is not None
+        existing: M | None = group.static_member(req.instance_id)
+        if req.member_epoch == 0:
+            if existing is None:
+                if member_id not in group.members:
+                    check_size(group, self.config.max_size, self.kind)
+                known: M | None = group.members.get(member_id)
+                return known or self._new_member(member_id), None
+            if not self._released(existing):
+                raise unreleased_instance(existing.member_id, req.instance_id)
+            heir = dataclasses.replace(
+                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
+            )
+            return heir, None if existing.member_id == member_id else existing
+        if existing is None:
+            raise unknown_instance(req.instance_id)
+        if existing.member_id != member_id:
+            raise fenced_instance(member_id, req.instance_id, existing.member_id)
+        self._check_epoch(existing, req)
+        return existing, None
+
+    def _fence_rejoining(self, group: G, member_id: str) -> None:
+        """Fence a member that rejoins at once under the same id (a protocol may skip what
+        it does after a fence: a consumer group's downgrade)."""
+        self._fence(group, member_id)
+
+    def _released(self, existing: M) -> bool:
+        """A static member's instance id may be taken over: it left at epoch -2 (a consumer
+        group's classic members never do, and are replaced at once)."""
+        return existing.member_epoch == STATIC_LEAVE_EPOCH
+
+    def _no_target(self) -> Any:
+        """What a static member's heir gets as its target if the member it replaces had none
+        (None: nothing)."""
+        return None
+
+    def _take_over(self, group: G, replaced: M, heir_id: str) -> None:
+        """A static member's heir takes its target over: no new group epoch."""
+        target = group.target.get(replaced.member_id, self._no_target())
+        group.remove(replaced.member_id)
+        self._cancel_timers(group.group_id, replaced.member_id)
+        if target is not None:
+            group.target[heir_id] = target
+
+    def _after_reconcile(self, group: G, updated: M, final: M) -> None:
+        """The member's rebalance timer runs while it revokes (started when its step left it
+        revoking, stopped when not), and its session starts again."""
+        if final != updated:
+            if self._revoking(final):
+                self._schedule_rebalance_timeout(group.group_id, final)
+            else:
+                self.timer.cancel(self._rebalance_key(group.group_id, final.member_id))
+        self._schedule_session_timeout(group.group_id, final.member_id)
 
     # -- leaving -------------------------------------------------------------------------------
 
@@ -168,6 +281,19 @@ class ModernGroupCoordinator(abc.ABC, Generic[G]):
             rebalance = self._rebalance_key(group_id, member.member_id)
             if self._revoking(member) and not self.timer.is_scheduled(rebalance):
                 self._schedule_rebalance_timeout(group_id, member)
+
+    def _start_timers(self, group: G) -> None:
+        """After load: every member's session timer starts afresh, and the rebalance timer of
+        one still revoking (Kafka's ``onLoaded``)."""
+        for member in group.members.values():
+            self._schedule_session_timeout(group.group_id, member.member_id)
+            if self._revoking(member):
+                self._schedule_rebalance_timeout(group.group_id, member)
+
+    def _member_session_timeout_ms(self, group_id: str, member_id: str) -> int:
+        """One member's session timeout: the group's, unless a protocol keeps its own per
+        member (a classic member of a consumer group brings it in its JoinGroup)."""
+        return self.config.session_timeout_ms
 
     def _expiry(self, group_id: str, expire: Callable[[], None]) -> Callable[[], Result]:
         return lambda: Result(records=self._tracked(group_id, expire)[1])

@@ -7,7 +7,7 @@ Typed by small protocols so neither group package imports the other.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -34,7 +34,10 @@ STATIC_LEAVE_EPOCH = -2
 
 
 class ModernMember(Protocol):
-    """What the shared logic reads of a member (frozen dataclasses in both packages)."""
+    """What the shared logic reads of a member (frozen dataclasses in both packages, which
+    the shared heartbeat steps copy with ``dataclasses.replace``)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
     @property
     def member_id(self) -> str: ...

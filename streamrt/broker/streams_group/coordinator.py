@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
-from streamrt.broker.modern_group.member import (
-    check_size,
-    fenced_instance,
-    unknown_instance,
-    unknown_member,
-    unreleased_instance,
+from streamrt.broker.modern_group.coordinator import (
+    MemberHeartbeat,
+    ModernGroupCoordinator,
+    Records,
+    Timer,
 )
 from streamrt.broker.streams_group import persist, planning, steps
 from streamrt.broker.streams_group.endpoints import partitions_by_endpoint
@@ -54,8 +52,9 @@ STALE_TOPOLOGY = 0
 SHUTDOWN_APPLICATION = 4
 
 
-class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
+class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup, StreamsMember]):
     kind = "streams"
+    config: StreamsGroupConfig
 
     def __init__(
         self,
@@ -105,10 +104,7 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             except KafkaError as exc:  # kept as loaded; the next heartbeat reports it
                 logger.warning("streams group %s: %s", group.group_id, exc)
             group.metadata = group.metadata_of(topics)  # the hash is not reversible: as now
-            for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
-                if member.state is MemberState.UNREVOKED_TASKS:
-                    self._schedule_rebalance_timeout(group.group_id, member)
+            self._start_timers(group)
 
     # -- StreamsGroupHeartbeat -----------------------------------------------------------------
 
@@ -155,9 +151,9 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         group = self._group(req.group_id, joining)
         replaced: StreamsMember | None = None
         if req.instance_id is not None:
-            member, replaced = self._static_member(group, req)
+            member, replaced = self._static_member(group, req, req.member_id)
         else:
-            member = self._dynamic_member(group, req)
+            member = self._dynamic_member(group, req, req.member_id)
         updated = apply_fields(member, req)
         bump = self._member_changed(group, member, updated, replaced, joining)
         # every check that can refuse the heartbeat runs before a replaced member goes
@@ -166,12 +162,8 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         configured = steps.configure(group, topics)
         if configured.ready:
             check_tasks(req.owned, configured.tasks)
-        if replaced is not None:  # the heir takes the target over: no new group epoch
-            target = group.target.get(replaced.member_id)
-            group.remove(replaced.member_id)
-            self._cancel_timers(group.group_id, replaced.member_id)
-            if target is not None:
-                group.target[updated.member_id] = target
+        if replaced is not None:
+            self._take_over(group, replaced, updated.member_id)
         group.put(updated)
         status: list[Status] = []
         bump = steps.metadata_changed(group, configured, topics, self._standbys(group)) or bump
@@ -207,16 +199,6 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         if replaced is not None or new.instance_id is not None:
             return _assignor_view(old) != _assignor_view(new)
         return new != old
-
-    def _after_reconcile(
-        self, group: StreamsGroup, updated: StreamsMember, final: StreamsMember
-    ) -> None:
-        if final != updated:
-            if final.state is MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance_timeout(group.group_id, final)
-            else:
-                self.timer.cancel(self._rebalance_key(group.group_id, final.member_id))
-        self._schedule_session_timeout(group.group_id, final.member_id)
 
     def _answer(
         self,
@@ -267,47 +249,15 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
             dict(configured.to_create) if configured.status else {},
         )
 
-    def _dynamic_member(self, group: StreamsGroup, req: StreamsHeartbeatRequest) -> StreamsMember:
-        member = group.members.get(req.member_id)
-        if member is None:
-            if req.member_epoch != 0:
-                raise unknown_member(req.member_id, group.group_id)
-            check_size(group, self.config.max_size, self.kind)
-            return StreamsMember(member_id=req.member_id)
-        if req.member_epoch == 0 and member.member_epoch != 0:
-            # rejoining under the same id (after FENCED_MEMBER_EPOCH): it starts afresh
-            self._fence(group, member.member_id)
-            return StreamsMember(member_id=req.member_id)
-        check_epoch(member, req)
-        return member
+    def _new_member(self, member_id: str) -> StreamsMember:
+        return StreamsMember(member_id=member_id)
 
-    def _static_member(
-        self, group: StreamsGroup, req: StreamsHeartbeatRequest
-    ) -> tuple[StreamsMember, StreamsMember | None]:
-        """(the member, the previous member it replaces): KAFKA-20169's static members, as
-        KIP-848's ``getOrMaybeSubscribeStaticConsumerGroupMember``."""
-        assert req.instance_id is not None
-        existing = group.static_member(req.instance_id)
-        if req.member_epoch == 0:
-            if existing is None:
-                if req.member_id not in group.members:
-                    check_size(group, self.config.max_size, self.kind)
-                known = group.members.get(req.member_id)
-                return known or StreamsMember(member_id=req.member_id), None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
-                raise unreleased_instance(existing.member_id, req.instance_id)
-            heir = dataclasses.replace(
-                existing, member_id=req.member_id, member_epoch=0, previous_member_epoch=0
-            )
-            if existing.member_id == req.member_id:
-                return heir, None
-            return heir, existing
-        if existing is None:
-            raise unknown_instance(req.instance_id)
-        if existing.member_id != req.member_id:
-            raise fenced_instance(req.member_id, req.instance_id, existing.member_id)
-        check_epoch(existing, req)
-        return existing, None
+    def _rejoins(self, member: StreamsMember, req: MemberHeartbeat) -> bool:
+        """Epoch 0 from a member already at 0 (its topology not ready yet) is no rejoin."""
+        return req.member_epoch == 0 and member.member_epoch != 0
+
+    def _check_epoch(self, member: StreamsMember, req: StreamsHeartbeatRequest) -> None:
+        check_epoch(member, req)
 
     def _standbys(self, group: StreamsGroup) -> int:
         """The broker's count for every group (group-level configs are not served)."""
@@ -319,16 +269,6 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup]):
         group = self._group(req.group_id, False)
         self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return StreamsHeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch)
-
-    def _fence_members(self, group: StreamsGroup, member_ids: Collection[str]) -> None:
-        """Remove members; the group epoch bumps once, so the others get a new target."""
-        for member_id in member_ids:
-            group.remove(member_id)
-            self._cancel_timers(group.group_id, member_id)
-        group.group_epoch += 1
-
-    def _session_timeout_ms(self) -> int:
-        return self.config.session_timeout_ms
 
     def _revoking(self, member: StreamsMember) -> bool:
         return member.state is MemberState.UNREVOKED_TASKS

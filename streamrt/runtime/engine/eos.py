@@ -129,12 +129,18 @@ async def commit_transaction(
 async def abort_transaction(collector: TransactionalSink, tasks: Iterable[DiscardingTask]) -> bool:
     """Abort the open transaction and discard every task's staged writes.
 
+    With no transaction open the collector is reset all the same: records sent since the
+    last commit wait there for the drain that begins the next transaction (Kafka's producer
+    would have begun it at the first send, and its abort drops them), and kept they would
+    be committed with the next transaction while their input is read again.
+
     Returns False if the producer could not abort (fenced or fatal): it must be re-created,
     and its new InitProducerId aborts the open transaction on the broker.
     """
     for task in tasks:
         task.discard_uncommitted()
     if not collector.in_transaction:
+        collector.reset()
         return True
     try:
         await collector.abort()

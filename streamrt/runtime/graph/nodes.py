@@ -18,7 +18,9 @@ from streamrt.runtime.processor import Processor, ProcessorContext, ValueAndTime
 from streamrt.serde import Serde
 
 __all__ = (
+    "Closers",
     "NullKeyFilter",
+    "Reader",
     "StreamNode",
     "TableNode",
     "TimedGet",
@@ -38,26 +40,54 @@ class NullKeyFilter(Processor):
 
 
 TimedGet = Callable[[Any], ValueAndTimestamp | None]
+#: what a reader opened and closes with its processor (``ValueGetter.build``)
+Closers = list[Callable[[], None]]
 
 
 @dataclass(frozen=True, slots=True)
 class ValueGetter:
-    """How a processor reads a table by key: the stores it needs in its task, and a factory
-    of ``get(key) -> ValueAndTimestamp | None`` given the processor's context (Kafka's
-    ``KTableValueGetter``: table joins need the other row's timestamp)."""
+    """How a processor reads a table by key: the stores it needs in its task, and
+    ``build(ctx, closers)``, which makes ``get(key) -> ValueAndTimestamp | None`` for the
+    processor's context (Kafka's ``KTableValueGetter``: table joins need the other row's
+    timestamp) and appends to ``closers`` what it opened (a ``transform_values`` getter's
+    transformer), since the reading processor must close it with the task, as Kafka's
+    ``KTableValueGetter.close``. Processors call :meth:`open`, never ``build``."""
 
     stores: tuple[str, ...]
-    make_timed: Callable[[ProcessorContext], TimedGet]
+    build: Callable[[ProcessorContext, Closers], TimedGet]
 
-    def make(self, ctx: ProcessorContext) -> Callable[[Any], Any]:
-        """``get(key)``: the value only."""
-        timed = self.make_timed(ctx)
+    def open(self, ctx: ProcessorContext) -> Reader:
+        """The processor's reader; its ``close()`` belongs in the processor's ``close()``."""
+        closers: Closers = []
+        return Reader(self.build(ctx, closers), closers)
 
-        def get(key: Any) -> Any:
-            found = timed(key)
-            return None if found is None else found.value
 
-        return get
+class Reader:
+    """One processor's read access to a table: ``timed(key)`` (value and timestamp),
+    ``value(key)``, and ``close()`` of what the getter chain opened."""
+
+    __slots__ = ("_closers", "timed")
+
+    def __init__(self, timed: TimedGet, closers: Closers) -> None:
+        self.timed = timed
+        self._closers = closers
+
+    def value(self, key: Any) -> Any:
+        found = self.timed(key)
+        return None if found is None else found.value
+
+    def close(self) -> None:
+        """Close each once (a second call closes nothing); every one is closed even if one
+        raises, and the first error is raised after."""
+        closers, self._closers = self._closers, []
+        error: Exception | None = None
+        for close in closers:
+            try:
+                close()
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
 
 
 def _timed_store_get(ctx: ProcessorContext, store: str) -> TimedGet:
@@ -76,13 +106,13 @@ def _timed_store_get(ctx: ProcessorContext, store: str) -> TimedGet:
 
 
 def store_getter(store: str) -> ValueGetter:
-    return ValueGetter((store,), lambda ctx: _timed_store_get(ctx, store))
+    return ValueGetter((store,), lambda ctx, _closers: _timed_store_get(ctx, store))
 
 
 def no_getter(reason: str) -> ValueGetter:
     """A table that cannot be read by key (``reason`` says what to do instead)."""
 
-    def make(ctx: ProcessorContext) -> TimedGet:
+    def make(ctx: ProcessorContext, closers: Closers) -> TimedGet:
         raise ValueError(reason)
 
     return ValueGetter((), make)

@@ -167,7 +167,11 @@ class SubscriptionReceiveProcessor(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_store(self.store_name)
-        self.get_right = self.right.make_timed(context)
+        self.reader = self.right.open(context)
+        self.get_right = self.reader.timed
+
+    def close(self) -> None:
+        self.reader.close()
 
     def process(self, key: Any, value: Any) -> None:
         fk: bytes = key
@@ -241,7 +245,11 @@ class ResponseJoinProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.get_left = self.left.make(context)
+        self.reader = self.left.open(context)
+        self.get_left = self.reader.value
+
+    def close(self) -> None:
+        self.reader.close()
 
     def process(self, key: Any, value: Any) -> None:
         digest, right_bytes, _ = parse_response(value)

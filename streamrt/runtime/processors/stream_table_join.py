@@ -54,7 +54,8 @@ class StreamTableJoinProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.get = self.getter.make(context)
+        self.reader = self.getter.open(context)
+        self.get = self.reader.value
         self.as_of: Callable[[Any, int], Any] | None = None
         self.buffer: GraceBuffer | None = None
         if self.grace is not None:
@@ -63,6 +64,9 @@ class StreamTableJoinProcessor(Processor):
             if self.grace.buffer_store is not None:
                 store = context.get_store(self.grace.buffer_store)
                 self.buffer = GraceBuffer(store, *self.grace.serdes)
+
+    def close(self) -> None:
+        self.reader.close()
 
     def process(self, key: Any, value: Any) -> None:
         if value is None:

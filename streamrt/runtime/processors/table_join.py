@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamrt.runtime.graph.nodes import TimedGet, ValueGetter
+from streamrt.runtime.graph.nodes import Closers, TimedGet, ValueGetter
 from streamrt.runtime.processor import Change, Processor, ProcessorContext, ValueAndTimestamp
 from streamrt.runtime.processors.join_windows import Joiner, JoinKind
 from streamrt.runtime.processors.tables import as_change
@@ -24,7 +24,11 @@ class TableJoinSide(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.get = self.other_getter.make_timed(context)
+        self.reader = self.other_getter.open(context)
+        self.get = self.reader.timed
+
+    def close(self) -> None:
+        self.reader.close()
 
     def _join(self, this: Any, other: Any) -> Any:
         return self.joiner(this, other) if self.is_left else self.joiner(other, this)
@@ -70,8 +74,8 @@ def joined_getter(
     the larger of their timestamps (Kafka's join value getters)."""
     stores = tuple(dict.fromkeys(left.stores + right.stores))
 
-    def make(ctx: ProcessorContext) -> TimedGet:
-        lget, rget = left.make_timed(ctx), right.make_timed(ctx)
+    def make(ctx: ProcessorContext, closers: Closers) -> TimedGet:
+        lget, rget = left.build(ctx, closers), right.build(ctx, closers)
 
         def joined(key: Any) -> ValueAndTimestamp | None:
             lf, rf = lget(key), rget(key)

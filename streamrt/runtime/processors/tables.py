@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamrt.errors import StreamrtError
-from streamrt.runtime.graph.nodes import TimedGet, ValueGetter
+from streamrt.runtime.graph.nodes import Closers, TimedGet, ValueGetter
 from streamrt.runtime.processor import (
     Change,
     Processor,
@@ -178,8 +178,8 @@ def filter_getter(
 ) -> ValueGetter:
     """Reads of a filtered table: the parent's row if it passes, else None."""
 
-    def make(ctx: ProcessorContext) -> TimedGet:
-        get = parent.make_timed(ctx)
+    def make(ctx: ProcessorContext, closers: Closers) -> TimedGet:
+        get = parent.build(ctx, closers)
 
         def filtered(key: Any) -> ValueAndTimestamp | None:
             found = get(key)
@@ -194,8 +194,8 @@ def filter_getter(
 def map_values_getter(parent: ValueGetter, fn: Callable[[Any, Any], Any]) -> ValueGetter:
     """Reads of a mapped table: ``fn(key, value)`` of the parent's value, with its timestamp."""
 
-    def make(ctx: ProcessorContext) -> TimedGet:
-        get = parent.make_timed(ctx)
+    def make(ctx: ProcessorContext, closers: Closers) -> TimedGet:
+        get = parent.build(ctx, closers)
 
         def mapped(key: Any) -> ValueAndTimestamp | None:
             found = get(key)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from streamrt.errors import StreamrtError
-from streamrt.runtime.graph.nodes import TimedGet, ValueGetter
+from streamrt.runtime.graph.nodes import Closers, TimedGet, ValueGetter
 from streamrt.runtime.processor import Change, Processor, ProcessorContext, ValueAndTimestamp
 
 __all__ = (
@@ -103,11 +103,13 @@ class TableTransformValuesProcessor(Processor):
 
 def transform_values_getter(parent: ValueGetter, supplier: TransformerSupplier) -> ValueGetter:
     """Reads of an unmaterialized transformed table: the parent's value (None if absent)
-    through the reader's own transformer, with the parent row's timestamp."""
+    through the reader's own transformer, with the parent row's timestamp. The transformer
+    is closed with the reading processor (Kafka's ``KTableTransformValuesGetter.close``)."""
 
-    def make(ctx: ProcessorContext) -> TimedGet:
-        get = parent.make_timed(ctx)
+    def make(ctx: ProcessorContext, closers: Closers) -> TimedGet:
+        get = parent.build(ctx, closers)
         transformer = _started(supplier, ctx)
+        closers.append(transformer.close)
 
         def transformed(key: Any) -> ValueAndTimestamp | None:
             found = get(key)

@@ -106,3 +106,61 @@ def test_the_transformer_is_closed_with_the_task() -> None:
         assert driver.create_output_topic("out", "str", "str").read_value() == "v"
         assert Closing.closed == 0
     assert Closing.closed == 1
+
+
+class Counted(ValueTransformerWithKey):
+    """Upper-cases; records each instance made and how often each was closed."""
+
+    made: list[Counted] = []
+
+    def __init__(self) -> None:
+        self.closes = 0
+        Counted.made.append(self)
+
+    def transform(self, key: Any, value: Any) -> Any:
+        return None if value is None else value.upper()
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+def test_every_reader_transformer_is_closed_once_with_the_task() -> None:
+    """The transformers a join's value getter makes (Kafka's KTableTransformValuesGetter) are
+    closed with the task, as the processor's own one is: a table-table join (both sides read
+    the other) and a stream-table join each read the unmaterialized transformed table."""
+    b = StreamsBuilder()
+    upper = b.table("t", key_serde="str", value_serde="str").transform_values(Counted)
+    other = b.table("o", key_serde="str", value_serde="str")
+    upper.join(other, lambda u, o: f"{u}+{o}").to_stream().to("joined")
+    b.stream("s", key_serde="str", value_serde="str").join(upper, lambda s, u: f"{s}/{u}").to(
+        "looked-up"
+    )
+    Counted.made = []
+    with TopologyTestDriver(b) as driver:
+        driver.create_input_topic("t", "str", "str").pipe_input("k", "v")
+        driver.create_input_topic("o", "str", "str").pipe_input("k", "w")
+        driver.create_input_topic("s", "str", "str").pipe_input("k", "x")
+        assert driver.create_output_topic("joined", "str", "str").read_value() == "V+w"
+        assert driver.create_output_topic("looked-up", "str", "str").read_value() == "x/V"
+        # the processor's transformer, the join side reading the table, the stream lookup
+        assert len(Counted.made) == 3
+        assert [t.closes for t in Counted.made] == [0, 0, 0]
+    assert [t.closes for t in Counted.made] == [1, 1, 1]
+
+
+def test_a_foreign_key_joins_reader_transformers_are_closed_once_with_the_task() -> None:
+    """Both sides of a foreign-key join read an unmaterialized transformed table: the
+    subscription side the right table, the response side the left one."""
+    b = StreamsBuilder()
+    left = b.table("orders", key_serde="str", value_serde="str").transform_values(Counted)
+    right = b.table("products", key_serde="str", value_serde="str").transform_values(Counted)
+    joined = left.join(right, lambda o, p: f"{o}:{p}", foreign_key=lambda o: o.lower())
+    joined.to_stream().to("fk-out")
+    Counted.made = []
+    with TopologyTestDriver(b) as driver:
+        driver.create_input_topic("products", "str", "str").pipe_input("p", "pen")
+        driver.create_input_topic("orders", "str", "str").pipe_input("o1", "p")
+        assert driver.create_output_topic("fk-out", "str", "str").read_value() == "P:PEN"
+        assert len(Counted.made) == 4  # two processors' own, two readers
+        assert [t.closes for t in Counted.made] == [0, 0, 0, 0]
+    assert [t.closes for t in Counted.made] == [1, 1, 1, 1]

@@ -208,6 +208,84 @@ def test_librdkafka_going_back_by_itself_hands_nothing_out_twice(broker, caplog)
     asyncio.run(go())
 
 
+class _RepeatingConsume:
+    """librdkafka's consumer, except that its first non-empty ``consume`` hands every message
+    out twice in the one batch: the one thing isolated (what its late committed-offset answer
+    did in the rebalance benchmark, inside one fetch)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.repeated = inner, False
+
+    def consume(self, n: int, timeout: float) -> list[Any]:
+        messages = self.inner.consume(n, timeout)
+        if messages and not self.repeated:
+            self.repeated = True
+            return messages + messages
+        return messages
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_records_repeated_inside_one_fetch_are_handed_out_once(broker, caplog) -> None:
+    """A partition with no position yet whose first batch holds its records twice: the task
+    path gets each record once, in offset order, with a warning; the position is right."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, "rdc-twice", 1)
+    produce(bootstrap, "rdc-twice", [(b"k", f"v{i}".encode()) for i in range(5)])
+    tp = TopicPartition("rdc-twice", 0)
+
+    async def go() -> None:
+        consumer = _consumer(bootstrap, "rdc-twice")
+        await consumer.start()
+        consumer._consumer = _RepeatingConsume(consumer._consumer)
+        try:
+            consumer.assign([tp])
+            with caplog.at_level("WARNING"):
+                got = await _take(consumer, 5)
+                got += await _take(consumer, 1, timeout_s=1.0)
+            assert [r.offset for r in got] == list(range(5))
+            assert "went back on rdc-twice-0" in caplog.text
+            assert await consumer.position(tp) == 5
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(("reset", "first"), [("earliest", 0), ("latest", 5)])
+def test_a_partition_nobody_sought_starts_at_the_reset_not_at_librdkafkas_lookup(
+    broker, reset: str, first: int
+) -> None:
+    """librdkafka never looks up the group's committed offsets (its late answer can move a
+    partition restarted meanwhile back to the reset: librdkafka issue 5345): the member
+    listener seeks committed offsets itself, so a partition assigned without a seek starts at
+    ``auto.offset.reset``, here though the group has an offset committed (3)."""
+    bootstrap = broker.bootstrap
+    topic = f"rdc-reset-{reset}"
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, [(b"k", f"v{i}".encode()) for i in range(5)])
+    committer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": topic})
+    committer.commit(offsets=[confluent_kafka.TopicPartition(topic, 0, 3)], asynchronous=False)
+    committer.close()
+    tp = TopicPartition(topic, 0)
+
+    async def go() -> None:
+        config, _ = config_of(**{"bootstrap.servers": bootstrap, "auto.offset.reset": reset})
+        consumer = LibrdkafkaConsumer({**config, "group.id": topic}, max_records=1000)
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            got = await _take(consumer, max(1, 5 - first), timeout_s=1.5)  # latest: nothing
+            produce(bootstrap, topic, [(b"k", b"v5")])
+            got += await _take(consumer, 1, timeout_s=10.0)
+            assert [r.offset for r in got] == list(range(first, 6))
+        finally:
+            await consumer.stop()
+
+    asyncio.run(go())
+
+
 def test_a_topic_looked_up_in_vain_still_starts_once_it_exists(broker) -> None:
     """A partition of a topic this consumer has not read is held back while the topic is looked
     up. A topic that does not exist yet is not found; its partition still starts (librdkafka's

@@ -292,7 +292,8 @@ def test_only_a_thread_without_stores_drops_the_delivered_offsets() -> None:
         subs = tuple(app.topology.subtopologies("rdr"))
         env = ThreadEnv(config, app.topology, subs, "i-1", True, lambda *_a, **_kv: None)
         no_metadata: Any = lambda: None  # noqa: E731  (nothing is produced)
-        return ClientFactory(env, "rdr-thread-1", "i-1-1", None, no_metadata).thread_producer()
+        factory = ClientFactory(env, "rdr-thread-1", "i-1-1", None, no_metadata)
+        return factory.thread_producer(factory.thread_admin())
 
     stateless, stateful = App({"application.id": "rdr"}), App({"application.id": "rdr"})
     stateless.stream("rdr-in").filter(lambda k, v: True).to("rdr-out")

@@ -29,7 +29,11 @@ from streamrt.runtime.engine.clients.rdkafka_txn import (
     group_metadata_bytes,
     transactional_config,
 )
-from streamrt.runtime.engine.eos import TransactionLostError
+from streamrt.runtime.engine.eos import (
+    TransactionLostError,
+    abort_transaction,
+    commit_transaction,
+)
 from streamrt.state import TopicPartition
 from tests.kafka_helpers import create_topic
 from tests.membership.support import member
@@ -305,6 +309,31 @@ def test_an_aborted_transactions_records_do_not_fail_the_next_one(broker) -> Non
 
     asyncio.run(go())
     assert [r.value for r in read_committed(broker.bootstrap, "out")] == [b"committed"]
+
+
+def test_an_abort_with_no_transaction_open_drops_the_staged_records(broker) -> None:
+    """Records sent after a commit wait for the drain that begins the next transaction; an
+    abort before that drain (a commit that failed to begin, then the tasks closed dirty)
+    must drop them as Kafka's abort drops what its producer was sent, or the next
+    transaction commits the output of input that will be read again."""
+    create_topic(broker.bootstrap, "staged", 1)
+
+    async def go() -> None:
+        config = transactional_config({"bootstrap.servers": broker.bootstrap}, "rt-5")
+        producer = TransactionalLibrdkafkaProducer(config, lambda: Metadata(-1, "", None))
+        await producer.start()
+        collector = LibrdkafkaTransactionalCollector(producer)
+        try:
+            collector.send("staged", b"k", b"of the dirty-closed task", 0, int(time.time() * 1000))
+            assert not collector.in_transaction  # staged: not handed to librdkafka yet
+            assert await abort_transaction(collector, [])
+            collector.send("staged", b"k", b"committed", 0, int(time.time() * 1000))
+            assert await commit_transaction(collector, [], GROUP) == {}
+        finally:
+            await producer.stop()
+
+    asyncio.run(go())
+    assert [r.value for r in read_committed(broker.bootstrap, "staged")] == [b"committed"]
 
 
 class _HangingClient:

@@ -14,7 +14,8 @@ import pytest
 from streamrt.admin.client import AdminClient
 from streamrt.runtime import App
 from streamrt.runtime.config import StreamsConfig
-from streamrt.runtime.engine.clients.clients import ClientFactory
+from streamrt.runtime.engine.clients.clients import ClientFactory, ThreadClients
+from streamrt.runtime.engine.clients.rdkafka_txn import TransactionalLibrdkafkaProducer
 from streamrt.runtime.engine.env import ThreadEnv
 from tests.kafka_helpers import create_topic
 from tests.runtime.eos_support import read_committed
@@ -36,8 +37,11 @@ def crashed_producer(bootstrap: str, topic: str) -> confluent_kafka.Producer:
     return producer
 
 
-def successor(bootstrap: str) -> Any:
-    """The restarted thread's transactional producer, as a stream thread builds it."""
+CLIENT = f"{APP}-i-1-thread-1"
+
+
+def successor(bootstrap: str) -> ThreadClients:
+    """The restarted thread's clients, as a stream thread builds them."""
     config = StreamsConfig.from_mapping(
         {
             "application.id": APP,
@@ -50,17 +54,16 @@ def successor(bootstrap: str) -> Any:
     subs = tuple(app.topology.subtopologies(APP))
     env = ThreadEnv(config, app.topology, subs, "i-1", True, lambda *_a, **_kv: None)
     no_metadata: Any = lambda: None  # noqa: E731  (no offsets are sent to the transaction)
-    return ClientFactory(env, f"{APP}-i-1-thread-1", "i-1-1", TXN_ID, no_metadata).thread_producer()
+    return ClientFactory(env, CLIENT, "i-1-1", TXN_ID, no_metadata).build()
 
 
-def test_the_successor_does_not_wait_for_librdkafkas_pid_retry(
-    broker: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    create_topic(broker.bootstrap, "settle-out", 1)
-    dead = crashed_producer(broker.bootstrap, "settle-out")
-    producer = successor(broker.bootstrap)
-
-    async def restart() -> None:
+async def restart(clients: ThreadClients) -> None:
+    """The thread's offsets consumer starts before its producer (``ThreadClients.start``
+    under exactly_once_v2), then the producer commits one record."""
+    producer = clients.producer
+    assert isinstance(producer, TransactionalLibrdkafkaProducer)
+    await clients.offsets_consumer.start()
+    try:
         await producer.start()
         try:
             producer.begin()
@@ -69,14 +72,49 @@ def test_the_successor_does_not_wait_for_librdkafkas_pid_retry(
             await producer.commit()
         finally:
             await producer.stop()
+    finally:
+        await clients.offsets_consumer.stop()
 
+
+def test_the_successor_does_not_wait_for_librdkafkas_pid_retry(
+    broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    create_topic(broker.bootstrap, "settle-out", 1)
+    dead = crashed_producer(broker.bootstrap, "settle-out")
+    clients = successor(broker.bootstrap)
     with caplog.at_level(logging.INFO):
-        asyncio.run(restart())
+        asyncio.run(restart(clients))
     # the old transaction was fenced and aborted before init_transactions was sent: its
     # InitProducerId got an epoch at once, never CONCURRENT_TRANSACTIONS and a retry
     retries = [r.getMessage() for r in caplog.records if "GETPID" in r.getMessage()]
     assert retries == []
     assert any("settled the previous producer" in r.getMessage() for r in caplog.records)
+    assert [m.value for m in read_committed(broker.bootstrap, "settle-out")] == [
+        b"from the successor"
+    ]
+    del dead
+
+
+def test_the_settle_opens_no_admin_connection_of_its_own(
+    broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The settle's InitProducerId goes over the thread's admin client (the offsets
+    consumer's), not over an admin client of its own, which cost every exactly-once producer
+    start a connection with its ApiVersions and Metadata (the broker's request trace names
+    each request's client id)."""
+    create_topic(broker.bootstrap, "settle-out", 1)
+    dead = crashed_producer(broker.bootstrap, "settle-out")
+    with caplog.at_level(logging.DEBUG, logger="streamrt.broker.request"):
+        asyncio.run(restart(successor(broker.bootstrap)))
+    traced = [r.args for r in caplog.records if r.name == "streamrt.broker.request"]
+    senders = {str(args[2]) for args in traced if isinstance(args, tuple)}
+    init = {str(a[2]) for a in traced if isinstance(a, tuple) and a[0] == "INIT_PRODUCER_ID"}
+    assert f"{CLIENT}-offsets" in senders
+    assert not {s for s in senders if s.startswith(CLIENT)} - {
+        f"{CLIENT}-offsets",
+        f"{CLIENT}-producer",
+    }
+    assert init == {f"{CLIENT}-offsets", f"{CLIENT}-producer"}
     assert [m.value for m in read_committed(broker.bootstrap, "settle-out")] == [
         b"from the successor"
     ]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaProducer
 
-from streamrt.errors import StreamrtError
+from streamrt.admin.client import AdminClient
 from streamrt.logs import fields
 from streamrt.runtime import client_settings
 from streamrt.runtime.engine.clients.bootstrap import retry_bootstrap
@@ -72,6 +72,7 @@ class ThreadClients:
     restore_consumer: RestoreConsumer  # librdkafka's
     offsets_consumer: OffsetsConsumer  # ListOffsets only, on a connection no Fetch holds
     purger: RepartitionPurger | None
+    admin: AdminClient  # the offsets consumer's; the EOS producer's settle uses it too
 
     async def start(self, *, producer: bool) -> bool:
         """Start the producer (unless it waits: exactly_once_v2), the restore and offsets
@@ -115,17 +116,29 @@ class ClientFactory:
     group_metadata: Callable[[], GroupMetadata]  # the member's, for the txn
 
     def build(self) -> ThreadClients:
-        """streamrt's own member keeps the group; the main consumer only fetches."""
+        """streamrt's own member keeps the group; the main consumer only fetches. The offsets
+        consumer's admin client is the thread's admin connection (:meth:`thread_admin`)."""
+        admin = self.thread_admin()
         return ThreadClients(
-            self.thread_producer(),
+            self.thread_producer(admin),
             self.manual_consumer(),
             self.restore_consumer(),
-            self.offsets_consumer(),
+            self.offsets_consumer(admin),
             self.purger(),
+            admin,
         )
 
-    def thread_producer(self) -> Producer:
-        """librdkafka's producer; transactional under exactly_once_v2."""
+    def thread_admin(self) -> AdminClient:
+        """The thread's one admin client: the offsets consumer's ListOffsets, and under
+        exactly_once_v2 each producer start's settle (txn_settle.py), which on a client of its
+        own cost a connection, ApiVersions and Metadata per start. Opened and closed with the
+        offsets consumer."""
+        cfg = self.env.config
+        return client_settings.admin_client(cfg.client_config(), f"{self.client_id}-offsets")
+
+    def thread_producer(self, admin: AdminClient) -> Producer:
+        """librdkafka's producer; transactional under exactly_once_v2, whose start settles the
+        previous transaction through ``admin`` (the thread's, :meth:`thread_admin`)."""
         clients = self.env.config.client_config()
         client_id = f"{self.client_id}-producer"
         config = librdkafka_config(clients, client_id)
@@ -141,21 +154,15 @@ class ClientFactory:
             stores = any(sub.stores for sub in self.env.subtopologies)
             return LibrdkafkaProducer(config, at_zero, delivered_offsets=stores)
         config = transactional_config(config, self.transactional_id)
-        return TransactionalLibrdkafkaProducer(config, self.group_metadata, self._settle_txn)
+        txn_id = self.transactional_id
 
-    async def _settle_txn(self) -> None:
-        """Before ``init_transactions``: the previous incarnation's open transaction, fenced
-        and waited for here, not on librdkafka's 500 ms retry (txn_settle.py)."""
-        assert self.transactional_id is not None
-        cfg = self.env.config
-        admin = client_settings.admin_client(cfg.client_config(), f"{self.client_id}-txn")
-        try:
-            await admin.__aenter__()
-            await settle_open_transaction(admin, self.transactional_id, TRANSACTION_TIMEOUT_MS)
-        except (StreamrtError, OSError) as exc:  # no broker yet: init_transactions waits
-            logger.info("transaction coordinator not reached", extra=fields(error=repr(exc)))
-        finally:
-            await admin.close()
+        async def settle() -> None:
+            """Before ``init_transactions``: the previous incarnation's open transaction,
+            fenced and waited for here, not on librdkafka's 500 ms retry (txn_settle.py);
+            best effort (errors are logged there)."""
+            await settle_open_transaction(admin, txn_id, TRANSACTION_TIMEOUT_MS)
+
+        return TransactionalLibrdkafkaProducer(config, self.group_metadata, settle)
 
     def manual_consumer(self) -> MainConsumer:
         """The main consumer's settings, no group (the member assigns it its partitions)."""
@@ -179,11 +186,9 @@ class ClientFactory:
         )
         return LibrdkafkaRestoreConsumer(config, max_records)
 
-    def offsets_consumer(self) -> OffsetsConsumer:
+    def offsets_consumer(self, admin: AdminClient) -> OffsetsConsumer:
         """Lists end offsets only, with the consumers' isolation level: streamrt's admin client
         (as Kafka Streams' changelog reader asks its admin client), on its own connections."""
-        cfg = self.env.config
-        admin = client_settings.admin_client(cfg.client_config(), f"{self.client_id}-offsets")
         return OffsetsConsumer(admin, read_committed=self.transactional_id is not None)
 
     def purger(self) -> RepartitionPurger | None:

@@ -16,6 +16,13 @@ Assignment changes are batched: ``assign`` and the seeks that follow it (the mem
 puts kept partitions back at their positions) take effect at the next fetch, as one
 ``incremental_assign`` with the sought offsets; partitions that stay are never restarted.
 
+librdkafka is never asked for the group's committed offsets (``OFFSET_INVALID``): the member
+listener looks them up and seeks, and a partition with none starts at ``auto.offset.reset``'s
+logical offset (beginning or end). Why: librdkafka's committed-offset lookup can answer late,
+after the partition was restarted at an explicit offset, and its stale answer then moves the
+partition back to the reset (librdkafka issue 5345, open in 2.13; seen here as whole
+partitions handed out twice in a cooperative rebalance, once inside one fetch's batch).
+
 A topic this consumer has not read before is looked up first (``_describe``, off the loop)
 and its partitions start once the answer is in. The lookup decides nothing: what starts, and
 where, is worked out again at each fetch from the assignment, seeks and pauses of that moment.
@@ -53,7 +60,10 @@ __all__ = (
 logger = logging.getLogger(__name__)
 
 # confluent_kafka's logical offsets and timestamp types (literal: imported lazily)
-_OFFSET_BEGINNING, _OFFSET_INVALID = -2, -1001
+_OFFSET_BEGINNING, _OFFSET_END, _OFFSET_INVALID = -2, -1, -1001
+# auto.offset.reset (as librdkafka_consumer_config writes it) -> where a partition with no
+# committed offset starts; "error" has no logical offset: librdkafka looks the group up and fails
+_RESET_AT = {"earliest": _OFFSET_BEGINNING, "latest": _OFFSET_END}
 _TIMESTAMP_NOT_AVAILABLE = 0
 # An empty poll sleeps between non-blocking consumes (confluent-kafka cannot wake an event
 # loop): 2 ms at first, doubling while the input stays empty, up to 16 ms. An idle thread then
@@ -150,6 +160,10 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
     def __init__(self, config: dict[str, Any], max_records: int) -> None:
         super().__init__(config)
         self._max_records = max_records
+        # where a partition nobody sought starts (the listener seeks committed offsets itself)
+        self._reset_at = _RESET_AT.get(
+            str(config.get("auto.offset.reset", "earliest")), _OFFSET_INVALID
+        )
         self._assigned: set[TopicPartition] = set()
         self._starting: dict[TopicPartition, int] = {}  # assigned here, not yet in librdkafka
         self._paused: set[TopicPartition] = set()
@@ -172,7 +186,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             self._fetched.discard(tp)
         self._paused -= gone
         for tp in wanted - self._assigned:
-            self._starting[tp] = _OFFSET_INVALID  # the group's committed offset, else the reset
+            self._starting[tp] = self._reset_at  # unless sought (module docstring: why)
         self._assigned = wanted
         self._look_up({tp.topic for tp in wanted} - self._known_topics - set(self._lookups))
 
@@ -376,7 +390,12 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             if tp not in self._assigned or tp in self._starting:
                 continue  # fetched before an unassign or a seek: not the thread's any more
             position = self._positions.get(tp)
-            if position is not None and records[0].offset < position:
+            first = records[0].offset
+            # offsets only grow: a batch that starts before the position, or whose span is
+            # shorter than its length (a record repeated in it), went back somewhere
+            if (position is not None and first < position) or (
+                records[-1].offset - first < len(records) - 1
+            ):
                 records = self._went_back(tp, records, position)
                 if not records:
                     continue
@@ -385,18 +404,24 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             batches[tp] = records
         return batches
 
-    def _went_back(self, tp: TopicPartition, records: list[Any], position: int) -> list[Any]:
-        """librdkafka handed out records before the position, though nothing sought there.
+    def _went_back(self, tp: TopicPartition, records: list[Any], position: int | None) -> list[Any]:
+        """librdkafka handed out records before the position, or the same ones twice in one
+        batch, though nothing sought there.
 
         Seen in the rebalance benchmark: a partition started at the group's committed offset
-        (none, so ``auto.offset.reset``), restarted twice at explicit offsets within half a
-        second as the startup's rebalances went by, came again from offset 0 after the
-        second restart; the records it had handed out were counted twice under
+        (librdkafka's lookup), restarted at explicit offsets as the startup's rebalances went
+        by, came again from offset 0 (the lookup's late answer, librdkafka issue 5345), after
+        a fetch or inside the same one; the records it had handed out were counted twice under
         exactly_once_v2. The ones already handed out are dropped; if nothing is left the
         partition restarts at the position instead of reading its whole log again."""
-        fresh = [r for r in records if r.offset >= position]
+        fresh: list[Any] = []
+        after = -1 if position is None else position
+        for r in records:
+            if r.offset >= after:
+                fresh.append(r)
+                after = r.offset + 1
         logger.warning(
-            "librdkafka consumer went back on %s-%s: at %d, got %d; %d records handed out"
+            "librdkafka consumer went back on %s-%s: at %s, got %d; %d records handed out"
             " before are dropped",
             tp.topic,
             tp.partition,
@@ -404,7 +429,7 @@ class LibrdkafkaConsumer(LibrdkafkaConsumerClient):
             records[0].offset,
             len(records) - len(fresh),
         )
-        if not fresh:
+        if not fresh and position is not None:
             self._restart({tp: position})
         return fresh
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from streamrt.logs import fields
@@ -155,7 +156,7 @@ class MemberListener(MemberRebalanceListener):
         committed = await self.membership.committed(starting) if starting else {}
         await self.thread.start_ahead.producer_ready()  # before a task opens (start_ahead.py)
         async with self.thread.commit_lock:
-            await self._reassign(committed)
+            await self._reassign(committed, looked_up=starting)
         await self._start_tasks(added)
 
     async def _start_tasks(self, added: list[TopicPartition]) -> None:
@@ -187,9 +188,13 @@ class MemberListener(MemberRebalanceListener):
     def _eager(self) -> bool:
         return not self.membership.cooperative
 
-    async def _reassign(self, new_at: dict[TopicPartition, int]) -> None:
+    async def _reassign(
+        self, new_at: dict[TopicPartition, int], looked_up: Iterable[TopicPartition] = ()
+    ) -> None:
         """Make the consumer's assignment the member's: partitions that stay keep their
-        position and pause; new ones start at ``new_at`` (else ``auto.offset.reset``).
+        position and pause; new ones start at ``new_at``, else at their committed offsets
+        (looked up here unless in ``looked_up``, never by librdkafka: see rdkafka_consumer),
+        else ``auto.offset.reset``.
 
         The thread's loop polls while this runs (a cooperative rebalance leaves it working):
         the partitions that stay are paused first, so no poll moves their position between
@@ -204,6 +209,7 @@ class MemberListener(MemberRebalanceListener):
             consumer.pause(*staying)
         kept = {tp: await self._position(tp) for tp in staying}
         unknown = [tp for tp, position in kept.items() if position is None]
+        unknown += sorted(wanted - before - set(new_at) - set(looked_up))
         if unknown:
             new_at = {**await self.membership.committed(unknown), **new_at}
         consumer.assign(sorted(wanted))

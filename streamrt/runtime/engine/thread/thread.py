@@ -311,7 +311,12 @@ class StreamThread:
         )
         clients = self._clients = factory.build()
         committer = committer_for(
-            self.env.config, clients, self.emit, factory.thread_producer, self.name, offsets=own
+            self.env.config,
+            clients,
+            self.emit,
+            lambda: factory.thread_producer(clients.admin),  # a renewal settles on its admin
+            self.name,
+            offsets=own,
         )
         tasks = self._tasks = TaskManager.build(
             TaskFactory(self.env, committer.collector, self._cache),
