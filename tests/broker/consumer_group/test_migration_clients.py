@@ -15,7 +15,13 @@ import threading
 import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupType,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from tests.apache_kafka.support import BrokerEndpoint, create_topic
@@ -249,13 +255,23 @@ def test_static_members_switch_protocols_and_keep_their_partitions(
         return Member(name, protocol, bootstrap, topic, group, table, "earliest", f"s{i}")
 
     members = {0: member("classic", 0), 1: member("classic", 1)}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def group_type() -> Any:
+        return admin.describe_consumer_groups([group])[group].result(timeout=30).type
+
+    def group_state() -> Any:
+        return admin.describe_consumer_groups([group])[group].result(timeout=30).state
 
     def settled(owned: dict[int, set[int]] | None = None) -> Any:
         def check() -> bool:
             for m in members.values():
                 m.poll()
             now = {i: m.owned() for i, m in members.items()}
-            return all(now.values()) and sum(map(len, now.values())) == 4 and now == (owned or now)
+            shared = all(now.values()) and sum(map(len, now.values())) == 4
+            # and the group is done rebalancing (cooperative-sticky takes two rounds): a
+            # member restarted mid-rebalance would find its partitions handed on
+            return shared and now == (owned or now) and group_state() == ConsumerGroupState.STABLE
 
         wait_until(
             check,
@@ -265,11 +281,6 @@ def test_static_members_switch_protocols_and_keep_their_partitions(
         )
         assert table.violations == []
         return {i: m.owned() for i, m in members.items()}
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-
-    def group_type() -> Any:
-        return admin.describe_consumer_groups([group])[group].result(timeout=30).type
 
     try:
         before = settled()
