@@ -8,10 +8,17 @@ from typing import Any
 
 from streamrt.broker.config_types import MAX_INT, ConfigDef, int_range
 
-__all__ = ("CONSUMER_GROUP_CONFIGS", "ConsumerGroupConfig", "rebalance_protocols")
+__all__ = (
+    "CONSUMER_GROUP_CONFIGS",
+    "ConsumerGroupConfig",
+    "migration_policy",
+    "rebalance_protocols",
+)
 
 PROTOCOLS = ("classic", "consumer", "streams")
 ASSIGNORS = ("uniform", "range")
+#: Kafka's ``ConsumerGroupMigrationPolicy`` values
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 def rebalance_protocols(value: str) -> str:
@@ -32,6 +39,14 @@ def assignor_names(value: str) -> str:
     if not parts or any(p not in ASSIGNORS for p in parts):
         raise ValueError(f"expected a non-empty list of {ASSIGNORS}")
     return ",".join(dict.fromkeys(parts))
+
+
+def migration_policy(value: str) -> str:
+    """Kafka's ``group.consumer.migration.policy`` (case-insensitive, as Kafka parses it)."""
+    policy = value.strip().lower()
+    if policy not in MIGRATION_POLICIES:
+        raise ValueError(f"expected one of {MIGRATION_POLICIES}")
+    return policy
 
 
 _protocols: Callable[[str], Any] = rebalance_protocols
@@ -72,6 +87,15 @@ CONSUMER_GROUP_CONFIGS: tuple[ConfigDef, ...] = (
         "uniform,range",
         "Server assignors; the first is the default (uniform and range are available).",
     ),
+    ConfigDef(
+        "group.consumer.migration.policy",
+        migration_policy,
+        "bidirectional",
+        "Online conversion of a group with members between the classic and the consumer "
+        "protocol: upgrade (a consumer-protocol member joining a classic group), downgrade "
+        "(the last consumer-protocol member leaving classic members behind), bidirectional "
+        "or disabled. Empty groups are converted whatever the policy.",
+    ),
 )
 
 
@@ -82,6 +106,17 @@ class ConsumerGroupConfig:
     session_timeout_ms: int = 45000
     assignors: tuple[str, ...] = ("uniform", "range")
     max_size: int = MAX_INT
+    migration_policy: str = "bidirectional"
+    #: ``group.max.size``: a downgrade makes a classic group, which must fit it
+    classic_max_size: int = MAX_INT
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
 
     @classmethod
     def from_broker(cls, config: Any) -> ConsumerGroupConfig:
@@ -92,4 +127,6 @@ class ConsumerGroupConfig:
             session_timeout_ms=config["group.consumer.session.timeout.ms"],
             assignors=names,
             max_size=config["group.consumer.max.size"],
+            migration_policy=config["group.consumer.migration.policy"],
+            classic_max_size=config["group.max.size"],
         )

@@ -245,9 +245,13 @@ def test_admin_client_describes_and_lists_a_consumer_group(kip848_broker: Broker
         a.consumer.close()
 
 
-def test_a_classic_member_cannot_join_an_active_consumer_group(
+def test_a_classic_member_whose_subscription_is_malformed_cannot_join_a_consumer_group(
     kip848_broker: BrokerThread,
 ) -> None:
+    """A classic JoinGroup to a consumer group with members is served as a classic member of
+    it (online migration, ``tests/broker/consumer_group/test_migration*.py``); one whose
+    embedded subscription is not the consumer protocol is refused with
+    INCONSISTENT_GROUP_PROTOCOL, after the member id is handed out (Kafka's order)."""
     bootstrap = kip848_broker.bootstrap
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, PARTITIONS)
@@ -255,7 +259,7 @@ def test_a_classic_member_cannot_join_an_active_consumer_group(
     try:
         _poll_until([a], lambda: len(a.owned()) == PARTITIONS, "assigned")
 
-        async def join() -> Any:
+        async def join(member_id: str) -> Any:
             conn = await BrokerConnection.open("127.0.0.1", kip848_broker.port)
             try:
                 return await conn.call(
@@ -263,7 +267,7 @@ def test_a_classic_member_cannot_join_an_active_consumer_group(
                     group_id=group,
                     session_timeout=10000,
                     rebalance_timeout=10000,
-                    member_id="",
+                    member_id=member_id,
                     group_instance_id=None,
                     protocol_type="consumer",
                     protocols=[{"name": "range", "metadata": b""}],
@@ -272,7 +276,11 @@ def test_a_classic_member_cannot_join_an_active_consumer_group(
             finally:
                 await conn.close()
 
-        assert asyncio.run(join()).error_code == ErrorCode.inconsistent_group_protocol
+        first = asyncio.run(join(""))
+        assert first.error_code == ErrorCode.member_id_required
+        refused = asyncio.run(join(first.member_id))
+        assert refused.error_code == ErrorCode.inconsistent_group_protocol
+        assert a.owned() == set(range(PARTITIONS))  # the group is as it was
     finally:
         a.consumer.close()
 

@@ -11,7 +11,6 @@ groups from them at load, so members keep their ids, epochs and assignments acro
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import uuid
 from collections import Counter
@@ -19,12 +18,14 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from streamrt.broker.consumer_group.assignors import ASSIGNORS, Assignment, MemberSpec
+from streamrt.broker.consumer_group.classic_members import ClassicMemberSteps, Downgrade
 from streamrt.broker.consumer_group.group import ConsumerGroup, subscribed_topics
 from streamrt.broker.consumer_group.member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ConsumerMember,
     MemberState,
+    new_member_id,
     same,
 )
 from streamrt.broker.consumer_group.persist import (
@@ -38,7 +39,7 @@ from streamrt.broker.consumer_group.reconcile import reconcile
 from streamrt.broker.consumer_group.records import decode_consumer_key
 from streamrt.broker.consumer_group.requests import HeartbeatAnswer, HeartbeatRequest, validate
 from streamrt.broker.consumer_group_config import ConsumerGroupConfig
-from streamrt.broker.modern_group.coordinator import ModernGroupCoordinator, Records, Timer
+from streamrt.broker.modern_group.coordinator import Records, Timer
 from streamrt.broker.modern_group.member import member_changes
 from streamrt.clock import Clock
 from streamrt.errors import ErrorCode, KafkaError
@@ -50,11 +51,7 @@ TopicIds = Callable[[], Mapping[str, uuid.UUID]]
 _T = TypeVar("_T")
 
 
-def _new_member_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMember]):
+class ConsumerGroupCoordinator(ClassicMemberSteps):
     kind = "consumer"
     config: ConsumerGroupConfig
 
@@ -65,6 +62,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
         timer: Timer,
         topics: Topics,
         topic_ids: TopicIds = dict,
+        downgrade: Downgrade | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -72,6 +70,8 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
         self.topics = topics
         self.topic_ids = topic_ids  # name -> id: the records name topics by id, as Kafka's
         self.groups: dict[str, ConsumerGroup] = {}
+        self.downgrade = downgrade
+        self._downgraded = {}
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -80,7 +80,8 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
         before = image(self.groups.get(group_id))
         out = op()
         after = image(self.groups.get(group_id))
-        return out, records_between(group_id, before, after, self.topic_ids())
+        records = records_between(group_id, before, after, self.topic_ids())
+        return out, self._with_downgrade(group_id, records)
 
     def snapshot(self, group_id: str) -> GroupImage | None:
         return image(self.groups.get(group_id))
@@ -88,6 +89,9 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
     def restore(self, group_id: str, before: GroupImage | None) -> None:
         """Undo a step whose records could not be appended (a storage error)."""
         now = self.groups.pop(group_id, None)
+        self._downgraded.pop(group_id, None)
+        if before is not None and before.members and self.downgrade is not None:
+            self.downgrade.undo(group_id)  # a downgrade in the undone step is undone too
         if before is not None:
             self.groups[group_id] = rebuild(group_id, before, now)
             self.rearm_timers(group_id)
@@ -157,34 +161,16 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
     def _heartbeat(self, req: HeartbeatRequest, other_group: bool) -> HeartbeatAnswer:
         joining = req.member_epoch == 0
         group = self._group(req.group_id, joining, other_group)
-        member_id = req.member_id or _new_member_id()
+        member_id = req.member_id or new_member_id()
         replaced: ConsumerMember | None = None
         if req.instance_id is not None:
             member, replaced = self._static_member(group, req, member_id)
         else:
             member = self._dynamic_member(group, req, member_id)
         updated = self._apply_fields(member, req)
-        topics = self.topics()
         bump = joining and replaced is None and member_id not in group.members
         bump = bump or not _same_subscription(member, updated)
-        if replaced is not None:
-            self._take_over(group, replaced, member_id)
-        group.put(updated)
-        subscription = group.subscription(topics)
-        if bump or subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            group.group_epoch += 1
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, topics)
-        final = reconcile(
-            updated,
-            group.assignment_epoch,
-            group.target.get(member_id, {}),
-            group.owner_epoch,
-            req.owned,
-        )
-        group.put(final)
-        self._after_reconcile(group, updated, final)
+        final = self._advance(group, updated, replaced, bump, req.owned)
         full = (
             req.rebalance_timeout_ms != -1
             and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
@@ -199,6 +185,38 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
             self.config.heartbeat_interval_ms,
             dict(final.assigned) if send else None,
         )
+
+    def _advance(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerMember,
+        replaced: ConsumerMember | None,
+        bump: bool,
+        owned: Mapping[str, frozenset[int]] | None,
+    ) -> ConsumerMember:
+        """Kafka's steps 1-3 of a member's heartbeat or classic JoinGroup: put the member (an
+        heir takes a replaced static member's target; no new epoch), bump the group epoch on a
+        change of members or subscriptions, compute the target, reconcile the member."""
+        topics = self.topics()
+        if replaced is not None:
+            self._take_over(group, replaced, updated.member_id)
+        group.put(updated)
+        subscription = group.subscription(topics)
+        if bump or subscription != group.subscription_metadata:
+            group.subscription_metadata = subscription
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, topics)
+        final = reconcile(
+            updated,
+            group.assignment_epoch,
+            group.target.get(updated.member_id, {}),
+            group.owner_epoch,
+            owned,
+        )
+        group.put(final)
+        self._after_reconcile(group, updated, final)
+        return final
 
     def _new_member(self, member_id: str) -> ConsumerMember:
         return ConsumerMember(member_id=member_id)
@@ -229,6 +247,7 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
     @staticmethod
     def _apply_fields(member: ConsumerMember, req: HeartbeatRequest) -> ConsumerMember:
         changes = member_changes(req)
+        changes["classic"] = None  # a consumer-protocol member (maybe the heir of a classic one)
         if req.subscribed_topic_names is not None:
             changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:
@@ -262,10 +281,24 @@ class ConsumerGroupCoordinator(ModernGroupCoordinator[ConsumerGroup, ConsumerMem
         self._leave_member(group, req.member_id, req.instance_id, req.member_epoch)
         return HeartbeatAnswer(ErrorCode.none, None, req.member_id, req.member_epoch, 0, None)
 
-    def _fence_members(self, group: ConsumerGroup, member_ids: Collection[str]) -> None:
-        """As every protocol's; the subscribed topics' metadata is taken again."""
+    def _fence_members(
+        self, group: ConsumerGroup, member_ids: Collection[str], may_downgrade: bool = True
+    ) -> None:
+        """As every protocol's; the subscribed topics' metadata is taken again. If only
+        classic members remain, the group may become a classic one (not when a member is
+        fenced only to rejoin at once)."""
         super()._fence_members(group, member_ids)
         group.subscription_metadata = group.subscription(self.topics())
+        if may_downgrade:
+            self._after_fence(group)
+
+    def _fence_rejoining(self, group: ConsumerGroup, member_id: str) -> None:
+        self._fence_members(group, (member_id,), may_downgrade=False)
+
+    def _released(self, existing: ConsumerMember) -> bool:
+        """A classic member never leaves at -2: a consumer-protocol member with its instance
+        id replaces it at once (a static member switching protocols), as in Kafka."""
+        return existing.member_epoch == STATIC_LEAVE_EPOCH or existing.classic is not None
 
     def _revoking(self, member: ConsumerMember) -> bool:
         return member.state is MemberState.UNREVOKED_PARTITIONS

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
+import uuid
 from collections.abc import Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.modern_group.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 
-__all__ = ("LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConsumerMember", "MemberState", "same")
+__all__ = (
+    "LEAVE_EPOCH",
+    "STATIC_LEAVE_EPOCH",
+    "ClassicMetadata",
+    "ConsumerMember",
+    "MemberState",
+    "new_member_id",
+    "same",
+)
 
 
 class MemberState(enum.Enum):
@@ -20,6 +30,19 @@ class MemberState(enum.Enum):
     UNREVOKED_PARTITIONS = "unrevoked_partitions"
     #: it is at the target epoch but waits for partitions other members still hold
     UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member using the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer
+    group adds (Kafka's ``ClassicMemberMetadata``): its session timeout and the protocols of
+    its last JoinGroup, in its order of preference (name, subscription bytes)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def protocol_names(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self.protocols)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,6 +63,8 @@ class ConsumerMember:
     assigned: Assignment = dataclasses.field(default_factory=dict)
     #: what it still holds but must give up
     pending_revocation: Assignment = dataclasses.field(default_factory=dict)
+    #: set for a member that uses the classic protocol (a migrating group), else None
+    classic: ClassicMetadata | None = None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -55,3 +80,8 @@ class ConsumerMember:
 def same(a: Mapping[str, frozenset[int]], b: Mapping[str, frozenset[int]]) -> bool:
     """Equal assignments, ignoring topics with no partitions."""
     return {t: p for t, p in a.items() if p} == {t: p for t, p in b.items() if p}
+
+
+def new_member_id() -> str:
+    """A member id the coordinator makes (Kafka's ``Uuid.randomUuid().toString()``)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

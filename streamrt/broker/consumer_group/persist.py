@@ -81,6 +81,7 @@ def _metadata_changed(a: ConsumerMember, b: ConsumerMember) -> bool:
         "subscribed_topic_regex",
         "rebalance_timeout_ms",
         "server_assignor",
+        "classic",
     )
     return any(getattr(a, f) != getattr(b, f) for f in fields)
 
@@ -198,6 +199,7 @@ def _replay_value(
                 subscribed_topic_regex=f.subscribed_topic_regex,
                 rebalance_timeout_ms=f.rebalance_timeout_ms,
                 server_assignor=f.server_assignor,
+                classic=f.classic,
             )
         )
     elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
-from streamrt.broker.consumer_group.member import ConsumerMember, MemberState
+from streamrt.broker.consumer_group.member import ClassicMetadata, ConsumerMember, MemberState
 from streamrt.broker.coordination.record_reader import RecordReader
 from streamrt.broker.coordination.record_writer import RecordWriter
 from streamrt.broker.coordination.result import CoordinatorRecord
@@ -78,6 +78,7 @@ class MemberFields:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMetadata | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -133,7 +134,14 @@ def member_metadata_record(group_id: str, member: ConsumerMember) -> Coordinator
     w.string(member.subscribed_topic_regex)
     w.int32(member.rebalance_timeout_ms)
     w.string(member.server_assignor)
-    w.tagged_fields()
+    if member.classic is None:
+        w.tagged_fields()
+    else:  # tag 0: ClassicMemberMetadata, as Kafka writes it for a classic member
+        body = _classic_metadata(member.classic)
+        w.uvarint(1)
+        w.uvarint(_CLASSIC_TAG)
+        w.uvarint(len(body))
+        w.parts.append(body)
     key = _key(MEMBER_METADATA, group_id, member.member_id)
     return CoordinatorRecord(key, w.done(), group_id)
 
@@ -175,6 +183,35 @@ def current_assignment_record(
     return CoordinatorRecord(key, w.done(), group_id)
 
 
+_CLASSIC_TAG = 0
+
+
+def _classic_metadata(classic: ClassicMetadata) -> bytes:
+    """ClassicMemberMetadata (SessionTimeoutMs, SupportedProtocols [Name, Metadata]), a
+    flexible struct: compact forms, empty tagged fields."""
+    w = RecordWriter(0, flexible=True)
+    w.parts.clear()  # a nested struct: no version prefix
+    w.int32(classic.session_timeout_ms)
+    w.array_length(len(classic.protocols))
+    for name, metadata in classic.protocols:
+        w.string(name)
+        w.bytes_(metadata)
+        w.tagged_fields()
+    w.tagged_fields()
+    return w.done()
+
+
+def _read_classic(r: RecordReader) -> ClassicMetadata:
+    session_timeout_ms = r.int32()
+    protocols = []
+    for _ in range(max(r.array_length(), 0)):
+        name = r.string()
+        protocols.append((name, r.bytes_()))
+        r.skip_tagged_fields()
+    r.skip_tagged_fields()
+    return ClassicMetadata(session_timeout_ms, tuple(protocols))
+
+
 def _reader(raw: bytes) -> RecordReader:
     r = RecordReader(raw)
     r.flexible = True
@@ -196,9 +233,23 @@ def decode_member_fields(raw: bytes) -> MemberFields:
     regex = r.nullable_string()
     rebalance_timeout_ms = r.int32()
     assignor = r.nullable_string()
-    r.skip_tagged_fields()  # ClassicMemberMetadata (members of a migrated classic group)
+    classic = None
+    for _ in range(r.uvarint()):  # tagged fields: tag 0 is a classic member's metadata
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag == _CLASSIC_TAG:
+            classic = _read_classic(r)
+        r.pos = end
     return MemberFields(
-        instance_id, rack_id, client_id, client_host, names, regex, rebalance_timeout_ms, assignor
+        instance_id,
+        rack_id,
+        client_id,
+        client_host,
+        names,
+        regex,
+        rebalance_timeout_ms,
+        assignor,
+        classic,
     )
 
 

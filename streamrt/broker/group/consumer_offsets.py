@@ -44,6 +44,8 @@ class MemberChecks(Protocol):
         self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
     ) -> ErrorCode | None: ...
 
+    def is_classic_member(self, group_id: str, member_id: str | None) -> bool: ...
+
 
 def commit(
     consumer: MemberChecks,
@@ -55,7 +57,8 @@ def commit(
     """(response, records to append then replay) of an OffsetCommit to a consumer group."""
     epoch: int = request.generation_id_or_member_epoch
     error = consumer.validate_offset_request(request.group_id, request.member_id, epoch)
-    if error is None and epoch >= 0 and version < 9:
+    classic = consumer.is_classic_member(request.group_id, request.member_id)
+    if error is None and epoch >= 0 and version < 9 and not classic:
         error = ErrorCode.unsupported_version
     topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
     response = build(response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics)

@@ -1,6 +1,6 @@
 """A request of one group protocol to a group id held by a group of another type (the type
-checks of Kafka's ``GroupMetadataManager``): a classic JoinGroup to a consumer or streams
-group, OffsetDelete to either. The service routes here so each coordinator keeps its own
+checks of Kafka's ``GroupMetadataManager``): a classic JoinGroup to a streams group or an empty
+consumer group, OffsetDelete to either. The service routes here so each coordinator keeps its own
 groups and an id never names two groups at once.
 """
 
@@ -39,13 +39,10 @@ def join_group(
     request: Any,
     reply: object,
 ) -> Result:
-    """A classic member may not join a consumer or streams group that has members:
-    INCONSISTENT_GROUP_PROTOCOL (online migration of consumer groups is not implemented;
-    Kafka's ``classicGroupJoin`` answers a streams group so, with no member id). An empty
-    consumer or streams group is replaced by the classic one (its tombstones first)."""
-    if consumer.has_members(request.group_id):
-        join = JoinRequest.parse(ctx, request, reply)
-        return Result(response=join.error(ErrorCode.inconsistent_group_protocol))
+    """A classic member may not join a streams group that has members:
+    INCONSISTENT_GROUP_PROTOCOL (Kafka's ``classicGroupJoin`` answers so, with no member id;
+    a consumer group with members takes it as a classic member: ``classic_in_consumer``). An
+    empty consumer or streams group is replaced by the classic one (its tombstones first)."""
     if streams.has_members(request.group_id):
         join = JoinRequest.parse(ctx, request, reply)
         return Result(response=join.error(ErrorCode.inconsistent_group_protocol, ""))

@@ -27,7 +27,7 @@ from streamrt.broker.coordination.core import CoordinatorCore
 from streamrt.broker.coordination.log_writer import CoordinatorLogs
 from streamrt.broker.coordination.partitioning import partition_for
 from streamrt.broker.coordination.result import Result
-from streamrt.broker.group import consumer_offsets, group_types
+from streamrt.broker.group import classic_in_consumer, consumer_offsets, group_types, migration
 from streamrt.broker.group.coordinator import GroupCoordinator
 from streamrt.broker.group.group import ClassicGroup
 from streamrt.broker.group.modern_leave import leave_group
@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 _SYSTEM_CLOCK = SystemClock()
+EMPTY = GroupState.EMPTY
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class GroupCoordinatorService:
             self._core.timer,
             topics=lambda: {name: t.num_partitions for name, t in logs.topics().items()},
             topic_ids=lambda: {name: t.topic_id for name, t in logs.topics().items()},
+            downgrade=migration.Downgrader(self.coordinator),
         )
         # KIP-1071 streams groups: the same again, with their own records
         self.streams = StreamsGroupCoordinator(
@@ -202,14 +204,18 @@ class GroupCoordinatorService:
         handlers: dict[ApiKey, Callable[[], Result]] = {
             ApiKey.OFFSET_COMMIT: lambda: self._offset_commit(ctx, request),
             ApiKey.OFFSET_FETCH: lambda: self._offset_fetch(ctx, request),
-            ApiKey.JOIN_GROUP: lambda: group_types.join_group(
+            ApiKey.JOIN_GROUP: lambda: classic_in_consumer.route_join(
                 c, self.consumer, self.streams, ctx, request, reply
             ),
-            ApiKey.HEARTBEAT: lambda: c.heartbeat(ctx, request),
+            ApiKey.HEARTBEAT: lambda: classic_in_consumer.route_heartbeat(
+                c, self.consumer, ctx, request
+            ),
             ApiKey.LEAVE_GROUP: lambda: leave_group(
                 c, (self.consumer, self.streams), ctx, request, reply
             ),
-            ApiKey.SYNC_GROUP: lambda: c.sync_group(ctx, request, reply),
+            ApiKey.SYNC_GROUP: lambda: classic_in_consumer.route_sync(
+                c, self.consumer, ctx, request, reply
+            ),
             ApiKey.DESCRIBE_GROUPS: lambda: self._describe_groups(ctx, request),
             ApiKey.LIST_GROUPS: lambda: self._list_groups(ctx, request),
             ApiKey.DELETE_GROUPS: lambda: self._delete_groups(ctx, request),
@@ -226,29 +232,35 @@ class GroupCoordinatorService:
     # -- consumer groups (KIP-848) beside the classic ones --------------------------------------
 
     async def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatAnswer:
-        """A ConsumerGroupHeartbeat, under the lock every coordinator step takes; a group id
-        held by a classic group with members or by a streams group is refused."""
+        """A ConsumerGroupHeartbeat under the lock every step takes: a streams group's id, or a
+        classic group with members that the migration policy keeps classic, is refused."""
         code = self._core.unavailable()
         if code is not None:
             return HeartbeatAnswer(code)
+        c, consumer = self.coordinator, self.consumer
         async with self._core.lock:
             gid = request.group_id
             classic = self.coordinator.groups.get(gid)
-            taken = gid in self.streams.groups or (
-                classic is not None and not classic.is_in(GroupState.EMPTY)
-            )
             before = self.consumer.snapshot(gid)
+            try:  # a classic group with members may become a consumer group first
+                upgrade = c.step(lambda: migration.maybe_upgrade(c, consumer, request))
+            except KafkaError as exc:
+                return HeartbeatAnswer(exc.code, str(exc.args[0]) if exc.args else None)
+            now = c.groups.get(gid)
+            taken = gid in self.streams.groups or (now is not None and not now.is_in(EMPTY))
             answer = self.coordinator.step(lambda: self.consumer.heartbeat(request, taken))
+            if upgrade is not None:
+                await self._apply(Result(completions=upgrade.completions))
             if classic is not None and gid in self.consumer.groups:
-                # an empty classic group (offsets only) becomes a consumer group, as in Kafka
-                del self.coordinator.groups[gid]
-            if answer.records:
-                error = await self._append_records(answer.records)
-                if error is not None:  # not durable: undone, and the member must not act on it
-                    self.consumer.restore(gid, before)
-                    if classic is not None:
-                        self.coordinator.groups[gid] = classic
-                    return HeartbeatAnswer(map_append_error(error))
+                # upgraded, or an empty classic group (offsets only) taken over, as in Kafka
+                self.coordinator.groups.pop(gid, None)
+            refused = upgrade is not None and answer.error is not ErrorCode.none
+            records = (upgrade.records if upgrade else ()) + answer.records
+            error = await self._append_records(records) if records and not refused else None
+            if refused or error is not None:
+                # undone: a refused join takes its upgrade along (as in Kafka); not durable
+                migration.undo(c, consumer, gid, before, classic)
+                return answer if error is None else HeartbeatAnswer(map_append_error(error))
         return answer
 
     async def streams_heartbeat(self, request: StreamsHeartbeatRequest) -> StreamsHeartbeatAnswer:

@@ -27,8 +27,10 @@ __all__ = ("register",)
 
 _DISABLED = "The consumer group rebalance protocol (KIP-848) is not enabled on this broker"
 _NOT_REQUESTED = -(2**31)
-#: ConsumerGroupDescribe v1's MemberType: 1 is a consumer-protocol member
+#: ConsumerGroupDescribe v1's MemberType: 1 a consumer-protocol member, 0 a classic one (a
+#: member of a migrating group)
 _CONSUMER_MEMBER = 1
+_CLASSIC_MEMBER = 0
 
 
 def register(table: ApiTable, core: BrokerCore) -> None:
@@ -172,7 +174,7 @@ def _described(group: ConsumerGroup, ids: Mapping[str, uuid.UUID], ops: int) -> 
                     group.target.get(m.member_id, {}), ids, with_names=True
                 )
             },
-            "member_type": _CONSUMER_MEMBER,
+            "member_type": _CONSUMER_MEMBER if m.classic is None else _CLASSIC_MEMBER,
         }
         for m in group.members.values()
     ]

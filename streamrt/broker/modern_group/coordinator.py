@@ -146,7 +146,7 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
         if self._rejoins(member, req):
             # rejoining (after FENCED_MEMBER_EPOCH, or a lost join answer) under the same id:
             # the old incarnation goes, what it held is free, and it starts afresh
-            self._fence(group, member_id)
+            self._fence_rejoining(group, member_id)
             return self._new_member(member_id)
         self._check_epoch(member, req)
         return member
@@ -162,7 +162,7 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
                     check_size(group, self.config.max_size, self.kind)
                 known: M | None = group.members.get(member_id)
                 return known or self._new_member(member_id), None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            if not self._released(existing):
                 raise unreleased_instance(existing.member_id, req.instance_id)
             heir = dataclasses.replace(
                 existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
@@ -174,6 +174,16 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
             raise fenced_instance(member_id, req.instance_id, existing.member_id)
         self._check_epoch(existing, req)
         return existing, None
+
+    def _fence_rejoining(self, group: G, member_id: str) -> None:
+        """Fence a member that rejoins at once under the same id (a protocol may skip what
+        it does after a fence: a consumer group's downgrade)."""
+        self._fence(group, member_id)
+
+    def _released(self, existing: M) -> bool:
+        """A static member's instance id may be taken over: it left at epoch -2 (a consumer
+        group's classic members never do, and are replaced at once)."""
+        return existing.member_epoch == STATIC_LEAVE_EPOCH
 
     def _no_target(self) -> Any:
         """What a static member's heir gets as its target if the member it replaces had none
@@ -280,6 +290,11 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
             if self._revoking(member):
                 self._schedule_rebalance_timeout(group.group_id, member)
 
+    def _member_session_timeout_ms(self, group_id: str, member_id: str) -> int:
+        """One member's session timeout: the group's, unless a protocol keeps its own per
+        member (a classic member of a consumer group brings it in its JoinGroup)."""
+        return self.config.session_timeout_ms
+
     def _expiry(self, group_id: str, expire: Callable[[], None]) -> Callable[[], Result]:
         return lambda: Result(records=self._tracked(group_id, expire)[1])
 
@@ -294,7 +309,7 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
 
         self.timer.schedule(
             self._session_key(group_id, member_id),
-            self.config.session_timeout_ms,
+            self._member_session_timeout_ms(group_id, member_id),
             self._expiry(group_id, expire),
         )
 
@@ -336,6 +351,11 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
         if member_epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
         return self._offset_member_check(group, member, fetch)
+
+    def is_classic_member(self, group_id: str, member_id: str | None) -> bool:
+        """A member that speaks the classic protocol to this group (a migrating consumer
+        group has them; it commits with OffsetCommit below v9)."""
+        return False
 
     def _offset_member_check(self, group: G, member: Any, fetch: bool) -> ErrorCode | None:
         """A protocol's own check of a known member at its epoch (none by default)."""
