@@ -7,8 +7,11 @@ the same test runs on Apache Kafka 4.3.1 (marker ``kafka``), so both brokers giv
 
 The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
 ``group.protocol`` set through ``PEERS_CONFIG``). The broker creates the repartition and
-changelog topics; the record cache is off, so every update is emitted: each word's counts are
-1, 2, ..., n once each. Skips only when java or mvn is missing.
+changelog topics; the record cache is off, so every update is emitted: under exactly-once each
+word's counts are 1, 2, ..., n once each; under at-least-once each of 1..n at least once (a commit
+that races the leave's epoch bump is refused STALE_MEMBER_EPOCH by both brokers, as Kafka 4.3.1
+does before KIP-1251, and Kafka Streams then closes its tasks dirty and counts their uncommitted
+input again, which at-least-once allows). Skips only when java or mvn is missing.
 """
 
 from __future__ import annotations
@@ -132,7 +135,9 @@ def test_two_kafka_streams_instances_count_words_over_a_streams_group(
     bootstrap: str,
     instances: Callable[[str, int], subprocess.Popen[bytes]],
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
+    exactly_once = request.node.callspec.params["bootstrap"].endswith("exactly-once")
     create_topic(bootstrap, "lines", partitions=4)
     create_topic(bootstrap, "counts", partitions=4)
     procs = [instances(bootstrap, n) for n in (1, 2)]
@@ -168,7 +173,9 @@ def test_two_kafka_streams_instances_count_words_over_a_streams_group(
 
         def complete() -> bool:
             seen = emitted()
-            return all(max(seen.get(w, [0])) == n for w, n in expected.items())
+            if exactly_once:
+                return all(max(seen.get(w, [0])) == n for w, n in expected.items())
+            return all(max(seen.get(w, [0])) >= n for w, n in expected.items())
 
         wait_until(complete, timeout=90, what="every word counted")
 
@@ -184,4 +191,7 @@ def test_two_kafka_streams_instances_count_words_over_a_streams_group(
     seen = emitted()
     assert set(seen) == set(expected)
     for word, n in expected.items():
-        assert sorted(seen[word]) == list(range(1, n + 1)), word  # each update once
+        if exactly_once:
+            assert sorted(seen[word]) == list(range(1, n + 1)), word  # each update once
+        else:  # none lost: every count up to n emitted (some again after a refused commit)
+            assert set(range(1, n + 1)) <= set(seen[word]), word
