@@ -3,6 +3,7 @@ so both retry a lost connection or a moved coordinator and stop on anything else
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import logging
@@ -18,7 +19,7 @@ __all__ = ("MemberLoop",)
 logger = logging.getLogger(__name__)
 
 
-class MemberLoop:
+class MemberLoop(abc.ABC):
     """Base of a group member: ``start``, the loop, and its wake-up, failure and stop."""
 
     def __init__(self, config: MemberConfig) -> None:
@@ -31,11 +32,13 @@ class MemberLoop:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
-    async def _step(self) -> None:  # one turn: a rebalance or a heartbeat, then the wait
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def _step(self) -> None:
+        """One turn: a rebalance or a heartbeat, then the wait."""
 
-    async def _lose(self, why: str) -> None:  # gone: tell the owner what it no longer owns
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def _lose(self, why: str) -> None:
+        """Gone: tell the owner what it no longer owns."""
 
     async def _start_loop(self, name: str) -> None:
         """Start the loop and wait for the first assignment (or the loop's failure)."""
