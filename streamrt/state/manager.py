@@ -175,6 +175,12 @@ class StateManager:
         the changelog again over this data (duplicates, never a gap)."""
         for store in self._stores.values():
             store.flush(None)
+        self.remember_ends(changelog_end)
+
+    def remember_ends(self, changelog_end: Mapping[TopicPartition, int]) -> None:
+        """Keep the ends reached by this manager's changelogs for :meth:`checkpoint`: the
+        producer reports each delivery once, to whichever commit flushed it, and the stores'
+        data written by the next :meth:`flush_data` covers every record sent before."""
         self._reached.update((tp, o) for tp, o in changelog_end.items() if tp in self._by_changelog)
 
     def checkpoint(self) -> None:

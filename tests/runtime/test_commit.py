@@ -233,6 +233,33 @@ def test_real_task_keeps_its_checkpoint_when_the_commit_is_refused(tmp_path: Pat
     reopened.close()
 
 
+def test_a_task_left_out_of_a_commit_keeps_the_ends_that_commit_flushed(tmp_path: Path) -> None:
+    """A revocation commits only the revoked task, but its producer flush reports the
+    deliveries of every task: the one kept checkpoints its own end at its next commit, so a
+    clean restart restores nothing (before: the checkpoint stayed at 0 while the store held
+    the data, and the restarted static instance restored its whole changelog)."""
+    kept = counting_task(tmp_path)
+    kept.process("in", 41, 1000, b"k", b"v")
+    journal = Journal()
+    revoked = FakeTask(journal, "revoked")
+    asyncio.run(commit(FakeProducer(journal), [revoked], FakeCommitter(journal), [kept]))
+    assert revoked.flushed_with == {CHANGELOG: 5, TopicPartition("out", 3): 9}
+    assert kept.state.position(CHANGELOG) is None  # its input offsets are not committed yet
+
+    class NothingNew(FakeProducer):
+        async def flush(self) -> Mapping[TopicPartition, int]:
+            return {}
+
+    committer = FakeCommitter(journal)
+    asyncio.run(commit(NothingNew(journal), [kept], committer))
+    assert committer.committed == [{INPUT: 42}]
+    assert kept.state.position(CHANGELOG) == 5
+    kept.close()
+    reopened = counting_task(tmp_path)
+    assert reopened.state.positions() == {CHANGELOG: 5}
+    reopened.close()
+
+
 def test_commit_schedule_follows_the_injected_clock() -> None:
     clock = ManualClock(1_000)
     schedule = CommitSchedule(clock, interval_ms=100)

@@ -71,6 +71,10 @@ class Committable(Protocol):
 
     def checkpoint(self) -> None: ...
 
+    def keep_delivered(self, delivered: dict[TopicPartition, int]) -> None:
+        """Not committed this time: keep its changelog ends for its own next checkpoint."""
+        ...
+
 
 class OffsetCommitter(Protocol):
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
@@ -83,15 +87,24 @@ class OffsetCommitter(Protocol):
 
 
 async def commit(
-    producer: ProducerFlush, tasks: Iterable[Committable], committer: OffsetCommitter
+    producer: ProducerFlush,
+    tasks: Iterable[Committable],
+    committer: OffsetCommitter,
+    others: Iterable[Committable] = (),
 ) -> dict[TopicPartition, int]:
-    """Run steps 0-5; returns the input offsets committed (empty: nothing committed)."""
+    """Run steps 0-5; returns the input offsets committed (empty: nothing committed).
+
+    ``others``: the thread's tasks not committed this time (a revocation commits only the
+    revoked ones). The flush reports every delivery once, theirs too: they keep their ends,
+    or their next checkpoint would stay behind the changelog and a clean restart restore."""
     tasks = list(tasks)
     if tasks:
         await committer.check_generation()  # 0
     for task in tasks:
         task.flush_cache()  # 1
     delivered = dict(await producer.flush())  # 2
+    for task in others:
+        task.keep_delivered(delivered)
     for task in tasks:
         task.write_state(delivered)  # 3
     offsets: dict[TopicPartition, int] = {}

@@ -36,6 +36,7 @@ from streamrt.runtime.engine.eos import (
     commit_transaction,
 )
 from streamrt.runtime.engine.main_consumer import MainConsumer
+from streamrt.runtime.engine.tasks.task import StreamTask
 from streamrt.runtime.engine.tasks.task_manager import TaskManager
 from streamrt.topic_partition import TopicPartition
 
@@ -146,8 +147,11 @@ class AtLeastOnceCommitter(Committer):
     async def _commit(
         self, tasks: TaskManager, only: Collection[str] | None
     ) -> dict[TopicPartition, int]:
-        chosen = [t for t in tasks.open_tasks() if only is None or str(t.task_id) in only]
-        offsets = await commit(self.collector, chosen, self.offsets)
+        chosen: list[StreamTask] = []
+        others: list[StreamTask] = []
+        for task in tasks.open_tasks():
+            (chosen if only is None or str(task.task_id) in only else others).append(task)
+        offsets = await commit(self.collector, chosen, self.offsets, others)
         tasks.standbys.checkpoint()
         return offsets
 

@@ -16,11 +16,7 @@ from streamrt.clock import Clock, SystemClock
 from streamrt.logs import fields
 from streamrt.runtime.engine.tasks.partition_group import TimestampOf, head_extractor
 from streamrt.runtime.engine.tasks.schedule import Schedule
-from streamrt.runtime.engine.tasks.sink_writer import (
-    PartitionCounts,
-    SinkPlan,
-    sink_plan,
-)
+from streamrt.runtime.engine.tasks.sink_writer import PartitionCounts, SinkPlan, sink_plan
 from streamrt.runtime.engine.tasks.task_id import TaskId
 from streamrt.runtime.exception_handlers import (
     ErrorContext,
@@ -483,6 +479,10 @@ class StreamTask:
     def write_state(self, delivered: dict[TopicPartition, int]) -> None:
         """At-least-once step 3: the stores' data; their offsets wait for :meth:`checkpoint`."""
         self.state.flush_data(delivered)
+
+    def keep_delivered(self, delivered: dict[TopicPartition, int]) -> None:
+        """Another task's commit flushed the producer: keep the ends this one reached."""
+        self.state.remember_ends(delivered)
 
     def checkpoint(self) -> None:
         """At-least-once step 5 (the offsets are committed): the stores' changelog offsets."""
