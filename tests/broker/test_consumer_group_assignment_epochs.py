@@ -94,4 +94,3 @@ def test_a_survivor_commits_at_its_epoch_from_before_the_others_leave(
             await conn.close()
 
     asyncio.run(go())
-
