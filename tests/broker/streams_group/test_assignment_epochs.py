@@ -5,8 +5,12 @@ partition of an active task it has run since that epoch, and only for those; a r
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+from streamrt.broker.group.consumer_offsets import commit
+from streamrt.broker.group.offsets import OffsetMetadataManager
+from streamrt.broker.group.rebalance import GroupConfig
 from streamrt.broker.group.timer import ManualTimer
 from streamrt.broker.streams_group.coordinator import StreamsGroupCoordinator
 from streamrt.broker.streams_group_config import StreamsGroupConfig
@@ -16,9 +20,30 @@ from tests.broker.streams_group.coordinator_harness import GROUP, Harness, activ
 
 
 def _check(coordinator: Any, epoch: int, topic: str, partition: int) -> ErrorCode | None:
-    """The answer to member a's commit of (topic, partition) at ``epoch``."""
-    error, check = coordinator.validate_offset_commit(GROUP, "a", epoch)
-    return error if error is not None or check is None else check(topic, partition)
+    """The answer to member a's OffsetCommit v9 of (topic, partition) at ``epoch``, through
+    the broker's commit path (None: committed)."""
+    offsets = OffsetMetadataManager(
+        {},
+        GroupConfig(),
+        ManualClock(0),
+        touch_member=lambda group, member: None,
+        partition_exists=lambda topic, partition: True,
+    )
+    part = SimpleNamespace(
+        partition_index=partition,
+        committed_offset=1,
+        committed_leader_epoch=-1,
+        committed_metadata="",
+    )
+    request = SimpleNamespace(
+        group_id=GROUP,
+        member_id="a",
+        generation_id_or_member_epoch=epoch,
+        topics=[SimpleNamespace(name=topic, partitions=[part])],
+    )
+    response, _ = commit(coordinator, offsets, 0, 9, request)
+    code = ErrorCode(response.topics[0].partitions[0].error_code)
+    return None if code is ErrorCode.none else code
 
 
 def _survivor(h: Harness, log: list[Any]) -> tuple[int, set[int], set[int]]:
