@@ -7,7 +7,8 @@ one leaves, the group epoch bumps, and the survivor (which keeps its partitions 
 others at the new epoch) commits at the epoch it had before. The embedded broker implements
 KIP-1251: the partitions it held then are committed; one it gained at the new epoch (the
 leaver's at the older epoch) is refused alone with STALE_MEMBER_EPOCH. Apache Kafka 4.3.1
-answers what it answers (asserted separately, so the difference stays visible)."""
+does not carry KIP-1251's consumer-group part and refuses both (measured; asserted separately,
+so the difference stays visible and a later Kafka that adopts it shows up here)."""
 
 from __future__ import annotations
 
