@@ -8,9 +8,10 @@ the same test runs on Apache Kafka 4.3.1 (marker ``kafka``), so both brokers giv
 The peer is ``bench/kafka-streams`` (its ``peers`` mode, workload ``wordcount``, the
 ``group.protocol`` set through ``PEERS_CONFIG``). The broker creates the repartition and
 changelog topics; the record cache is off, so every update is emitted: under exactly-once each
-word's counts are 1, 2, ..., n once each; under at-least-once each of 1..n at least once (a commit
-that races the leave's epoch bump is refused STALE_MEMBER_EPOCH by both brokers, as Kafka 4.3.1
-does before KIP-1251, and Kafka Streams then closes its tasks dirty and counts their uncommitted
+word's counts are 1, 2, ..., n once each; under at-least-once each of 1..n at least once (a
+commit that races the leave's epoch bump passes on both brokers for the tasks the committer ran
+at its older epoch, per-task assignment epochs as Kafka 4.3.1 keeps them, KAFKA-19779; one still
+refused, or an instance closing its tasks dirty for another reason, counts their uncommitted
 input again, which at-least-once allows). Skips only when java or mvn is missing.
 """
 

@@ -303,6 +303,16 @@ class ConsumerGroupCoordinator(ClassicMemberSteps):
     def _revoking(self, member: ConsumerMember) -> bool:
         return member.state is MemberState.UNREVOKED_PARTITIONS
 
+    def _keeps_assignment_epochs(self, member: ConsumerMember) -> bool:
+        """KIP-1251 for consumer-protocol members; a classic member keeps the exact
+        generation check (ILLEGAL_GENERATION), as in Kafka."""
+        return member.classic is None
+
+    def _assignment_epoch(
+        self, group: ConsumerGroup, member: ConsumerMember, topic: str, partition: int
+    ) -> int | None:
+        return member.assignment_epoch(topic, partition)
+
 
 def _same_subscription(a: ConsumerMember, b: ConsumerMember) -> bool:
     return (

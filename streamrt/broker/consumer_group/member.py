@@ -65,9 +65,21 @@ class ConsumerMember:
     pending_revocation: Assignment = dataclasses.field(default_factory=dict)
     #: set for a member that uses the classic protocol (a migrating group), else None
     classic: ClassicMetadata | None = None
+    #: (topic, partition) -> the member epoch at which it got that held partition (KIP-1251)
+    assignment_epochs: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def assignment_epoch(self, topic: str, partition: int) -> int | None:
+        """The epoch at which this member got a partition it holds (KIP-1251), None if it
+        does not hold it. One with no recorded epoch (a member migrated from a classic group,
+        a record written before KIP-1251) counts from the member's epoch, as Kafka's replay
+        defaults it: older commits for it are refused, as before."""
+        revoking = self.pending_revocation.get(topic, frozenset())
+        if partition not in self.assigned.get(topic, frozenset()) | revoking:
+            return None
+        return self.assignment_epochs.get((topic, partition), max(self.member_epoch, 0))
 
     def held(self) -> Assignment:
         """Partitions this member counts as owner of: assigned and not yet revoked."""

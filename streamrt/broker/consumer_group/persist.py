@@ -93,6 +93,7 @@ def _assignment_changed(a: ConsumerMember, b: ConsumerMember) -> bool:
         or a.state is not b.state
         or not same(a.assigned, b.assigned)
         or not same(a.pending_revocation, b.pending_revocation)
+        or a.assignment_epochs != b.assignment_epochs
     )
 
 
@@ -213,5 +214,6 @@ def _replay_value(
                 state=a.state,
                 assigned=a.assigned,
                 pending_revocation=a.pending_revocation,
+                assignment_epochs=a.assignment_epochs,
             )
         )

@@ -90,6 +90,8 @@ class CurrentAssignment:
     state: MemberState
     assigned: Assignment
     pending_revocation: Assignment
+    #: KIP-1251's per-partition epochs, as far as the record carries them
+    assignment_epochs: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
 
 # -- keys -------------------------------------------------------------------------------------
@@ -146,9 +148,18 @@ def member_metadata_record(group_id: str, member: ConsumerMember) -> Coordinator
     return CoordinatorRecord(key, w.done(), group_id)
 
 
+#: KIP-1251's ``AssignmentEpochs`` of a current assignment's TopicPartitions (tagged)
+_EPOCHS_TAG = 0
+
+
 def _write_partitions(
-    w: RecordWriter, assignment: Assignment, ids: Mapping[str, uuid.UUID]
+    w: RecordWriter,
+    assignment: Assignment,
+    ids: Mapping[str, uuid.UUID],
+    epochs: Mapping[tuple[str, int], int] | None = None,
 ) -> None:
+    """TopicPartitions; with ``epochs`` (a current assignment), each partition's assignment
+    epoch in the struct's tagged ``AssignmentEpochs``, in the order of ``Partitions``."""
     topics = [(t, ps) for t, ps in sorted(assignment.items()) if ps and t in ids]
     w.array_length(len(topics))
     for topic, ps in topics:
@@ -156,7 +167,19 @@ def _write_partitions(
         w.array_length(len(ps))
         for p in sorted(ps):
             w.int32(p)
-        w.tagged_fields()
+        if epochs is None:
+            w.tagged_fields()
+            continue
+        body = RecordWriter(0, flexible=True)
+        body.parts.clear()  # a tagged field's value: no version prefix
+        body.array_length(len(ps))
+        for p in sorted(ps):
+            body.int32(epochs[(topic, p)])
+        raw = body.done()
+        w.uvarint(1)
+        w.uvarint(_EPOCHS_TAG)
+        w.uvarint(len(raw))
+        w.parts.append(raw)
 
 
 def target_member_record(
@@ -176,11 +199,26 @@ def current_assignment_record(
     w.int32(member.member_epoch)
     w.int32(member.previous_member_epoch)
     w.int8(_STATE_BYTES[member.state])
-    _write_partitions(w, member.assigned, ids)
-    _write_partitions(w, member.pending_revocation, ids)
+    epochs = _epochs_of(member)
+    _write_partitions(w, member.assigned, ids, epochs)
+    _write_partitions(w, member.pending_revocation, ids, epochs)
     w.tagged_fields()
     key = _key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id)
     return CoordinatorRecord(key, w.done(), group_id)
+
+
+def _epochs_of(member: ConsumerMember) -> dict[tuple[str, int], int] | None:
+    """Every held partition's assignment epoch; None (the tag left out, as a record from
+    before KIP-1251) for a member with none recorded yet (just migrated from a classic
+    group): it replays to the same default, the member's epoch."""
+    if not member.assignment_epochs:
+        return None
+    out: dict[tuple[str, int], int] = {}
+    for topic, ps in member.held().items():
+        for p in ps:
+            epoch = member.assignment_epoch(topic, p)
+            out[(topic, p)] = max(member.member_epoch, 0) if epoch is None else epoch
+    return out
 
 
 _CLASSIC_TAG = 0
@@ -253,14 +291,30 @@ def decode_member_fields(raw: bytes) -> MemberFields:
     )
 
 
-def _read_partitions(r: RecordReader, names: Mapping[uuid.UUID, str]) -> Assignment:
+def _read_partitions(
+    r: RecordReader,
+    names: Mapping[uuid.UUID, str],
+    epochs: dict[tuple[str, int], int] | None = None,
+) -> Assignment:
+    """TopicPartitions; fills ``epochs`` from the tagged ``AssignmentEpochs`` where present
+    (a record without them, or with a count that does not match, leaves the defaults)."""
     out: dict[str, frozenset[int]] = {}
     for _ in range(max(r.array_length(), 0)):
         topic_id = r.uuid_()
-        ps = frozenset(r.int32() for _ in range(max(r.array_length(), 0)))
-        r.skip_tagged_fields()
-        if topic_id in names and ps:  # a deleted topic's partitions are dropped
-            out[names[topic_id]] = ps
+        listed = [r.int32() for _ in range(max(r.array_length(), 0))]
+        found: list[int] = []
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == _EPOCHS_TAG:
+                found = [r.int32() for _ in range(max(r.array_length(), 0))]
+            r.pos = end
+        if topic_id not in names or not listed:  # a deleted topic's partitions are dropped
+            continue
+        topic = names[topic_id]
+        out[topic] = frozenset(listed)
+        if epochs is not None and len(found) == len(listed):
+            epochs.update(((topic, p), e) for p, e in zip(listed, found, strict=True))
     return out
 
 
@@ -276,6 +330,7 @@ def decode_current_assignment(raw: bytes, names: Mapping[uuid.UUID, str]) -> Cur
     state = _STATES.get(r.int8())
     if state is None:
         raise ValueError("unknown member state in ConsumerGroupCurrentMemberAssignmentValue")
-    assigned = _read_partitions(r, names)
-    pending = _read_partitions(r, names)
-    return CurrentAssignment(epoch, previous, state, assigned, pending)
+    epochs: dict[tuple[str, int], int] = {}
+    assigned = _read_partitions(r, names, epochs)
+    pending = _read_partitions(r, names, epochs)
+    return CurrentAssignment(epoch, previous, state, assigned, pending, epochs)

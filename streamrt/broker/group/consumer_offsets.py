@@ -3,7 +3,9 @@
 Kafka's ``ConsumerGroup.validateOffsetCommit``/``validateOffsetFetch``: a commit from a member
 must carry its current member epoch (else STALE_MEMBER_EPOCH), from a known member (else
 UNKNOWN_MEMBER_ID), over OffsetCommit v9+ (older versions cannot carry a member epoch:
-UNSUPPORTED_VERSION). Commits with epoch -1 are accepted only while the group has no members.
+UNSUPPORTED_VERSION); a consumer-group member's commit at an older epoch passes for the
+partitions it has held since that epoch (KIP-1251, per partition). Commits with epoch -1 are
+accepted only while the group has no members. OffsetFetch keeps the exact epoch check.
 The offsets themselves live in the classic coordinator's offset table, like Kafka's.
 """
 
@@ -17,6 +19,7 @@ from streamrt.broker.group.admin import offset_tombstones
 from streamrt.broker.group.offsets import OffsetMetadataManager
 from streamrt.broker.group.pending import PendingTxnOffsets
 from streamrt.broker.group.records import CoordinatorRecord, offset_tombstone
+from streamrt.broker.modern_group.commit_epochs import PartitionCheck
 from streamrt.errors import ErrorCode
 from streamrt.wire.api_keys import ApiKey
 from streamrt.wire.codec import build
@@ -44,6 +47,10 @@ class MemberChecks(Protocol):
         self, group_id: str, member_id: str | None, member_epoch: int, *, fetch: bool = False
     ) -> ErrorCode | None: ...
 
+    def validate_offset_commit(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> tuple[ErrorCode | None, PartitionCheck | None]: ...
+
     def is_classic_member(self, group_id: str, member_id: str | None) -> bool: ...
 
 
@@ -56,11 +63,13 @@ def commit(
 ) -> tuple[Any, tuple[CoordinatorRecord, ...]]:
     """(response, records to append then replay) of an OffsetCommit to a consumer group."""
     epoch: int = request.generation_id_or_member_epoch
-    error = consumer.validate_offset_request(request.group_id, request.member_id, epoch)
+    error, check = consumer.validate_offset_commit(request.group_id, request.member_id, epoch)
     classic = consumer.is_classic_member(request.group_id, request.member_id)
     if error is None and epoch >= 0 and version < 9 and not classic:
         error = ErrorCode.unsupported_version
-    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    topics, records = offsets.commit_records(
+        request.group_id, request.topics, error, now_ms, -1, check
+    )
     response = build(response_cls(ApiKey.OFFSET_COMMIT, version), throttle_time=0, topics=topics)
     return response, records
 
@@ -85,16 +94,31 @@ def txn_commit(
     where ILLEGAL_GENERATION aborts the transaction."""
     epoch: int = getattr(request, "generation_id", -1)
     member_id: str = getattr(request, "member_id", "")
-    error = None
+    error: ErrorCode | None = None
+    check: PartitionCheck | None = None
     if version >= 3:
-        error = consumer.validate_offset_request(request.group_id, member_id, epoch)
+        error, check = consumer.validate_offset_commit(request.group_id, member_id, epoch)
     if error in _FENCED_TXN_COMMIT:
         error = ErrorCode.illegal_generation
-    topics, records = offsets.commit_records(request.group_id, request.topics, error, now_ms, -1)
+    topics, records = offsets.commit_records(
+        request.group_id, request.topics, error, now_ms, -1, _txn_check(check)
+    )
     response = build(
         response_cls(ApiKey.TXN_OFFSET_COMMIT, version), throttle_time=0, topics=topics
     )
     return response, records
+
+
+def _txn_check(check: PartitionCheck | None) -> PartitionCheck | None:
+    """A TxnOffsetCommit answers a partition refused at an older epoch ILLEGAL_GENERATION."""
+    if check is None:
+        return None
+
+    def txn(topic: str, partition: int) -> ErrorCode | None:
+        error = check(topic, partition)
+        return ErrorCode.illegal_generation if error in _FENCED_TXN_COMMIT else error
+
+    return txn
 
 
 def fetch_errors(consumer: MemberChecks, version: int, request: Any) -> dict[str, Any]:

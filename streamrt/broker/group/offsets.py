@@ -158,9 +158,11 @@ class OffsetMetadataManager:
         group_error: ErrorCode | None,
         now: int,
         expire_timestamp: int,
+        partition_check: Callable[[str, int], ErrorCode | None] | None = None,
     ) -> tuple[list[dict[str, Any]], tuple[CoordinatorRecord, ...]]:
         """Per-partition answers and records of an OffsetCommit or TxnOffsetCommit: a group
-        error applies to every partition; unknown partitions get 3, big metadata 12."""
+        error applies to every partition; unknown partitions get 3, big metadata 12;
+        ``partition_check`` (a commit at an older member epoch, KIP-1251) may refuse some."""
         records: list[CoordinatorRecord] = []
         topics = []
         for topic in request_topics:
@@ -170,6 +172,8 @@ class OffsetMetadataManager:
                 metadata = p.committed_metadata or ""
                 if error is None and not self._partition_exists(topic.name, p.partition_index):
                     error = ErrorCode.unknown_topic_or_partition
+                if error is None and partition_check is not None:
+                    error = partition_check(topic.name, p.partition_index)
                 if (
                     error is None
                     and len(metadata.encode()) > self._config.offset_metadata_max_bytes

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from streamrt.broker.coordination.result import CoordinatorRecord, Result
+from streamrt.broker.modern_group.commit_epochs import PartitionCheck, older_epoch_check
 from streamrt.broker.modern_group.member import (
     STATIC_LEAVE_EPOCH,
     ModernGroup,
@@ -351,6 +352,33 @@ class ModernGroupCoordinator(abc.ABC, Generic[G, M]):
         if member_epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
         return self._offset_member_check(group, member, fetch)
+
+    def validate_offset_commit(
+        self, group_id: str, member_id: str | None, member_epoch: int
+    ) -> tuple[ErrorCode | None, PartitionCheck | None]:
+        """(the commit's error, the check of each partition if any): KIP-1251's
+        ``assignmentEpoch(partition) <= client epoch <= member epoch`` for a member whose
+        protocol keeps assignment epochs, committing at an older epoch (1 or more) than its
+        own; else the whole-request check of ``validate_offset_request``."""
+        group = self.groups[group_id]
+        member = group.members.get(member_id or "")
+        older = member is not None and 0 < member_epoch < member.member_epoch
+        if member is None or not older or not self._keeps_assignment_epochs(member):
+            return self.validate_offset_request(group_id, member_id, member_epoch), None
+        error = self._offset_member_check(group, member, False)
+        if error is not None:
+            return error, None
+        return None, older_epoch_check(
+            member_epoch, lambda topic, p: self._assignment_epoch(group, member, topic, p)
+        )
+
+    def _keeps_assignment_epochs(self, member: Any) -> bool:
+        """The member's protocol tracks per-partition assignment epochs (none by default)."""
+        return False
+
+    def _assignment_epoch(self, group: G, member: Any, topic: str, partition: int) -> int | None:
+        """The epoch at which ``member`` got the partition, None if it does not hold it."""
+        return None
 
     def is_classic_member(self, group_id: str, member_id: str | None) -> bool:
         """A member that speaks the classic protocol to this group (a migrating consumer

@@ -283,6 +283,20 @@ class StreamsGroupCoordinator(ModernGroupCoordinator[StreamsGroup, StreamsMember
             return ErrorCode.streams_topology_fenced
         return None
 
+    def _keeps_assignment_epochs(self, member: StreamsMember) -> bool:
+        return True  # KAFKA-19779: every streams member's active tasks carry them
+
+    def _assignment_epoch(
+        self, group: StreamsGroup, member: StreamsMember, topic: str, partition: int
+    ) -> int | None:
+        """The committed partition's task is (the subtopology reading ``topic``, its
+        partition); None if no subtopology reads it or the member does not run it active."""
+        for sub in () if group.topology is None else group.topology.subtopologies:
+            inputs = set(sub.source_topics) | {t.name for t in sub.repartition_source_topics}
+            if topic in inputs:
+                return member.assignment_epoch(sub.subtopology_id, partition)
+        return None
+
 
 _EMPTY = Tasks()
 

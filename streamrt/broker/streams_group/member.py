@@ -119,9 +119,21 @@ class StreamsMember:
     assigned: Tasks = dataclasses.field(default_factory=Tasks)
     #: what it still runs but must give up
     pending_revocation: Tasks = dataclasses.field(default_factory=Tasks)
+    #: (subtopology, partition) -> the member epoch at which it got that active task (Kafka's
+    #: per-task assignment epochs of KAFKA-19779, the streams side of KIP-1251)
+    assignment_epochs: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def assignment_epoch(self, subtopology: str, partition: int) -> int | None:
+        """The epoch at which this member got an active task it holds, None if it does not
+        hold it active; one with no recorded epoch (a record from before) counts from the
+        member's epoch, Kafka's default: older commits of it are refused, as before."""
+        active = self.assigned.active.get(subtopology, frozenset())
+        if partition not in active | self.pending_revocation.active.get(subtopology, frozenset()):
+            return None
+        return self.assignment_epochs.get((subtopology, partition), max(self.member_epoch, 0))
 
     def held(self) -> Tasks:
         """Tasks this member counts as owner of: assigned and not yet revoked."""

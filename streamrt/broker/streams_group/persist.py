@@ -80,6 +80,7 @@ def _assignment_changed(a: StreamsMember, b: StreamsMember) -> bool:
         != (b.member_epoch, b.previous_member_epoch, b.state)
         or not a.assigned.same(b.assigned)
         or not a.pending_revocation.same(b.pending_revocation)
+        or a.assignment_epochs != b.assignment_epochs
     )
 
 

@@ -110,12 +110,29 @@ def _next(
             previous_member_epoch=member.member_epoch,
             assigned=kept,
             pending_revocation=revoke,
+            assignment_epochs=_epochs(member, (kept.active, revoke.active), epoch),
         )
+    assigned = kept.merged(gain)
     return dataclasses.replace(
         member,
         state=MemberState.UNRELEASED_TASKS if waiting else MemberState.STABLE,
         member_epoch=target_epoch,
         previous_member_epoch=member.member_epoch,
-        assigned=kept.merged(gain),
+        assigned=assigned,
         pending_revocation=Tasks(),
+        assignment_epochs=_epochs(member, (assigned.active,), target_epoch),
     )
+
+
+def _epochs(
+    member: StreamsMember, parts: tuple[TaskIds, ...], new_epoch: int
+) -> dict[tuple[str, int], int]:
+    """An active task the member keeps keeps the epoch it got it at; one it gains now is
+    assigned at ``new_epoch`` (Kafka's builder, KAFKA-19779)."""
+    out: dict[tuple[str, int], int] = {}
+    for tasks in parts:
+        for sub, ps in tasks.items():
+            for p in ps:
+                was = member.assignment_epoch(sub, p)
+                out[(sub, p)] = new_epoch if was is None else was
+    return out

@@ -4,7 +4,8 @@ Record types (the key's int16 prefix, from Kafka 4.3.1's ``StreamsGroup*Key.json
 metadata, 19 member metadata, 20 target assignment metadata, 21 target assignment member, 22
 current member assignment, 23 topology. Keys are version 0 (non-flexible strings); values are
 version 0, flexible. Tagged fields we write: the group metadata's ValidatedTopologyEpoch (tag 0)
-and LastAssignmentConfigs (tag 1, ``num.standby.replicas``); others are skipped on read.
+and LastAssignmentConfigs (tag 1, ``num.standby.replicas``), the current assignment's active
+TaskIds' AssignmentEpochs (tag 0, KAFKA-19779); others are skipped on read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from streamrt.broker.modern_group.records import (
     tombstone,
     value_writer,
 )
-from streamrt.broker.streams_group.member import MemberState, StreamsMember, Tasks
+from streamrt.broker.streams_group.member import MemberState, StreamsMember, Tasks, merge
 from streamrt.broker.streams_group.topology import (
     CopartitionGroup,
     StreamsTopology,
@@ -165,7 +166,11 @@ def member_metadata_record(group_id: str, m: StreamsMember) -> CoordinatorRecord
     return _record(MEMBER_METADATA, group_id, w, m.member_id)
 
 
-def _write_tasks(w: RecordWriter, tasks: TaskIds) -> None:
+def _write_tasks(
+    w: RecordWriter, tasks: TaskIds, epochs: Mapping[tuple[str, int], int] | None = None
+) -> None:
+    """TaskIds; with ``epochs`` (a current assignment's active tasks) each task's assignment
+    epoch in the struct's tagged ``AssignmentEpochs`` (tag 0), in the order of Partitions."""
     entries = [(s, ps) for s, ps in sorted(tasks.items()) if ps]
     w.array_length(len(entries))
     for sub, ps in entries:
@@ -173,7 +178,41 @@ def _write_tasks(w: RecordWriter, tasks: TaskIds) -> None:
         w.array_length(len(ps))
         for p in sorted(ps):
             w.int32(p)
-        w.tagged_fields()
+        if epochs is None:
+            w.tagged_fields()
+            continue
+        raw = _epochs_payload([epochs[(sub, p)] for p in sorted(ps)])
+        w.uvarint(1)
+        w.uvarint(_EPOCHS_TAG)
+        w.uvarint(len(raw))
+        w.parts.append(raw)
+
+
+#: ``AssignmentEpochs`` in a current assignment's TaskIds (KAFKA-19779)
+_EPOCHS_TAG = 0
+
+
+def _epochs_payload(epochs: list[int]) -> bytes:
+    def write(w: RecordWriter) -> None:
+        w.array_length(len(epochs))
+        for e in epochs:
+            w.int32(e)
+
+    return _payload(write)
+
+
+def _active_epochs(m: StreamsMember) -> dict[tuple[str, int], int] | None:
+    """Every held active task's assignment epoch; None (the tag left out, as a record from
+    before) for a member with none recorded: it replays to the same default."""
+    if not m.assignment_epochs:
+        return None
+    held = merge(m.assigned.active, m.pending_revocation.active)
+    out: dict[tuple[str, int], int] = {}
+    for sub, ps in held.items():
+        for p in ps:
+            epoch = m.assignment_epoch(sub, p)
+            out[(sub, p)] = max(m.member_epoch, 0) if epoch is None else epoch
+    return out
 
 
 def target_epoch_record(group_id: str, epoch: int) -> CoordinatorRecord:
@@ -194,8 +233,10 @@ def current_assignment_record(group_id: str, m: StreamsMember) -> CoordinatorRec
     w.int32(m.member_epoch)
     w.int32(m.previous_member_epoch)
     w.int8(_STATE_BYTES[m.state])
+    epochs = _active_epochs(m)
     for tasks in (m.assigned, m.pending_revocation):
-        for role in (tasks.active, tasks.standby, tasks.warmup):
+        _write_tasks(w, tasks.active, epochs)
+        for role in (tasks.standby, tasks.warmup):
             _write_tasks(w, role)
     return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, w, m.member_id)
 
@@ -310,19 +351,31 @@ def decode_member_metadata(raw: bytes, member: StreamsMember) -> StreamsMember:
     )
 
 
-def _read_tasks(r: RecordReader) -> dict[str, frozenset[int]]:
+def _read_tasks(
+    r: RecordReader, epochs: dict[tuple[str, int], int] | None = None
+) -> dict[str, frozenset[int]]:
+    """TaskIds; fills ``epochs`` from a current assignment's ``AssignmentEpochs`` (tag 0)
+    where present with one epoch per partition (else the defaults stay)."""
     out: dict[str, frozenset[int]] = {}
     for _ in range(_count(r)):
         sub = r.string()
-        ps = frozenset(r.int32() for _ in range(_count(r)))
-        r.skip_tagged_fields()  # AssignmentEpochs (tag 0) of a current assignment
-        if ps:
-            out[sub] = ps
+        listed = [r.int32() for _ in range(_count(r))]
+        found: list[int] = []
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == _EPOCHS_TAG:
+                found = [r.int32() for _ in range(_count(r))]
+            r.pos = end
+        if listed:
+            out[sub] = frozenset(listed)
+        if epochs is not None and listed and len(found) == len(listed):
+            epochs.update(((sub, p), e) for p, e in zip(listed, found, strict=True))
     return out
 
 
-def _read_tuple(r: RecordReader) -> Tasks:
-    return Tasks(_read_tasks(r), _read_tasks(r), _read_tasks(r))
+def _read_tuple(r: RecordReader, epochs: dict[tuple[str, int], int] | None = None) -> Tasks:
+    return Tasks(_read_tasks(r, epochs), _read_tasks(r), _read_tasks(r))
 
 
 def decode_target_epoch(raw: bytes) -> int:
@@ -339,8 +392,9 @@ def decode_current_assignment(raw: bytes, member: StreamsMember) -> StreamsMembe
     state = _STATES.get(r.int8())
     if state is None:
         raise ValueError("unknown member state in StreamsGroupCurrentMemberAssignmentValue")
-    assigned = _read_tuple(r)
-    pending = _read_tuple(r)
+    epochs: dict[tuple[str, int], int] = {}
+    assigned = _read_tuple(r, epochs)
+    pending = _read_tuple(r, epochs)
     return dataclasses.replace(
         member,
         member_epoch=epoch,
@@ -348,6 +402,7 @@ def decode_current_assignment(raw: bytes, member: StreamsMember) -> StreamsMembe
         state=state,
         assigned=assigned,
         pending_revocation=pending,
+        assignment_epochs=epochs,
     )
 
 
