@@ -69,11 +69,13 @@ class _Child:
         self._go = threading.Event()
 
     def _send(self, message: Any) -> None:
-        with self._send_lock:
-            try:
+        try:
+            with self._send_lock:
                 self.conn.send(message)
-            except (OSError, ValueError):
-                self.thread.stop()  # the parent is gone: stop as on SIGTERM
+        except (OSError, ValueError):
+            # the parent is gone: stop as on SIGTERM, the lock released first (the stop sends
+            # its own event through here: under the lock the sender waited on itself forever)
+            self.thread.stop()
 
     def _status(self) -> dict[str, Any]:
         thread = self.thread

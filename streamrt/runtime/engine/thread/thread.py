@@ -164,6 +164,11 @@ class StreamThread:
         return self._os_thread.is_alive()
 
     @property
+    def stopping(self) -> bool:
+        """:meth:`stop` was asked (the thread may still be committing and closing)."""
+        return self._stop_requested.is_set()
+
+    @property
     def member_id(self) -> str | None:
         """The consumer's member id in the group (assigned by the coordinator), once joined."""
         return self._own.member_id if self._own is not None else None
