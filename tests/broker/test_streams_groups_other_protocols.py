@@ -79,6 +79,7 @@ def test_a_consumer_heartbeat_does_not_make_a_consumer_group_beside_it(
         assert await _types(conn) == [(APP, "streams")]
         committed = await _commit(conn, "a-1", a.member_epoch, "words")  # still its group's
         assert committed.topics[0].partitions[0].error_code == ErrorCode.none
+        assert (await _beat(conn, "a-1", -1)).error_code == ErrorCode.none  # no 45 s wait to clean
 
     _run(_port(any_broker), scenario)
 
@@ -202,6 +203,7 @@ def test_a_transactional_commit_at_a_stale_epoch_is_illegal_generation(
             )
             codes.append(commit.topics[0].partitions[0].error_code)
         assert codes == [ErrorCode.illegal_generation, ErrorCode.none]
+        assert (await _beat(conn, "a-1", -1)).error_code == ErrorCode.none  # no 45 s wait to clean
 
     _run(_port(any_broker), scenario)
 
@@ -218,5 +220,6 @@ def test_describe_groups_says_a_streams_group_is_not_a_classic_one(
         )
         (group,) = described.groups
         assert (group.error_code, group.group_state) == (ErrorCode.group_id_not_found, "Dead")
+        assert (await _beat(conn, "a-1", -1)).error_code == ErrorCode.none  # no 45 s wait to clean
 
     _run(_port(any_broker), scenario)
