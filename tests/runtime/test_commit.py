@@ -58,6 +58,10 @@ class FakeTask:
     def checkpoint(self) -> None:
         self.journal.steps.append(f"checkpoint {self.name}")
 
+    @property
+    def processed(self) -> dict[TopicPartition, int]:
+        return self.offsets
+
     def take_offsets(self) -> dict[TopicPartition, int]:
         out, self.offsets = self.offsets, {}
         return out
@@ -231,6 +235,32 @@ def test_real_task_keeps_its_checkpoint_when_the_commit_is_refused(tmp_path: Pat
     assert reopened.state.positions() == {CHANGELOG: 9}
     assert reopened.stores["counts"].get("k") is not None  # the data written, kept (ALOS)
     reopened.close()
+
+
+def test_a_deferred_commit_sends_its_offsets_with_the_next_one(tmp_path: Path) -> None:
+    """A commit refused during a rebalance (or with the coordinator away) while the partitions
+    stay ours: its input offsets go with the next commit, even when nothing was processed
+    since, and the checkpoint waits for that commit. Before: the offsets were taken from the
+    task and dropped (a streams-group member keeps none; the classic member kept them but the
+    next commit, with no new offsets, never called it), so the group's offset stayed behind
+    for good while the next commit checkpointed the store past it."""
+    task = counting_task(tmp_path)
+    task.process("in", 41, 1000, b"k", b"v")
+    journal = Journal()
+    deferred = FakeCommitter(journal, refuse=CommitDeferredError("REBALANCE_IN_PROGRESS"))
+    assert asyncio.run(commit(FakeProducer(journal), [task], deferred)) == {}
+    assert task.state.position(CHANGELOG) is None
+
+    class NothingNew(FakeProducer):
+        async def flush(self) -> Mapping[TopicPartition, int]:
+            return {}
+
+    committer = FakeCommitter(journal)
+    assert asyncio.run(commit(NothingNew(journal), [task], committer)) == {INPUT: 42}
+    assert committer.committed == [{INPUT: 42}]
+    assert task.state.position(CHANGELOG) == 5
+    assert asyncio.run(commit(NothingNew(journal), [task], committer)) == {}  # sent once
+    task.close()
 
 
 def test_a_task_left_out_of_a_commit_keeps_the_ends_that_commit_flushed(tmp_path: Path) -> None:

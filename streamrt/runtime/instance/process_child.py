@@ -127,8 +127,14 @@ class _Child:
         except Exception as exc:  # an unpicklable value or error
             self._send(("reply", request_id, False, RuntimeError(repr(exc))))
 
+    def _stop_on_signal(self, *_: Any) -> None:
+        """SIGTERM: its handler runs on the main thread, maybe inside a status send that holds
+        the send lock while the parent is slow to read; the stop sends its own event through
+        that lock, so it runs on a thread of its own (in the handler it waited on itself)."""
+        threading.Thread(target=self.thread.stop, daemon=True, name="sigterm-stop").start()
+
     def run(self) -> int:
-        signal.signal(signal.SIGTERM, lambda *_: self.thread.stop())
+        signal.signal(signal.SIGTERM, self._stop_on_signal)
         threading.Thread(target=self._serve_requests, daemon=True, name="requests").start()
         self._send(("ready",))
         self._go.wait()  # the parent lets the children of one start join together

@@ -10,7 +10,8 @@ Order, and why (Kafka Streams' commit, then ``postCommit``):
 2. flush the producer: every sink and changelog record is delivered, and we learn the
    changelog offset each store reached;
 3. each task writes its stores' data (one WriteBatch per store), their offsets unchanged;
-4. commit the input offsets;
+4. commit the input offsets (the tasks give them up only once accepted: those of a commit
+   deferred during a rebalance go with the next one);
 5. only now each task records its stores as being at the changelog offsets of step 2 (its
    checkpoint), so a checkpoint never runs ahead of a commit the group accepted.
 
@@ -61,7 +62,14 @@ class ProducerFlush(Protocol):
 
 class Committable(Protocol):
     """A task: flushes its cache (step 1) and state (step 3), hands over its input offsets,
-    and checkpoints (step 5)."""
+    and checkpoints (step 5). Its ``processed`` offsets are taken only once the commit is
+    accepted, so those of a deferred commit are sent again with the next one, even if
+    nothing is processed meanwhile (neither membership must keep them)."""
+
+    @property
+    def processed(self) -> Mapping[TopicPartition, int]:
+        """Input partition → next offset to commit, since the last accepted commit."""
+        ...
 
     def flush_cache(self) -> None: ...
 
@@ -108,14 +116,15 @@ async def commit(
     for task in tasks:
         task.write_state(delivered)  # 3
     offsets: dict[TopicPartition, int] = {}
-    for task in tasks:
-        offsets.update(task.take_offsets())
+    for task in tasks:  # taken once accepted: a deferred commit's go with the next one
+        offsets.update(task.processed)
     if offsets:
         try:
             await committer.commit(offsets)  # 4
         except CommitDeferredError:
             return {}
     for task in tasks:
+        task.take_offsets()
         task.checkpoint()  # 5
     return offsets
 

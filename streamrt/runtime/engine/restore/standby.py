@@ -56,6 +56,7 @@ class StandbyTask:
                 name,
                 TopicPartition(changelog_topic(application_id, name), partition),
                 spec.kind or default_store,
+                segments=spec.segments,  # the active task's layout: it opens this directory
                 timestamped=spec.timestamped,
             )
         self.ends: dict[TopicPartition, int] = {}  # last known changelog end per partition

@@ -223,7 +223,7 @@ class TaskManager:
             return
         task = self.factory.active(TaskId.parse(task_id))
         if state.registrations != task.state.registrations:
-            state.close()  # stores the standby keeps otherwise (window segments): reopen
+            state.close()  # stores the standby keeps otherwise: reopen
             return
         task.state = state
         task.open()  # the stores are open: this inits the processors
