@@ -77,7 +77,6 @@ class StreamrtMembership:
         self.assignor = MemberStreamsAssignor(streams)
         self.member = GroupMember(config, topics, self.assignor, offsets_connection=True)
         self._start: asyncio.Task[None] | None = None
-        self._pending: dict[TopicPartition, int] = {}  # refused during a rebalance: retried
         self._lost: tuple[int, ErrorCode] | None = None  # generation migrated from, and why
         # from a join to its assignment: the generation is about to change, so a commit now
         # would be refused (a TxnOffsetCommit's refusal loses the transaction); the thread's
@@ -150,14 +149,13 @@ class StreamrtMembership:
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit as the member's current generation. Refused during a rebalance
-        (REBALANCE_IN_PROGRESS) while the partitions are still ours: kept and sent with the
-        next commit, as Kafka Streams retries (:class:`CommitDeferredError`). Refused for a
-        stale generation or an unknown member, or during a rebalance that took partitions:
-        :class:`TaskMigratedError` (the partitions are lost, re-read elsewhere)."""
-        owned = self.member.assignment  # revoked partitions have left it: new offsets are ours
-        merged = {tp: o for tp, o in self._pending.items() if tuple(tp) in owned}
-        merged.update(offsets)
-        self._pending = {}
+        (REBALANCE_IN_PROGRESS) while the partitions are still ours: :class:`CommitDeferredError`
+        (the tasks keep the offsets and send them with the next commit, as Kafka Streams
+        retries; none are kept here, where they could outlive the partitions' loss and move a
+        later owner's offset back). Refused for a stale generation or an unknown member, or
+        during a rebalance that took partitions: :class:`TaskMigratedError` (the partitions
+        are lost, re-read elsewhere)."""
+        merged = dict(offsets)
         try:
             await self.member.commit({tuple(tp): o for tp, o in merged.items()})  # type: ignore[misc]
         except CommitFailedError as exc:
@@ -166,20 +164,17 @@ class StreamrtMembership:
             still_ours = {tuple(tp) for tp in merged} <= self.member.assignment
             if "REBALANCE_IN_PROGRESS" in str(exc) and still_ours:
                 logger.info("offset commit refused, retried later", extra=fields(error=str(exc)))
-                self._pending = merged
                 raise CommitDeferredError(str(exc)) from exc
             raise self._migrated(exc, "offset commit refused") from exc
         except (AdminConnectionError, TimeoutError) as exc:
             # the broker is gone for now (restarting, paused): Kafka Streams retries a commit
             # that timed out; the offsets go with the next one, the checkpoints wait for it
             logger.info("offset commit failed, retried later", extra=fields(error=str(exc)))
-            self._pending = merged
             raise CommitDeferredError(str(exc)) from exc
         except KafkaError as exc:
             if exc.code not in COORDINATOR_MOVED:
                 raise
             logger.info("offset commit failed, retried later", extra=fields(error=str(exc)))
-            self._pending = merged
             raise CommitDeferredError(str(exc)) from exc
 
     async def check_generation(self) -> None:
