@@ -237,7 +237,11 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
     if base == "quix":
         if not Path(args.quix_python).exists():
             return f"{args.quix_python} missing (make bench-venv)"
-        return Launch([[args.quix_python, str(HERE / "_peers_quix.py")]], env)
+        # absolute, not resolved: contenders start in the run's temporary directory (so a
+        # relative path, as `make bench-medians` passes, would miss), and resolving the venv's
+        # python symlink would leave the venv
+        quix_python = str(Path(args.quix_python).absolute())
+        return Launch([[quix_python, str(HERE / "_peers_quix.py")]], env)
     if base == "faust":
         argv = [py, str(HERE / "_peers_faust.py"), "worker", "--without-web", "-l", "warn"]
         return Launch([argv], env)
