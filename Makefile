@@ -80,7 +80,7 @@ bench-test: $(STAMP)
 # peers"). KAFKA=apache runs them on Apache Kafka 4.3.1.
 RUNS ?= 3
 PEERS_ARGS ?= --records 1000000 --wordcount-records 200000 --session-records 300000 \
-	--timeout 600 --contenders streamrt-1t,streamrt-1t+rdk,streamrt-1t-rdk,quix,kafka-streams-1t
+	--timeout 600 --contenders bare-confluent,streamrt-1t-rdk,quix,kafka-streams-1t
 bench-medians: $(STAMP) $(BENCH_VENV)/.installed
 	for i in $$(seq $(RUNS)); do PYTHONPATH=$(CURDIR) $(BIN)/python bench/peers_throughput.py \
 		--kafka $(KAFKA) $(PEERS_ARGS) --quix-python $(BENCH_VENV)/bin/python \

@@ -30,7 +30,9 @@ Contenders (``--contenders``, comma-separated):
   built with Maven on first use), ``num.stream.threads`` 1/2, RocksDB stores with changelogs,
   record cache off (one output per update, like the others);
 - ``bare-confluent`` (the floor: confluent-kafka consumer → ``json`` → confluent-kafka
-  producer) and ``bare-aiokafka`` (the same loop on aiokafka): stateless only.
+  producer; stateless, and word count through a repartition and a changelog topic with the
+  counts in a dict, ``bench/_peers_bare.py``) and ``bare-aiokafka`` (the stateless loop on
+  aiokafka).
 
     .venv/bin/python bench/peers_throughput.py --records 200000 --wordcount-records 100000 \\
         --session-records 50000 --out docs/bench/peers_throughput
@@ -228,14 +230,18 @@ def launch_spec(name: str, workload: str, args: argparse.Namespace) -> Launch | 
     py = sys.executable
     base, *mods = name.split("+")
     if base.startswith("bare-"):
-        if workload != "stateless":
-            return "stateless only"
+        if workload not in ("stateless", "wordcount" if base == "bare-confluent" else ""):
+            return "stateless only" if base != "bare-confluent" else "not on sessions"
         env["PEERS_CLIENT"] = base.removeprefix("bare-")
         return Launch([[py, str(HERE / "_peers_bare.py")]], env)
     if base == "quix":
         if not Path(args.quix_python).exists():
             return f"{args.quix_python} missing (make bench-venv)"
-        return Launch([[args.quix_python, str(HERE / "_peers_quix.py")]], env)
+        # absolute, not resolved: contenders start in the run's temporary directory (so a
+        # relative path, as `make bench-medians` passes, would miss), and resolving the venv's
+        # python symlink would leave the venv
+        quix_python = str(Path(args.quix_python).absolute())
+        return Launch([[quix_python, str(HERE / "_peers_quix.py")]], env)
     if base == "faust":
         argv = [py, str(HERE / "_peers_faust.py"), "worker", "--without-web", "-l", "warn"]
         return Launch([argv], env)
