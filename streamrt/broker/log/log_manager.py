@@ -86,6 +86,9 @@ class LogManager:
             for info in self._topics.values():
                 for p in range(info.num_partitions):
                     self._open_log(info, p)
+            for log in self._logs.values():
+                for producer in log.active_producers():
+                    self._producer_ids.skip_past(producer.producer_id)
             logger.info(
                 "log manager loaded",
                 extra=fields(topics=len(self._topics), partitions=len(self._logs)),
