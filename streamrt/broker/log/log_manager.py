@@ -239,6 +239,13 @@ class LogManager:
             )
         return log
 
+    def skip_producer_ids_through(self, producer_id: int) -> None:
+        """Never allocate ``producer_id`` or a lower id (one the transaction log holds)."""
+        with self._lock:
+            if self._producer_ids is None:
+                raise RuntimeError("LogManager.load() was not called")
+            self._producer_ids.skip_past(producer_id)
+
     def allocate_producer_id(self) -> int:
         with self._lock:
             if self._producer_ids is None:
