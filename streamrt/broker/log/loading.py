@@ -16,7 +16,7 @@ from streamrt.broker.log.batch import BatchHeader
 from streamrt.broker.log.control import parse_marker
 from streamrt.broker.log.producer_state import ProducerStateManager
 from streamrt.broker.log.segment import LogSegment
-from streamrt.broker.log.topic_store import CorruptMetadataError
+from streamrt.broker.log.storage_errors import CorruptMetadataError
 from streamrt.broker.log.txn_index import TxnIndex
 
 __all__ = (

@@ -18,8 +18,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from streamrt.broker.log.storage_errors import CorruptMetadataError
 from streamrt.broker.log.swap import write_atomically
-from streamrt.errors import ErrorCode, KafkaError, StreamrtError
+from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = (
     "CorruptMetadataError",
@@ -31,21 +32,6 @@ __all__ = (
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
-
-
-_DROP_TOPIC = (
-    "restore it, or move it away to drop the topic; its partition directories are then kept "
-    "aside as -stray"
-)
-
-
-class CorruptMetadataError(StreamrtError):
-    """A metadata file cannot be read; the message names it and what is wrong. The broker
-    refuses to start rather than guess which partitions the file described."""
-
-    def __init__(self, path: Path, problem: str, remedy: str = _DROP_TOPIC) -> None:
-        super().__init__(f"corrupt metadata file {path}: {problem} ({remedy})")
-        self.path = path
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,3 +57,45 @@ def test_damaged_log_start_offset_is_refused_not_reset(
         manager_factory()
     assert str(path) in str(err.value)
     assert path.read_bytes() == content
+
+
+def test_committed_compaction_swap_without_its_plan_is_refused(
+    manager_factory: ManagerFactory, tmp_path: Path
+) -> None:
+    """A crash in the swap's last step leaves the cleaned segment only as ``.log.swap`` (the
+    old one already deleted); with ``cleaner-swap.json`` lost, deleting it as a leftover would
+    delete the only copy of those records."""
+    m = manager_factory()
+    m.create_topic("t", 1, {"segment.bytes": "300"})
+    for i in range(8):
+        m.log("t", 0).append(value_batch(i), 1_000)
+    m.close()
+    directory = tmp_path / "data" / "t-0"
+    first = sorted(directory.glob("*.log"))[0]
+    swap = first.with_name(first.name + ".swap")
+    first.rename(swap)
+    content = swap.read_bytes()
+    with pytest.raises(CorruptMetadataError) as err:
+        manager_factory()
+    assert str(directory / "cleaner-swap.json") in str(err.value)
+    assert swap.read_bytes() == content
+
+
+def test_damaged_compaction_swap_plan_is_refused(
+    manager_factory: ManagerFactory, tmp_path: Path
+) -> None:
+    m = manager_factory()
+    m.create_topic("t", 1, {"segment.bytes": "300"})
+    for i in range(8):
+        m.log("t", 0).append(value_batch(i), 1_000)
+    m.close()
+    directory = tmp_path / "data" / "t-0"
+    first = sorted(directory.glob("*.log"))[0]
+    swap = first.with_name(first.name + ".swap")
+    first.rename(swap)
+    plan = directory / "cleaner-swap.json"
+    plan.write_bytes(b'{"new_base": 0, "old_ba')
+    with pytest.raises(CorruptMetadataError) as err:
+        manager_factory()
+    assert str(plan) in str(err.value)
+    assert swap.exists() and plan.exists()
