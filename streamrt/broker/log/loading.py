@@ -1,4 +1,5 @@
-"""Rebuilding a partition's producer state at open, and choosing segments past retention.
+"""Rebuilding a partition's producer state and start offset at open, and choosing segments
+past retention.
 
 Producer state (idempotent sequences, open transactions) and the aborted-transaction index
 are restored from the last snapshot when it matches a segment boundary, then rebuilt from the
@@ -15,9 +16,16 @@ from streamrt.broker.log.batch import BatchHeader
 from streamrt.broker.log.control import parse_marker
 from streamrt.broker.log.producer_state import ProducerStateManager
 from streamrt.broker.log.segment import LogSegment
+from streamrt.broker.log.storage_errors import CorruptMetadataError
 from streamrt.broker.log.txn_index import TxnIndex
 
-__all__ = ("PRODUCER_SNAPSHOT", "TXN_INDEX", "expired_segments", "load_producer_state")
+__all__ = (
+    "PRODUCER_SNAPSHOT",
+    "TXN_INDEX",
+    "expired_segments",
+    "load_producer_state",
+    "read_start_offset",
+)
 
 PRODUCER_SNAPSHOT = "producer-state.json"
 TXN_INDEX = "aborted-txns.json"
@@ -81,3 +89,24 @@ def expired_segments(segments: Sequence[LogSegment], config: Mapping[str, Any], 
             excess -= candidates[by_size].size
             by_size += 1
     return max(by_time, by_size)
+
+
+def read_start_offset(path: Path) -> int:
+    """DeleteRecords' start offset; a damaged file stops the start-up, because reading it as 0
+    would serve the deleted records again (it is written atomically, so a crash cannot tear
+    it)."""
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    try:
+        offset = int(text.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        offset = -1
+    if offset < 0:
+        raise CorruptMetadataError(
+            path,
+            f"expected a log start offset, got {text[:40]!r}",
+            "restore it, or write the log start offset DeleteRecords last returned",
+        )
+    return offset

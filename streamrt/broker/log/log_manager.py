@@ -86,6 +86,9 @@ class LogManager:
             for info in self._topics.values():
                 for p in range(info.num_partitions):
                     self._open_log(info, p)
+            for log in self._logs.values():
+                for producer in log.active_producers():
+                    self._producer_ids.skip_past(producer.producer_id)
             logger.info(
                 "log manager loaded",
                 extra=fields(topics=len(self._topics), partitions=len(self._logs)),
@@ -235,6 +238,13 @@ class LogManager:
                 ErrorCode.unknown_topic_or_partition, f"unknown partition {topic}-{partition}"
             )
         return log
+
+    def skip_producer_ids_through(self, producer_id: int) -> None:
+        """Never allocate ``producer_id`` or a lower id (one the transaction log holds)."""
+        with self._lock:
+            if self._producer_ids is None:
+                raise RuntimeError("LogManager.load() was not called")
+            self._producer_ids.skip_past(producer_id)
 
     def allocate_producer_id(self) -> int:
         with self._lock:

@@ -23,6 +23,7 @@ from streamrt.broker.log.loading import (
     TXN_INDEX,
     expired_segments,
     load_producer_state,
+    read_start_offset,
 )
 from streamrt.broker.log.open_files import OpenFiles
 from streamrt.broker.log.producer_state import ActiveProducer, ProducerStateManager
@@ -78,7 +79,7 @@ class PartitionLog:
         self.producer_state = producer_state
         self.txn_index = txn_index if txn_index is not None else TxnIndex()
         self._unflushed = False
-        self._start_override = _read_start_offset(directory / LOG_START_OFFSET_FILE)
+        self._start_override = read_start_offset(directory / LOG_START_OFFSET_FILE)
 
     # ------------------------------------------------------------------------------- opening
     @classmethod
@@ -470,16 +471,6 @@ class PartitionLog:
         for path in self.directory.iterdir():
             os.unlink(path)
         os.rmdir(self.directory)
-
-
-def _read_start_offset(path: Path) -> int:
-    try:
-        return int(path.read_text().strip())
-    except FileNotFoundError:
-        return 0
-    except ValueError:
-        logger.warning("ignoring an unreadable log start offset file", extra=fields(path=str(path)))
-        return 0
 
 
 def _last_offset(records: bytes) -> int | None:

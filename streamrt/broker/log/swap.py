@@ -11,7 +11,8 @@ Protocol, for old segments ``old_bases`` replaced by one cleaned segment with ba
    first, ``.log`` last), the directory fsynced and the plan removed.
 
 :func:`complete_interrupted_swap` runs at open: without a ``.log.swap`` it discards leftovers
-(the old segments are intact); with one it finishes steps 4.
+(the old segments are intact); with one it finishes step 4, or stops the start if the plan is
+lost or damaged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from streamrt.broker.log.segment import segment_paths
+from streamrt.broker.log.storage_errors import CorruptMetadataError
 from streamrt.broker.log.writes import write_all
 
 __all__ = (
@@ -100,18 +102,38 @@ def finish_swap(directory: Path, new_base: int, old_bases: Sequence[int]) -> Non
 
 
 def complete_interrupted_swap(directory: Path) -> None:
-    """Roll an interrupted swap forward (``.log.swap`` present) or back (otherwise)."""
+    """Roll an interrupted swap forward (``.log.swap`` present) or back (otherwise).
+
+    A committed swap whose plan is lost or damaged stops the start: the old segments may be
+    deleted already, so the ``.swap`` files may hold the only copy of their records."""
     plan_path = directory / SWAP_PLAN
-    committed = list(directory.glob(f"*.log{_SWAP}"))
-    if committed and plan_path.exists():
-        plan = json.loads(plan_path.read_text())
-        finish_swap(directory, int(plan["new_base"]), [int(b) for b in plan["old_bases"]])
+    if list(directory.glob(f"*.log{_SWAP}")):
+        new_base, old_bases = _read_plan(plan_path)
+        finish_swap(directory, new_base, old_bases)
     for leftover in (*directory.glob(f"*{_CLEANED}"), *directory.glob(f"*{_SWAP}")):
         leftover.unlink()
     with contextlib.suppress(FileNotFoundError):
         plan_path.unlink()
     for tmp in directory.glob("*.tmp"):
         tmp.unlink()
+
+
+def _read_plan(path: Path) -> tuple[int, list[int]]:
+    """The committed plan's new base and old bases, or :class:`CorruptMetadataError`."""
+    remedy = (
+        "restore it, or check which old segments are gone and rename the .swap files to "
+        "their names without .swap"
+    )
+    try:
+        plan = json.loads(path.read_bytes())
+        new_base, old_bases = plan["new_base"], plan["old_bases"]
+    except FileNotFoundError:
+        raise CorruptMetadataError(path, "missing, but a .log.swap file is there", remedy) from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptMetadataError(path, f"unreadable ({exc!r})", remedy) from None
+    if not isinstance(old_bases, list) or not all(type(b) is int for b in [new_base, *old_bases]):
+        raise CorruptMetadataError(path, f"bases are not integers: {plan!r}", remedy)
+    return new_base, list(old_bases)
 
 
 def _with(path: Path, suffix: str) -> Path:

@@ -18,8 +18,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from streamrt.broker.log.storage_errors import CorruptMetadataError
 from streamrt.broker.log.swap import write_atomically
-from streamrt.errors import ErrorCode, KafkaError, StreamrtError
+from streamrt.errors import ErrorCode, KafkaError
 
 __all__ = (
     "CorruptMetadataError",
@@ -31,18 +32,6 @@ __all__ = (
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
-
-
-class CorruptMetadataError(StreamrtError):
-    """A metadata file cannot be read; the message names it and what is wrong. The broker
-    refuses to start rather than guess which partitions the file described."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(
-            f"corrupt metadata file {path}: {problem} (restore it, or move it away to drop "
-            "the topic; its partition directories are then kept aside as -stray)"
-        )
-        self.path = path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +116,13 @@ class ProducerIdAllocator:
         if type(value) is not int or value < 0:
             raise CorruptMetadataError(self._path, f"next_block_start is {value!r}")
         return value
+
+    def skip_past(self, producer_id: int) -> None:
+        """Never hand out ``producer_id`` or a lower id: a partition still remembers it, so
+        after a lost or rewound file its reuse would make the new producer's first batches
+        look like duplicates of the old ones, acknowledged and dropped."""
+        if producer_id >= self._next:
+            self._next = self._block_end = producer_id + 1
 
     def allocate(self) -> int:
         if self._next >= self._block_end:

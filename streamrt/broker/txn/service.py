@@ -85,6 +85,7 @@ class TransactionCoordinatorService:
             self._offsets_partitions = topics[CONSUMER_OFFSETS].num_partitions
 
         async def on_loaded() -> list[TxnMarkers]:
+            self._reserve_loaded_producer_ids()
             return self._apply(self.coordinator.on_loaded())[1]
 
         stats, markers = await self._core.load(
@@ -100,6 +101,13 @@ class TransactionCoordinatorService:
                 resumed=len(markers),
             ),
         )
+
+    def _reserve_loaded_producer_ids(self) -> None:
+        """Keep every loaded transactional id's producer ids from being handed out again,
+        even if the producer-id block file was lost: only this log remembers an id that has
+        written no record yet."""
+        for md in self.coordinator.transactions.values():
+            self._logs.skip_producer_ids_through(max(md.producer_id, md.last_producer_id))
 
     async def stop(self) -> None:
         await self._core.stop()
