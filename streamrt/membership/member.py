@@ -276,7 +276,6 @@ class GroupMember(MemberLoop):
     async def _rebalance(self, reason: str) -> None:
         """One JoinGroup + SyncGroup round; as Kafka's ``rejoinNeeded``, the rejoin stays due
         until one completes (broker gone mid-join or mid-sync, coordinator moved: retried)."""
-        self._rejoin_reason = None  # a request made during the round asks for one more
         assignment: set[TopicPartition] | None = None
         try:
             if not self.cooperative and self._owned:
@@ -290,6 +289,9 @@ class GroupMember(MemberLoop):
                 if inspect.isawaitable(prepared):
                     await prepared
                 self._needs_join_prepare = False
+            # a request made from here on asks for one more round; one made before (a heartbeat
+            # answered REBALANCE_IN_PROGRESS while the eager revocation ran) is this JoinGroup
+            self._rejoin_reason = None
             joined = await self._join(reason)
             if joined is not None:
                 # Kafka's AbstractCoordinator takes the generation from the JoinGroup answer:
