@@ -56,6 +56,7 @@ class MemberConfig:
     client_rack: str | None = None
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
+    metadata_max_age_ms: int = 300_000  # the leader re-reads partition counts this often
     security: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     _KEYS = {  # dotted name → field
@@ -71,6 +72,7 @@ class MemberConfig:
         "client.rack": "client_rack",
         "request.timeout.ms": "request_timeout_ms",
         "retry.backoff.ms": "retry_backoff_ms",
+        "metadata.max.age.ms": "metadata_max_age_ms",
     }
 
     @classmethod

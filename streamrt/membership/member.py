@@ -37,6 +37,7 @@ from streamrt.membership.config import (
 )
 from streamrt.membership.loop import MemberLoop
 from streamrt.membership.offsets import GroupOffsetRequests
+from streamrt.membership.partition_watch import PartitionCountWatch
 from streamrt.membership.protocol import (
     TopicPartition,
     decode_assignment,
@@ -126,6 +127,7 @@ class GroupMember(MemberLoop):
         self._generation = NO_GENERATION
         self._owned: set[TopicPartition] = set()
         self._rejoin_reason: str | None = "initial join"
+        self._counts = PartitionCountWatch(self.client.partition_counts, config.metadata_max_age_ms)
         # Kafka's needsJoinPrepare: the listener's on_join_prepare runs once per rebalance; a
         # round that fails (broker down: retried every retry.backoff.ms) does not run it again
         self._needs_join_prepare = True
@@ -212,6 +214,8 @@ class GroupMember(MemberLoop):
             await self._rebalance(self._rejoin_reason)
             return
         await self._heartbeat()
+        if (changed := await self._counts.changed()) is not None:  # as leader
+            self.request_rejoin(changed)
         await self._sleep(self.config.heartbeat_interval_ms / 1000)
 
     async def _lose(self, why: str) -> None:
@@ -272,7 +276,6 @@ class GroupMember(MemberLoop):
     async def _rebalance(self, reason: str) -> None:
         """One JoinGroup + SyncGroup round; as Kafka's ``rejoinNeeded``, the rejoin stays due
         until one completes (broker gone mid-join or mid-sync, coordinator moved: retried)."""
-        self._rejoin_reason = None  # a request made during the round asks for one more
         assignment: set[TopicPartition] | None = None
         try:
             if not self.cooperative and self._owned:
@@ -286,6 +289,9 @@ class GroupMember(MemberLoop):
                 if inspect.isawaitable(prepared):
                     await prepared
                 self._needs_join_prepare = False
+            # a request made from here on asks for one more round; one made before (a heartbeat
+            # answered REBALANCE_IN_PROGRESS while the eager revocation ran) is this JoinGroup
+            self._rejoin_reason = None
             joined = await self._join(reason)
             if joined is not None:
                 # Kafka's AbstractCoordinator takes the generation from the JoinGroup answer:
@@ -351,6 +357,7 @@ class GroupMember(MemberLoop):
 
     async def _sync(self, joined: _Joined) -> set[TopicPartition] | None:
         assignments: dict[str, bytes] = {}
+        self._counts.forget()  # watched again only if this member assigns below
         if joined.leader and joined.skip_assignment:
             # As Kafka's ConsumerCoordinator: the group is stable and keeps its assignment (the
             # coordinator ignores a leader's SyncGroup assignments then): no metadata lookup, no
@@ -395,6 +402,7 @@ class GroupMember(MemberLoop):
         }
         topics = sorted({t for m in members.values() for t in m.subscription.topics})
         counts = await self.client.partition_counts(topics)
+        self._counts.assigned(topics, counts)
         target = {m: set(ps) for m, ps in self.assignor.assign(members, counts).items()}
         if self.cooperative:
             subscriptions = {m: s.subscription for m, s in members.items()}

@@ -114,3 +114,37 @@ def test_rebalance_protocol_config(values: dict[str, str], protocol: str) -> Non
 def test_a_bad_upgrade_from_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"upgrade\.from '2\.3\.1' must be one of"):
         StreamsConfig.from_mapping({"application.id": "app", "upgrade.from": "2.3.1"})
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"instance_id": "x", "thread_instance_id": "x-thread-1", "task_offsets": []}',
+        b'{"instance_id": "x", "thread_instance_id": "x-thread-1", "previous_tasks": [[0]]}',
+        b'{"instance_id": "x", "thread_instance_id": "x-thread-1", "previous_tasks": "0_1"}',
+    ],
+)
+def test_a_member_with_malformed_user_data_is_a_stateless_thread(bad: bytes) -> None:
+    """A member whose user data has the wrong shapes (another client, a corrupt join) must
+    not stop the leader's assignment: it counts as a thread with no history."""
+    received: list[AssignmentInfo] = []
+    face = MemberStreamsAssignor(streams(received))
+    good = subscription("a-thread-1", ("0_0",), (), -1)
+    odd = MemberSubscription(
+        "x-thread-1",
+        None,
+        ConsumerSubscription(
+            version=3,
+            topics=("events",),
+            user_data=bad,
+            owned_partitions={},
+            generation_id=-1,
+            rack_id=None,
+        ),
+    )
+    decoded = SubscriptionInfo.decode(bad, "x-thread-1")
+    assert decoded.previous_tasks == () and decoded.task_offsets == {}
+    target = face.assign({"a-thread-1": good, "x-thread-1": odd}, {"events": 4})
+    given = [tp for parts in target.values() for tp in parts]
+    assert sorted(given) == [("events", p) for p in range(4)]  # each exactly once
+    assert target["a-thread-1"] and target["x-thread-1"]

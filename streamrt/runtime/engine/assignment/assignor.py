@@ -11,9 +11,11 @@ cluster's metadata so each instance knows every other one.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from streamrt.logs import fields
 from streamrt.runtime.engine.assignment.placement import (
     PlacementConfig,
     TaskPlacement,
@@ -33,6 +35,8 @@ __all__ = (
     "assign_tasks",
     "place_tasks",
 )
+
+logger = logging.getLogger(__name__)
 
 ASSIGNOR_NAME = "streamrt"
 _VERSION = 1
@@ -64,19 +68,36 @@ class SubscriptionInfo:
 
     @classmethod
     def decode(cls, data: bytes, member_id: str) -> SubscriptionInfo:
-        """A member without our user data (another client) is treated as a stateless thread."""
+        """A member without our user data (another client), or with fields of the wrong
+        shape, is treated as a stateless thread: the leader's placement hashes and compares
+        these fields, and one member's bad join must not stop the group's assignment."""
         try:
             raw = json.loads(data)
+            server = raw.get("application_server")
+            offsets = raw.get("task_offsets", {})
+            if not isinstance(offsets, dict) or not isinstance(server, str | None):
+                raise TypeError("task_offsets or application_server")
             return cls(
                 str(raw["instance_id"]),
                 str(raw["thread_instance_id"]),
-                raw.get("application_server"),
-                tuple(raw.get("previous_tasks", ())),
-                {str(k): int(v) for k, v in raw.get("task_offsets", {}).items()},
-                tuple(raw.get("previous_standbys", ())),
+                server,
+                _task_ids(raw.get("previous_tasks", [])),
+                {str(k): int(v) for k, v in offsets.items()},
+                _task_ids(raw.get("previous_standbys", [])),
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            logger.warning(
+                "subscription user data not understood: the member counts as a stateless thread",
+                extra=fields(member=member_id, error=repr(exc)),
+            )
             return cls(member_id, member_id)
+
+
+def _task_ids(value: object) -> tuple[str, ...]:
+    """A JSON list of task id strings, else :class:`TypeError`."""
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise TypeError(f"not a list of task ids: {value!r}")
+    return tuple(value)
 
 
 @dataclass(frozen=True, slots=True)

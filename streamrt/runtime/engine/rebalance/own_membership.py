@@ -42,7 +42,7 @@ _LOST = (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
 def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> MemberConfig:
     """The member's settings from the streams config: the group's, and the main consumer's
     client settings (``consumer.``/``main.consumer.`` prefixes or bare: timeouts, rack,
-    TLS/SASL)."""
+    ``metadata.max.age.ms``, TLS/SASL)."""
     cfg = env.config
     consumer = cfg.client_config().for_role("main.consumer")
     security = {k: v for k, v in consumer.items() if k.startswith(_SECURITY)}
@@ -58,6 +58,7 @@ def member_config(env: ThreadEnv, client_id: str, instance_id: str | None) -> Me
         client_rack=consumer.get("client.rack"),
         request_timeout_ms=int(consumer.get("request.timeout.ms", 30_000)),
         retry_backoff_ms=int(consumer.get("retry.backoff.ms", 100)),
+        metadata_max_age_ms=int(consumer.get("metadata.max.age.ms", 300_000)),
         security=security,
     )
 
