@@ -16,7 +16,7 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamrt.client_config import ROLES, ClientConfig, redact
+from streamrt.client_config import ROLES, ClientConfig, read_config_text, redact
 from streamrt.errors import ConfigError
 from streamrt.runtime import client_settings
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
@@ -415,9 +415,12 @@ def is_setting_key(key: str) -> bool:
 
 def load_config_file(path: str | Path) -> dict[str, str]:
     """A JSON object, or Java-style properties (``key=value``, ``#`` comments)."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_config_text(path)
     if text.lstrip().startswith("{"):
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a JSON object")
         return {str(k): str(v) for k, v in data.items()}
