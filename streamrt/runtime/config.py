@@ -219,7 +219,7 @@ class StreamsConfig:
         ]
         rules += [
             (
-                not _HOST_PORT.match(server.strip()),
+                not _is_host_port(server.strip()),
                 f"bootstrap.servers entry {server!r} is not host:port",
             )
             for server in self.bootstrap_servers.split(",")
@@ -306,7 +306,7 @@ class StreamsConfig:
                 "heartbeat.interval.ms must be positive and below session.timeout.ms",
             ),
             (
-                server is not None and not _HOST_PORT.match(server),
+                server is not None and not _is_host_port(server),
                 f"application.server {server!r} is not host:port",
             ),
             (
@@ -411,6 +411,11 @@ def is_setting_key(key: str) -> bool:
         or key.startswith(_CLIENT_PREFIXES)
         or client_settings.is_client_key(key)
     )
+
+
+def _is_host_port(text: str) -> bool:
+    """``host:port`` with a port a peer can connect to (1-65535)."""
+    return bool(_HOST_PORT.match(text)) and 0 < int(text.rsplit(":", 1)[1]) < 65536
 
 
 def load_config_file(path: str | Path) -> dict[str, str]:
