@@ -36,6 +36,7 @@ _SUBCOMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "streamrt.dev.cli": ("dev",),
 }
 _GLOBAL_OPTIONS_WITH_VALUE = ("--log-level", "--log-format")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _requested_command(argv: Sequence[str]) -> str | None:
@@ -61,7 +62,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="INFO",
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING or ERROR, any case (default INFO)",
     )
     parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log line format"

@@ -8,6 +8,7 @@ the same flag, metavar and parsing here.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Iterable
 
@@ -20,6 +21,7 @@ __all__ = (
     "add_key_values",
     "add_output",
     "parse_key_values",
+    "positive_seconds",
 )
 
 _COMMAND_CONFIG_KEYS = "security.protocol, ssl.*, sasl.mechanism, sasl.jaas.config"
@@ -81,3 +83,15 @@ def parse_key_values(items: Iterable[str], flag: str) -> dict[str, str]:
             raise ConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
         values[key.strip()] = value.strip()
     return values
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds above zero (``--timeout -1``, ``0``,
+    ``nan`` or ``inf`` would only ever time out at once or never, so they are usage errors)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds above 0")
+    return seconds

@@ -39,6 +39,7 @@ __all__ = (
     "is_sensitive",
     "load_properties",
     "parse_jaas_config",
+    "read_config_text",
     "redact",
 )
 
@@ -72,10 +73,20 @@ def redact(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def read_config_text(path: Path | str) -> str:
+    """A config file's text (UTF-8), any failure a :class:`ConfigError` naming the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def load_properties(path: Path | str) -> dict[str, str]:
     """A Java ``.properties`` file, as Kafka tools read ``--command-config``."""
     out: dict[str, str] = {}
-    lines = Path(path).read_text().splitlines()
+    lines = read_config_text(path).splitlines()
     pending = ""
     for lineno, raw in enumerate(lines, 1):
         line = pending + raw.strip()

@@ -61,3 +61,20 @@ def test_streamrt_run_finds_app_modules_in_the_working_directory(tmp_path: Path)
     )
     assert proc.returncode == 1
     assert "here_app:app is not a streamrt App" in proc.stderr
+
+
+@pytest.mark.parametrize("level", ["bogus", "7"])
+def test_an_unknown_log_level_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], level: str
+) -> None:
+    argv = ["--log-level", level, "groups", "list", "--bootstrap-server", "127.0.0.1:1"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--log-level" in err and "Traceback" not in err
+
+
+def test_a_log_level_in_lower_case_is_still_accepted() -> None:
+    argv = ["--log-level", "debug", "groups", "list", "--bootstrap-server", "127.0.0.1:1"]
+    assert build_parser(argv).parse_args(argv).log_level == "DEBUG"

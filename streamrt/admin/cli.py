@@ -23,6 +23,7 @@ from streamrt.cli_options import (
     add_key_values,
     add_output,
     parse_key_values,
+    positive_seconds,
 )
 from streamrt.errors import ErrorCode, KafkaError
 
@@ -45,7 +46,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_output(parser)
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="give up after this long, retries included (default 30)",

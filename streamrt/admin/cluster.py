@@ -69,9 +69,10 @@ def parse_bootstrap(bootstrap_servers: str) -> list[tuple[str, int]]:
         if not item:
             continue
         host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise StreamrtError(f"bootstrap server {item!r} is not host:port")
-        out.append((host.strip("[]"), int(port)))
+        out.append((host, int(port)))
     if not out:
         raise StreamrtError("bootstrap_servers is empty")
     return out

@@ -11,20 +11,30 @@ members, 1 any other failure.
 from __future__ import annotations
 
 import argparse
-import json
+import logging
 import os
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from streamrt.cli_options import add_env_default, add_output
+from streamrt.rest.models import ErrorBody, InstancesView, RemoveMembersResponse
 from streamrt.rest.settings import TOKEN_ENV
 
 __all__ = ("register",)
 
 EXIT_OK, EXIT_FAILED, EXIT_PARTIAL = 0, 1, 3
 _URL_ENV = "STREAMRT_REST_URL"
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Reloading(BaseModel):
+    """``POST /v1/reload``'s answer."""
+
+    status: str
+    pid: int
 
 
 def register(subparsers: Any) -> None:
@@ -77,35 +87,45 @@ def register(subparsers: Any) -> None:
 
 
 def _call(
-    args: argparse.Namespace, method: str, path: str, ok: int, **kwargs: Any
-) -> dict[str, Any] | int:
-    """The JSON body of ``method`` on ``--url`` + ``path`` if it answers ``ok`` (with the
-    bearer token when the command takes one); else the error is printed and its exit code
-    returned."""
+    args: argparse.Namespace, method: str, path: str, ok: int, model: type[M], **kwargs: Any
+) -> M | int:
+    """``method`` on ``--url`` + ``path`` (with the bearer token when the command takes one),
+    its body checked against ``model`` if it answers ``ok``; else one ``streamrt: error:``
+    line is printed and the exit code returned."""
     headers: dict[str, str] = {}
     if "token" in args:  # the commands that change something take --token
         token = args.token or os.environ.get(TOKEN_ENV)
         if token:
             headers["Authorization"] = f"Bearer {token}"
+    url = f"{args.url.rstrip('/')}{path}"
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no request log line on stderr
     try:
-        response = httpx.request(method, f"{args.url.rstrip('/')}{path}", headers=headers, **kwargs)
+        response = httpx.request(method, url, headers=headers, **kwargs)
+    except httpx.InvalidURL as exc:
+        return _fail(f"--url {args.url!r} is not a URL: {exc}")
+    except httpx.UnsupportedProtocol:
+        return _fail(f"--url {args.url!r} must start with http:// or https://")
     except httpx.HTTPError as exc:
-        print(f"error: {args.url}: {exc!r}", file=sys.stderr)
-        return EXIT_FAILED
+        return _fail(f"cannot reach {url}: {exc or type(exc).__name__}")
     if response.status_code != ok:
-        return _http_error(response)
-    body: dict[str, Any] = response.json()
-    return body
+        return _http_error(url, response)
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError:
+        return _fail(
+            f"{url} answered HTTP {response.status_code} with a body that is not a streamrt REST "
+            "endpoint's: is --url an instance's application.server?"
+        )
 
 
 def _reload(args: argparse.Namespace) -> int:
-    body = _call(args, "POST", "/v1/reload", 202, timeout=30)
+    body = _call(args, "POST", "/v1/reload", 202, _Reloading, timeout=30)
     if isinstance(body, int):
         return body
     if args.output == "json":
-        print(json.dumps(body, indent=2))
+        print(body.model_dump_json(indent=2))
     else:
-        print(f"reloading: pid {body['pid']} is starting its successor")
+        print(f"reloading: pid {body.pid} is starting its successor")
     return EXIT_OK
 
 
@@ -117,17 +137,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    body = _call(args, "GET", "/v1/instances", 200, timeout=30)
+    body = _call(args, "GET", "/v1/instances", 200, InstancesView, timeout=30)
     if isinstance(body, int):
         return body
     if args.output == "json":
-        print(json.dumps(body, indent=2))
+        print(body.model_dump_json(indent=2))
         return EXIT_OK
-    print(f"application {body['application_id']}")
+    print(f"application {body.application_id}")
     print(f"{'INSTANCE':<20} {'APPLICATION.SERVER':<24} GROUP.INSTANCE.IDS")
-    for inst in body["instances"]:
-        ids = ",".join(inst["group_instance_ids"])
-        print(f"{inst['instance_id']:<20} {inst['application_server'] or '-':<24} {ids}")
+    for inst in body.instances:
+        ids = ",".join(inst.group_instance_ids)
+        print(f"{inst.instance_id:<20} {inst.application_server or '-':<24} {ids}")
     return EXIT_OK
 
 
@@ -136,26 +156,33 @@ def _remove(args: argparse.Namespace) -> int:
     if not ids:
         print("error: give --instance or --group-instance-id", file=sys.stderr)
         return 2
-    body = _call(args, "POST", "/v1/members:remove", 200, json={"instance_ids": ids}, timeout=60)
+    request = {"instance_ids": ids}
+    body = _call(
+        args, "POST", "/v1/members:remove", 200, RemoveMembersResponse, json=request, timeout=60
+    )
     if isinstance(body, int):
         return body
-    results = body["results"]
     if args.output == "json":
-        print(json.dumps(body, indent=2))
+        print(body.model_dump_json(indent=2))
     else:
-        for r in results:
-            print(f"{r['group_instance_id']}: {'removed' if r['removed'] else r['error']}")
-    errors = {r["error"] for r in results if not r["removed"]}
+        for r in body.results:
+            print(f"{r.group_instance_id}: {'removed' if r.removed else r.error}")
+    errors = {r.error for r in body.results if not r.removed}
     if not errors:
         return EXIT_OK
     return EXIT_PARTIAL if errors == {"UNKNOWN_MEMBER_ID"} else EXIT_FAILED
 
 
-def _http_error(response: httpx.Response) -> int:
+def _http_error(url: str, response: httpx.Response) -> int:
+    """The error an instance answered (its ``message``), or one line of another server's
+    page: never a multi-line HTML document on the terminal."""
     try:
-        body = response.json()
-        message = body.get("message") or body.get("detail") or body
-    except ValueError:
-        message = response.text
-    print(f"error: HTTP {response.status_code}: {message}", file=sys.stderr)
+        message = ErrorBody.model_validate_json(response.content).message
+    except ValidationError:
+        message = " ".join(response.text.split())[:200] or "(empty body)"
+    return _fail(f"{url}: HTTP {response.status_code}: {message}")
+
+
+def _fail(message: str) -> int:
+    print(f"streamrt: error: {message}", file=sys.stderr)
     return EXIT_FAILED

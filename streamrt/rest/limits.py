@@ -1,15 +1,16 @@
-"""RequestGuard: the token before the body, and a cap on the body (issue 29).
+"""RequestGuard: a UTF-8 path, the token before the body, a cap on the body (issue 29).
 
 FastAPI reads a request's whole body before it runs the route's dependencies, so a client
 without the token could make an instance buffer 47 MiB before it answered 401. This ASGI
-middleware runs first: a mutating call (a (method, path) the API protects) is answered
-401/403 from its headers alone, before a byte of the body is read (uvicorn does not even send
-``100 Continue``); any body over ``rest.max.request.bytes`` is answered 413, from
-``Content-Length`` when the client sent one, else as soon as the bytes read pass the cap. A body
-within the cap is read here and handed to the app as it arrived. A body not complete within
-``rest.body.timeout.ms`` of its first read is answered 408 and the connection closed: a client
-sending a byte now and then would otherwise hold its connection forever (the headers' own
-limit is in :mod:`streamrt.rest.slow_clients`).
+middleware runs first: a path whose %-escapes are not UTF-8 is answered 400 (the server would
+read each bad byte as U+FFFD, so ``/keys/%FF`` would query another key); a mutating call (a
+(method, path) the API protects) is answered 401/403 from its headers alone, before a byte of
+the body is read (uvicorn does not even send ``100 Continue``); any body over
+``rest.max.request.bytes`` is answered 413, from ``Content-Length`` when the client sent one,
+else as soon as the bytes read pass the cap. A body within the cap is read here and handed to
+the app as it arrived. A body not complete within ``rest.body.timeout.ms`` of its first read is
+answered 408 and the connection closed: a client sending a byte now and then would otherwise
+hold its connection forever (the headers' own limit is in :mod:`streamrt.rest.slow_clients`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection
+from urllib.parse import unquote_to_bytes
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -54,7 +56,10 @@ class RequestGuard:
         await response(scope, receive, send)
 
     def _refusal(self, scope: Scope, headers: Headers) -> ApiError | None:
-        """Refuse from the headers alone: no token for a protected call, a declared size."""
+        """Refuse from the headers alone: a path that is not UTF-8, no token for a protected
+        call, a declared size."""
+        if not _utf8_path(scope):
+            return ApiError(400, "BAD_PATH", "the URL path's %-escapes are not UTF-8")
         if (scope["method"], scope["path"]) in self.protected:
             error = token_error(self.settings, bearer_token(headers.get("authorization")))
             if error is not None:
@@ -89,6 +94,19 @@ class RequestGuard:
                 return messages, self._too_large()
             if not message.get("more_body", False):
                 return messages, None
+
+
+def _utf8_path(scope: Scope) -> bool:
+    """Whether the raw path percent-decodes to UTF-8. The server decodes it with U+FFFD for
+    each bad byte, so ``/keys/%FF`` would read the stored key ``"\ufffd"``: another key."""
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return True
+    try:
+        unquote_to_bytes(raw).decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

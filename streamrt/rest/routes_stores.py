@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
 
+from streamrt.errors import StreamrtError
 from streamrt.rest.errors import ERROR_RESPONSES, ApiError
 from streamrt.rest.forward import FORWARDED_HEADER, forward
 from streamrt.rest.keys import BadKeyError, parse_key, to_json_value
@@ -57,18 +58,15 @@ class StoreRoutes:
         return router
 
     def query_key(self, request: Request, store: StoreName, key: KeyText) -> Any:
-        """Interactive query: answered from the local store, or forwarded to its owner."""
+        """Interactive query: answered from the local store, or forwarded to its owner (a
+        global table's store is whole on every instance: always answered here)."""
+        if store in self.app.topology.global_tables:
+            return self._query_global(store, key)
         typed, owner = self._locate(self._spec(store, windowed=False), store, key)
         if owner.instance_id != self.app.instance_id:
             return forward(self._remote(request, owner), store, key, self.timeout)
         value = _ready(lambda: self.app.query_local(store, typed))
-        return KeyQueryResponse(
-            store=store,
-            key=to_json_value(typed),
-            value=to_json_value(value),
-            found=value is not None,
-            instance_id=self.app.instance_id,
-        )
+        return self._answer(store, typed, value)
 
     def query_windows(
         self,
@@ -98,8 +96,34 @@ class StoreRoutes:
             instance_id=self.app.instance_id,
         )
 
+    def _answer(self, store: str, key: Any, value: Any) -> KeyQueryResponse:
+        return KeyQueryResponse(
+            store=store,
+            key=to_json_value(key),
+            value=to_json_value(value),
+            found=value is not None,
+            instance_id=self.app.instance_id,
+        )
+
+    def _query_global(self, store: str, key: str) -> KeyQueryResponse:
+        """A global table's store, read here; 503 until the global thread runs it."""
+        table = self.app.topology.global_tables[store]
+        try:
+            typed = parse_key(table.key_serde, key)
+        except BadKeyError as exc:
+            raise ApiError(400, "BAD_KEY", str(exc)) from None
+        try:
+            value = self.app.query_local(store, typed)
+        except StreamrtError as exc:
+            raise ApiError(503, "NOT_READY", str(exc)) from None
+        return self._answer(store, typed, value)
+
     def _spec(self, store: str, *, windowed: bool) -> StoreSpec:
         """The store's spec; 4xx for an unknown store or the wrong kind of query."""
+        if windowed and store in self.app.topology.global_tables:
+            raise ApiError(
+                400, "NOT_A_WINDOW_STORE", f"{store!r} is a global table: GET .../keys/{{key}}"
+            )
         spec = self.app.topology.stores.get(store)
         if spec is None:
             raise ApiError(404, "UNKNOWN_STORE", f"no store named {store!r} in this topology")

@@ -16,7 +16,7 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamrt.client_config import ROLES, ClientConfig, redact
+from streamrt.client_config import ROLES, ClientConfig, read_config_text, redact
 from streamrt.errors import ConfigError
 from streamrt.runtime import client_settings
 from streamrt.runtime.exception_handlers import HandlerSpec, RecordErrorHandlers, parse_handler
@@ -219,7 +219,7 @@ class StreamsConfig:
         ]
         rules += [
             (
-                not _HOST_PORT.match(server.strip()),
+                not _is_host_port(server.strip()),
                 f"bootstrap.servers entry {server!r} is not host:port",
             )
             for server in self.bootstrap_servers.split(",")
@@ -306,7 +306,7 @@ class StreamsConfig:
                 "heartbeat.interval.ms must be positive and below session.timeout.ms",
             ),
             (
-                server is not None and not _HOST_PORT.match(server),
+                server is not None and not _is_host_port(server),
                 f"application.server {server!r} is not host:port",
             ),
             (
@@ -413,11 +413,19 @@ def is_setting_key(key: str) -> bool:
     )
 
 
+def _is_host_port(text: str) -> bool:
+    """``host:port`` with a port a peer can connect to (1-65535)."""
+    return bool(_HOST_PORT.match(text)) and 0 < int(text.rsplit(":", 1)[1]) < 65536
+
+
 def load_config_file(path: str | Path) -> dict[str, str]:
     """A JSON object, or Java-style properties (``key=value``, ``#`` comments)."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_config_text(path)
     if text.lstrip().startswith("{"):
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a JSON object")
         return {str(k): str(v) for k, v in data.items()}

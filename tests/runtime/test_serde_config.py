@@ -69,6 +69,9 @@ def test_config_uses_kafka_names_and_coerces() -> None:
         ({"application.id": "a", "num.stream.threads": "0"}, "num.stream.threads"),
         ({"application.id": "a", "processing.guarantee": "exactly_once"}, "processing.guarantee"),
         ({"application.id": "a", "application.server": "nohost"}, "application.server"),
+        ({"application.id": "a", "application.server": "h:99999"}, "application.server"),
+        ({"application.id": "a", "application.server": "h:0"}, "application.server"),
+        ({"application.id": "a", "bootstrap.servers": "h:65536"}, "bootstrap.servers"),
         ({"application.id": "a", "bogus.key": "1"}, "bogus.key"),
         (
             {"application.id": "a", "default.deserialization.exception.handler": "x"},
