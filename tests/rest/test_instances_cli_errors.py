@@ -89,10 +89,13 @@ def test_an_error_page_is_one_line(other_server: str) -> None:
 @pytest.mark.parametrize(
     ("url", "needle"),
     [
-        (f"http://127.0.0.1:{free_port()}", "cannot reach"),  # nothing listens there
+        ("http://127.0.0.1:{free}", "cannot reach"),  # nothing listens there
         ("127.0.0.1:7070", "http://"),  # no scheme
         ("http://[::1", "--url"),  # not a URL at all
     ],
 )
 def test_an_unreachable_or_malformed_url_is_one_clear_error(url: str, needle: str) -> None:
+    # the free port is picked here, not at collection: pytest-xdist's workers must collect
+    # the same test ids
+    url = url.replace("{free}", str(free_port()))
     assert_one_error_line(streamrt("instances", "list", "--url", url), needle)
