@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from streamrt.broker.consumer_group.assignors import Assignment
 from streamrt.broker.consumer_group.member import ConsumerMember, MemberState
+from streamrt.broker.modern_group.commit_epochs import assignment_epochs
 
 __all__ = ("reconcile",)
 
@@ -72,7 +73,7 @@ def _next(
             previous_member_epoch=member.member_epoch,
             assigned=kept,
             pending_revocation=revoke,
-            assignment_epochs=_epochs(member, (kept, revoke), epoch),
+            assignment_epochs=assignment_epochs(member.assignment_epoch, (kept, revoke), epoch),
         )
     assigned = dict(kept)
     for topic, ps in gain.items():
@@ -84,22 +85,8 @@ def _next(
         previous_member_epoch=member.member_epoch,
         assigned=assigned,
         pending_revocation={},
-        assignment_epochs=_epochs(member, (assigned,), target_epoch),
+        assignment_epochs=assignment_epochs(member.assignment_epoch, (assigned,), target_epoch),
     )
-
-
-def _epochs(
-    member: ConsumerMember, parts: tuple[Assignment, ...], new_epoch: int
-) -> dict[tuple[str, int], int]:
-    """KIP-1251: a partition the member keeps keeps the epoch it got it at; one it gains now
-    is assigned at ``new_epoch``, the epoch the member is given with it."""
-    out: dict[tuple[str, int], int] = {}
-    for assignment in parts:
-        for topic, ps in assignment.items():
-            for p in ps:
-                was = member.assignment_epoch(topic, p)
-                out[(topic, p)] = new_epoch if was is None else was
-    return out
 
 
 def _intersects(a: Mapping[str, frozenset[int]], b: Mapping[str, frozenset[int]]) -> bool:

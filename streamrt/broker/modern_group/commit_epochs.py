@@ -11,11 +11,11 @@ alone with STALE_MEMBER_EPOCH, so a zombie never overwrites its successor's offs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from streamrt.errors import ErrorCode
 
-__all__ = ("AssignmentEpochOf", "PartitionCheck", "older_epoch_check")
+__all__ = ("AssignmentEpochOf", "PartitionCheck", "assignment_epochs", "older_epoch_check")
 
 #: the epoch at which the member got (topic, partition), or None if it does not hold it
 AssignmentEpochOf = Callable[[str, int], "int | None"]
@@ -33,3 +33,20 @@ def older_epoch_check(client_epoch: int, assignment_epoch: AssignmentEpochOf) ->
         return None
 
     return check
+
+
+def assignment_epochs(
+    held_since: AssignmentEpochOf,
+    parts: Iterable[Mapping[str, frozenset[int]]],
+    new_epoch: int,
+) -> dict[tuple[str, int], int]:
+    """The epochs a reconciled member holds its partitions (or active tasks) at: one it keeps
+    keeps the epoch it got it at; one it gains now is assigned at ``new_epoch``, the epoch the
+    member is given with it (Kafka's assignment builders, KIP-1251 / KAFKA-19779)."""
+    out: dict[tuple[str, int], int] = {}
+    for part in parts:
+        for name, ps in part.items():
+            for p in ps:
+                was = held_since(name, p)
+                out[(name, p)] = new_epoch if was is None else was
+    return out

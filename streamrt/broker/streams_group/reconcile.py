@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from streamrt.broker.modern_group.commit_epochs import assignment_epochs
 from streamrt.broker.streams_group.member import MemberState, StreamsMember, Tasks
 from streamrt.broker.streams_group.topology import TaskIds
 
@@ -110,7 +111,9 @@ def _next(
             previous_member_epoch=member.member_epoch,
             assigned=kept,
             pending_revocation=revoke,
-            assignment_epochs=_epochs(member, (kept.active, revoke.active), epoch),
+            assignment_epochs=assignment_epochs(
+                member.assignment_epoch, (kept.active, revoke.active), epoch
+            ),
         )
     assigned = kept.merged(gain)
     return dataclasses.replace(
@@ -120,19 +123,7 @@ def _next(
         previous_member_epoch=member.member_epoch,
         assigned=assigned,
         pending_revocation=Tasks(),
-        assignment_epochs=_epochs(member, (assigned.active,), target_epoch),
+        assignment_epochs=assignment_epochs(
+            member.assignment_epoch, (assigned.active,), target_epoch
+        ),
     )
-
-
-def _epochs(
-    member: StreamsMember, parts: tuple[TaskIds, ...], new_epoch: int
-) -> dict[tuple[str, int], int]:
-    """An active task the member keeps keeps the epoch it got it at; one it gains now is
-    assigned at ``new_epoch`` (Kafka's builder, KAFKA-19779)."""
-    out: dict[tuple[str, int], int] = {}
-    for tasks in parts:
-        for sub, ps in tasks.items():
-            for p in ps:
-                was = member.assignment_epoch(sub, p)
-                out[(sub, p)] = new_epoch if was is None else was
-    return out
