@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from streamrt.runtime import App
 from streamrt.runtime.dsl import BufferConfig, Suppressed
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
+from streamrt.runtime.graph.materialized import Materialized
 
 Sent = tuple[str, bytes | None, bytes | None, int]
 
@@ -114,3 +117,45 @@ def test_suppress_keeps_its_stream_time_across_a_restore(tmp_path: Path) -> None
     feed(second, AFTER, len(BEFORE))
     second.close()
     assert collector.output() + moved.output() == live
+
+
+def grace_join() -> App:
+    app = App({"application.id": "app"})
+    table = app.table(
+        "users",
+        key_serde="str",
+        value_serde="str",
+        store=Materialized.as_versioned("users-v", 100_000),
+    )
+    clicks = app.stream("clicks", key_serde="str", value_serde="str")
+    clicks.left_join(table, lambda c, u: f"{c}+{u}", grace=10_000).to(
+        "out", key_serde="str", value_serde="str"
+    )
+    return app
+
+
+def click(task: StreamTask, key: str, ts: int, offset: int) -> None:
+    task.process("clicks", offset, ts, key.encode(), f"c{ts}".encode())
+
+
+@pytest.mark.parametrize("restored", [False, True])
+def test_grace_join_keeps_its_stream_time(tmp_path: Path, restored: bool) -> None:
+    """A click older than stream time - grace is joined at once, also after a restart."""
+    live_out = Collector()
+    live = new_task(grace_join(), tmp_path / "live", live_out)
+    click(live, "u", 20_000, 0)  # buffered: stream time 20000, deadline 10000
+    click(live, "v", 5_000, 1)  # too late to wait: joined at once
+    live.close()
+    assert live_out.output() == [(b"v", b"c5000+None", 5_000)]
+
+    collector = Collector()
+    first = new_task(grace_join(), tmp_path / "first", collector)
+    click(first, "u", 20_000, 0)
+    commit_and_close(first)
+    again = Collector()
+    second = new_task(grace_join(), tmp_path / ("other" if restored else "first"), again)
+    if restored:
+        restore(second, collector)
+    click(second, "v", 5_000, 1)
+    second.close()
+    assert collector.output() + again.output() == live_out.output()
