@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streamrt.runtime import App
-from streamrt.runtime.dsl import BufferConfig, Suppressed
+from streamrt.runtime.dsl import BufferConfig, JoinWindows, Suppressed
 from streamrt.runtime.engine.tasks.task import StreamTask, TaskId
 from streamrt.runtime.graph.materialized import Materialized
 
@@ -138,7 +138,7 @@ def click(task: StreamTask, key: str, ts: int, offset: int) -> None:
     task.process("clicks", offset, ts, key.encode(), f"c{ts}".encode())
 
 
-@pytest.mark.parametrize("restored", [False, True])
+@pytest.mark.parametrize("restored", [False, True], ids=["reopen", "restore"])
 def test_grace_join_keeps_its_stream_time(tmp_path: Path, restored: bool) -> None:
     """A click older than stream time - grace is joined at once, also after a restart."""
     live_out = Collector()
@@ -159,3 +159,70 @@ def test_grace_join_keeps_its_stream_time(tmp_path: Path, restored: bool) -> Non
     click(second, "v", 5_000, 1)
     second.close()
     assert collector.output() + again.output() == live_out.output()
+
+
+def stream_join(kind: str = "join") -> App:
+    app = App({"application.id": "app"})
+    left = app.stream("left", key_serde="str", value_serde="str")
+    right = app.stream("right", key_serde="str", value_serde="str")
+    windows = JoinWindows.of_time_difference_and_grace(1_000, 0)
+    joined = getattr(left, kind)(right, lambda a, b: f"{a}+{b}", windows=windows)
+    joined.to("out", key_serde="str", value_serde="str")
+    return app
+
+
+def side(task: StreamTask, topic: str, value: str, ts: int, offset: int) -> None:
+    task.process(topic, offset, ts, b"k", value.encode())
+
+
+@pytest.mark.parametrize("restored", [False, True], ids=["reopen", "restore"])
+def test_stream_join_keeps_both_records_of_one_key_and_time(tmp_path: Path, restored: bool) -> None:
+    """Two left records with the same key and timestamp, a restart between them: a right
+    record joins both, as on the live task (the second must not replace the first)."""
+    collector = Collector()
+    first = new_task(stream_join(), tmp_path / "first", collector)
+    side(first, "left", "a", 5_000, 0)
+    commit_and_close(first)
+    again = Collector()
+    second = new_task(stream_join(), tmp_path / ("other" if restored else "first"), again)
+    if restored:
+        restore(second, collector)
+    side(second, "left", "b", 5_000, 1)
+    side(second, "right", "r", 5_000, 0)
+    second.close()
+    assert sorted(v for _, v, _ in again.output()) == [b"a+r", b"b+r"]
+
+
+def test_an_aborted_stream_join_leaves_no_stream_time_behind(tmp_path: Path) -> None:
+    """A dirty close (exactly-once abort) drops what the aborted records did: the reopened
+    task (same topology, same process) holds an unmatched left record as a fresh one does."""
+    app = stream_join("left_join")
+    collector = Collector()
+    first = new_task(app, tmp_path, collector)
+    side(first, "right", "late", 100_000, 0)  # aborted: must not move the join's stream time
+    first.discard_uncommitted()
+    first.close()
+    again = Collector()
+    second = new_task(app, tmp_path, again)
+    side(second, "left", "a", 5_000, 0)  # no partner yet: waits for its window to close
+    second.close()
+    assert again.output() == []
+
+
+@pytest.mark.parametrize("restored", [False, True], ids=["reopen", "restore"])
+def test_stream_join_keeps_its_stream_time(tmp_path: Path, restored: bool) -> None:
+    """An unmatched left record whose window closed long ago goes out at once, as on the live
+    task, also after a restart in a new process (a new topology object)."""
+    collector = Collector()
+    first = new_task(stream_join("left_join"), tmp_path / "first", collector)
+    side(first, "right", "r", 100_000, 0)
+    commit_and_close(first)
+    again = Collector()
+    second = new_task(
+        stream_join("left_join"), tmp_path / ("other" if restored else "first"), again
+    )
+    if restored:
+        restore(second, collector)
+    side(second, "left", "a", 5_000, 0)
+    second.close()
+    assert again.output() == [(b"k", b"a+None", 5_000)]
