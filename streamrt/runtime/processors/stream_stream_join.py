@@ -170,10 +170,11 @@ class StreamStreamJoinSide(Processor):
         ts = ctx.timestamp
         tracker = self._loaded_tracker()
         # as Kafka: every record advances the join's stream time, a skipped one too
-        if ts > tracker.stream_time:
-            tracker.stream_time = ts
-            self._keep_times()
+        moved = ts > tracker.stream_time  # the times row is written once per record
+        tracker.stream_time = max(tracker.stream_time, ts)
         if key is None or value is None:
+            if moved:
+                self._keep_times()
             if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
                 ctx.forward(key, self._join(key, value, None))
             return
@@ -186,11 +187,12 @@ class StreamStreamJoinSide(Processor):
             self._not_joined(key, value, kb, ts, now)
         mine_time = max(tracker.put_time[self.side], ts)
         if ts > mine_time - retention:  # older than the retention: the store would drop it
-            if mine_time > tracker.put_time[self.side]:
-                tracker.put_time[self.side] = mine_time
-                self._keep_times()
+            moved = moved or mine_time > tracker.put_time[self.side]
+            tracker.put_time[self.side] = mine_time
             self.seq = 1 + (self._stored_seq() if self.seq is None else self.seq)
             self.mine.put(_window_key(kb, ts, self.seq), self.this_serde.serialize(value) or b"")
+        if moved:
+            self._keep_times()
         if now >= tracker.next_purge:
             self._purge(tracker.put_time, retention)
             tracker.next_purge = now + max(retention // 2, 1)
