@@ -13,8 +13,11 @@ and is emitted as ``Change(last value, prior value)``, so a re-grouping after th
 subtracts what its aggregate last saw (Kafka's suppress sends old values).
 
 Stream time is the suppress processor's own largest input timestamp; nothing is emitted on
-wall-clock time. It is kept in the store ``<buffer name>-stream-time`` (with a changelog), so a
-reopened or restored task holds back or emits a late record as the live one would have.
+wall-clock time. A reopened or restored task reads it back as the largest timestamp of its
+buffered entries or, if larger, the time kept in the store ``<buffer name>-stream-time`` (with a
+changelog), so it holds back or emits a late record as the live one would have. That store is
+written only when the entry carrying the stream time leaves the buffer (or is overwritten by
+an older record, or a null key is skipped): one write per emitted burst, not per record.
 As Kafka's time-ordered buffer, due entries go out by buffer time, then by
 serialized key bytes, each with the timestamp of the record buffered last for its key.
 The buffer is a key-value store with a changelog: a restart restores it, so
@@ -216,6 +219,7 @@ class SuppressProcessor(Processor):
         super().init(context)
         self._entries = None  # loaded at the first record: the store is restored by then
         self.observed = _NO_TIME
+        self._kept = _NO_TIME  # the stream time in the store ``stream_time_store``
 
     def _clock(self) -> ChangeLoggingStore:
         return cast(ChangeLoggingStore, self.context.get_store(stream_time_store(self.store_name)))
@@ -227,11 +231,19 @@ class SuppressProcessor(Processor):
         if self._entries is None:
             self._entries, self._heap, self._bytes = {}, [], 0
             kept = self._clock().get(_STREAM_TIME)
-            self.observed = max(self.observed, _NO_TIME if kept is None else kept)
+            self._kept = _NO_TIME if kept is None else kept
+            self.observed = max(self.observed, self._kept)
             for kb, (buffer_time, timestamp, value, prior) in self._store().items():
                 key = self.key_serde.deserialize(kb)
                 self._add(kb, _Entry(key, buffer_time, timestamp, value, 0, prior))
+                self.observed = max(self.observed, timestamp)
         return self._entries
+
+    def _keep_stream_time(self) -> None:
+        """Store the stream time before the last entry carrying it goes (see the module)."""
+        if self._kept < self.observed:
+            self._kept = self.observed
+            self._clock().put(_STREAM_TIME, self.observed)
 
     def _add(self, kb: bytes, entry: _Entry) -> None:
         entries = self._entries
@@ -251,14 +263,15 @@ class SuppressProcessor(Processor):
             self.context.forward(key, value)  # until_time_limit(0): no suppression
             return
         entries = self._load()
-        if ts > self.observed:
-            self.observed = ts
-            self._clock().put(_STREAM_TIME, ts)
+        self.observed = max(self.observed, ts)
         kb = self.key_serde.serialize(key)
         if kb is None:
+            self._keep_stream_time()
             return
         kb = bytes(kb)
         existing = entries.get(kb)
+        if existing is not None and existing.timestamp > ts:
+            self._keep_stream_time()
         change = as_change(value)
         if existing is None:
             buffer_time, prior = self.buffer_time(key, ts), change.old
@@ -298,6 +311,8 @@ class SuppressProcessor(Processor):
         entry = entries.get(kb)
         if entry is None or entry.buffer_time != buffer_time:
             return  # a stale heap slot
+        if entry.timestamp == self.observed:
+            self._keep_stream_time()
         del entries[kb]
         self._bytes -= entry.size
         self._store().delete(kb)
