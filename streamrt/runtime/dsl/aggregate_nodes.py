@@ -24,6 +24,7 @@ from streamrt.runtime.processors.suppress import (
     BufferedSerde,
     Suppressed,
     SuppressProcessor,
+    stream_time_store,
 )
 from streamrt.runtime.processors.window_aggregate import (
     SessionWindowAggregateProcessor,
@@ -229,12 +230,14 @@ def suppress_table(table: TableNode, suppressed: Suppressed) -> TableNode:
     topology.add_store(
         StoreSpec(store, BytesSerde(), BufferedSerde(table.value_serde), caching=False)
     )  # the buffer is the cache: every change goes to it and its changelog
+    clock = StoreSpec(stream_time_store(store), BytesSerde(), IntSerde(), caching=False)
+    topology.add_store(clock)  # its stream time, for a reopened or restored task
     key_serde = table.key_serde
     node = topology.add_processor(
         topology.new_name("KTABLE-SUPPRESS"),
         lambda: SuppressProcessor(store, key_serde, suppressed, close_delay_ms),
         table.name,
-        stores=(store,),
+        stores=(store, clock.name),
         accepts_changes=True,  # buffers Change(new, old): emits Change(last, prior)
     )
     return TableNode(

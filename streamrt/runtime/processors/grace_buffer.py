@@ -6,7 +6,9 @@ by the grace period, then leave in timestamp order (then serialized key, then ar
 with its own timestamp and headers, to be joined against the table as of that timestamp. The
 rows are ``<timestamp: 8 bytes, sign bit flipped><key bytes><sequence: 8 bytes>`` ->
 ``<value length: 4 bytes><value bytes><headers>``, so a range scan up to the deadline finds
-exactly the records due.
+exactly the records due. The join's stream time is kept in the same store under a 4-byte key
+(no row is shorter than 16 bytes), as Kafka's buffer keeps it in its segmented store, so a
+reopened or restored task refuses a late record as the live one would have.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 _SIGN = 1 << 63
 _MASK = (1 << 64) - 1
+_CLOCK = b"\xff\xff\xff\xff"  # the stream time; a row has 8 + key + 8 bytes
+_ROW_MIN = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +82,23 @@ class GraceBuffer:
     def put(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         kb, vb = self.key_serde.serialize(key), self.value_serde.serialize(value)
         if self.sequence is None:  # after any restored record, so none is overwritten
-            held = (_U64.unpack(k[-8:])[0] for k, _ in self.store.items())
+            held = (_U64.unpack(k[-8:])[0] for k, _ in self.store.items() if len(k) >= _ROW_MIN)
             self.sequence = 1 + max(held, default=0)
         row = _time_bytes(timestamp) + bytes(kb or b"") + _U64.pack(self.sequence)
         self.sequence += 1
         self.store.put(row, _encode_value(bytes(vb or b""), headers))
 
+    def stream_time(self) -> int | None:
+        """The stream time kept with :meth:`keep_stream_time` (None: none yet)."""
+        raw = self.store.get(_CLOCK)
+        return None if raw is None else int(_U64.unpack(raw)[0]) - _SIGN
+
+    def keep_stream_time(self, timestamp: int) -> None:
+        self.store.put(_CLOCK, _time_bytes(timestamp))
+
     def evict_until(self, deadline: int, emit: Callable[[BufferedRecord], None]) -> None:
         """Remove and ``emit`` every record with timestamp <= ``deadline``, oldest first."""
-        for row, raw in list(self._due(deadline)):
+        for row, raw in [due for due in self._due(deadline) if len(due[0]) >= _ROW_MIN]:
             self.store.delete(row)
             value, headers = _decode_value(raw)
             emit(

@@ -3,6 +3,12 @@
 Each side buffers its records in a window store (retention: before + after + grace) and looks
 the key up in the other side's; left/outer results without a partner wait in a shared store
 until their window closes. Both sides of one join in one task share one stream time.
+
+The stream time and each buffer's observed time are kept in the side's own buffer store (a
+4-byte row; a record's row has at least 16 bytes) and read back at the first record after the
+task opens, so a reopened or restored task goes on as the live one, and a dirty close (its
+staged writes dropped) leaves none of the aborted records' time behind. The sequence number
+that keeps records of one key and timestamp apart goes on from the largest one stored.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ def _split_window_key(raw: bytes) -> tuple[bytes, int]:
 _SIDE_BYTE = {LEFT: 3, RIGHT: 2}
 _LEGACY_SIDE_BYTE = {LEFT: 0, RIGHT: 1}
 _JAVA_LONG_MAX = 2**63 - 1
+_CLOCK = b"\xff\xff\xff\xff"  # (stream time, this buffer's observed time) of a side
+_CLOCK_VALUE = struct.Struct(">qq")
+_ROW_MIN = 16  # length + key + timestamp + sequence: a record's row is never shorter
 
 
 def _pending_key(ts: int, side: int, key: bytes) -> bytes:
@@ -89,6 +98,7 @@ class _TimeTracker:
     min_time: int = _JAVA_LONG_MAX
     # each side's buffer keeps its own observed time (max ts put), as a window store does
     put_time: list[int] = field(default_factory=lambda: [-1, -1])
+    loaded: bool = False  # the times were read back from the stores
 
 
 @dataclass(slots=True)
@@ -97,6 +107,14 @@ class Trackers:
 
     def get(self, task_id: str) -> _TimeTracker:
         return self.by_task.setdefault(task_id, _TimeTracker())
+
+    def fresh(self, task_id: str) -> _TimeTracker:
+        """The task's tracker, reset as its (re)opening sides init (both share the one
+        object): its times come from its stores."""
+        tracker = self.get(task_id)
+        tracker.stream_time, tracker.next_purge, tracker.min_time = -1, 0, _JAVA_LONG_MAX
+        tracker.put_time, tracker.loaded = [-1, -1], False
+        return tracker
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +144,7 @@ class StreamStreamJoinSide(Processor):
         self.outer = spec.kind == "outer" or (spec.kind == "left" and side == LEFT)
         self.this_serde = spec.left_serde if side == LEFT else spec.right_serde
         self.other_serde = spec.right_serde if side == LEFT else spec.left_serde
-        self.seq = 0
+        self.seq: int | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -139,7 +157,8 @@ class StreamStreamJoinSide(Processor):
         self.mine = context.get_store(mine)
         self.other = context.get_store(other)
         self.pending = context.get_store(spec.pending_store) if spec.pending_store else None
-        self.tracker = spec.trackers.get(context.task_id)
+        self.tracker = spec.trackers.fresh(context.task_id)  # both sides: before any record
+        self.seq = None  # read back at the first put
 
     def _join(self, key: Any, this: Any, other: Any) -> Any:
         if self.side == LEFT:
@@ -149,10 +168,13 @@ class StreamStreamJoinSide(Processor):
     def process(self, key: Any, value: Any) -> None:
         ctx = self.context
         ts = ctx.timestamp
-        tracker = self.tracker
+        tracker = self._loaded_tracker()
         # as Kafka: every record advances the join's stream time, a skipped one too
+        moved = ts > tracker.stream_time  # the times row is written once per record
         tracker.stream_time = max(tracker.stream_time, ts)
         if key is None or value is None:
+            if moved:
+                self._keep_times()
             if key is None and value is not None and self.outer:  # KIP-962: at once, unstored
                 ctx.forward(key, self._join(key, value, None))
             return
@@ -165,12 +187,38 @@ class StreamStreamJoinSide(Processor):
             self._not_joined(key, value, kb, ts, now)
         mine_time = max(tracker.put_time[self.side], ts)
         if ts > mine_time - retention:  # older than the retention: the store would drop it
+            moved = moved or mine_time > tracker.put_time[self.side]
             tracker.put_time[self.side] = mine_time
-            self.seq += 1
+            self.seq = 1 + (self._stored_seq() if self.seq is None else self.seq)
             self.mine.put(_window_key(kb, ts, self.seq), self.this_serde.serialize(value) or b"")
+        if moved:
+            self._keep_times()
         if now >= tracker.next_purge:
             self._purge(tracker.put_time, retention)
             tracker.next_purge = now + max(retention // 2, 1)
+
+    def _loaded_tracker(self) -> _TimeTracker:
+        """The shared tracker, its times read from both buffers at the first record (the
+        stores are restored by then)."""
+        tracker = self.tracker
+        if not tracker.loaded:
+            tracker.loaded = True
+            for side, store in ((self.side, self.mine), (1 - self.side, self.other)):
+                raw = store.get(_CLOCK)
+                if raw is not None:
+                    stream_time, put_time = _CLOCK_VALUE.unpack(raw)
+                    tracker.stream_time = max(tracker.stream_time, stream_time)
+                    tracker.put_time[side] = max(tracker.put_time[side], put_time)
+        return tracker
+
+    def _keep_times(self) -> None:
+        tracker = self.tracker
+        self.mine.put(_CLOCK, _CLOCK_VALUE.pack(tracker.stream_time, tracker.put_time[self.side]))
+
+    def _stored_seq(self) -> int:
+        """The largest sequence number in this side's buffer (0: none)."""
+        rows = self.mine.half_open_range(None, None)
+        return max((_U32.unpack(raw[-4:])[0] for raw, _ in rows if len(raw) >= _ROW_MIN), default=0)
 
     def _join_matches(self, key: Any, value: Any, kb: bytes, ts: int) -> bool:
         """Join with the other side's records in the window; whether there was any."""
@@ -236,12 +284,14 @@ class StreamStreamJoinSide(Processor):
         for side, store in stores.items():
             expired_before = put_time[side] - retention + 1
             for raw, _vb in list(store.half_open_range(None, None)):
-                if _split_window_key(raw)[1] < expired_before:
+                if len(raw) >= _ROW_MIN and _split_window_key(raw)[1] < expired_before:
                     store.delete(raw)
 
 
 def window_store_entries(store: Any) -> Iterator[tuple[bytes, int, bytes]]:
     """(key bytes, ts, value bytes) of a join buffer, for tests and debugging."""
     for raw, vb in store.half_open_range(None, None):
+        if len(raw) < _ROW_MIN:
+            continue  # the times row
         kb, ts = _split_window_key(raw)
         yield kb, ts, vb

@@ -56,6 +56,7 @@ class StreamTableJoinProcessor(Processor):
         super().init(context)
         self.reader = self.getter.open(context)
         self.get = self.reader.value
+        self.observed_time = _NO_TIME  # read from the grace buffer's store at the first record
         self.as_of: Callable[[Any, int], Any] | None = None
         self.buffer: GraceBuffer | None = None
         if self.grace is not None:
@@ -76,16 +77,26 @@ class StreamTableJoinProcessor(Processor):
                 self.context.forward(key, self.joiner(key, value, None))
             return
         ts = self.context.timestamp
-        self.observed_time = max(self.observed_time, ts)
         if self.buffer is None or self.grace is None:
             self._join(key, value, ts)
             return
+        self._advance(self.buffer, ts)
         deadline = self.observed_time - self.grace.grace_ms
         if ts < deadline:  # too late to wait: joined at once, as Kafka's buffer refuses it
             self._join(key, value, ts)
         else:
             self.buffer.put(key, value, ts, self.context.headers)
         self.buffer.evict_until(deadline, self._emit)
+
+    def _advance(self, buffer: GraceBuffer, ts: int) -> None:
+        """Stream time, kept in the buffer's store (read at the first record: the store is
+        restored by then) so a reopened or restored task goes on from it."""
+        if self.observed_time == _NO_TIME:
+            kept = buffer.stream_time()
+            self.observed_time = _NO_TIME if kept is None else kept
+        if ts > self.observed_time:
+            self.observed_time = ts
+            buffer.keep_stream_time(ts)
 
     def _emit(self, record: BufferedRecord) -> None:
         self._join(record.key, record.value, record.timestamp, record.headers)

@@ -13,7 +13,12 @@ and is emitted as ``Change(last value, prior value)``, so a re-grouping after th
 subtracts what its aggregate last saw (Kafka's suppress sends old values).
 
 Stream time is the suppress processor's own largest input timestamp; nothing is emitted on
-wall-clock time. As Kafka's time-ordered buffer, due entries go out by buffer time, then by
+wall-clock time. A reopened or restored task reads it back as the largest timestamp of its
+buffered entries or, if larger, the time kept in the store ``<buffer name>-stream-time`` (with a
+changelog), so it holds back or emits a late record as the live one would have. That store is
+written only when the entry carrying the stream time leaves the buffer (or is overwritten by
+an older record, or a null key is skipped): one write per emitted burst, not per record.
+As Kafka's time-ordered buffer, due entries go out by buffer time, then by
 serialized key bytes, each with the timestamp of the record buffered last for its key.
 The buffer is a key-value store with a changelog: a restart restores it, so
 results buffered before are neither lost nor emitted twice (an emitted entry's delete is
@@ -42,11 +47,21 @@ __all__ = (
     "BufferedSerde",
     "SuppressProcessor",
     "Suppressed",
+    "stream_time_store",
 )
 
 _HEAD = struct.Struct(">qqB")  # buffer time, record timestamp, flags
 _HAS_VALUE, _HAS_PRIOR = 1, 2  # flags; an entry without a prior value has the old layout
 _LEN = struct.Struct(">I")
+_NO_TIME = -(2**63)
+_STREAM_TIME = b"observed-stream-time"
+
+
+def stream_time_store(buffer_store: str) -> str:
+    """The store keeping the observed stream time of the suppress buffered in ``buffer_store``."""
+    return f"{buffer_store.removesuffix('-store')}-stream-time"
+
+
 OnFull = Literal["emit", "shut_down"]
 
 
@@ -198,11 +213,16 @@ class SuppressProcessor(Processor):
         self._entries: dict[bytes, _Entry] | None = None
         self._heap: list[tuple[int, bytes]] = []  # (buffer time, key bytes): Kafka's order
         self._bytes = 0
-        self.observed = -(2**63)
+        self.observed = _NO_TIME
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._entries = None  # loaded at the first record: the store is restored by then
+        self.observed = _NO_TIME
+        self._kept = _NO_TIME  # the stream time in the store ``stream_time_store``
+
+    def _clock(self) -> ChangeLoggingStore:
+        return cast(ChangeLoggingStore, self.context.get_store(stream_time_store(self.store_name)))
 
     def _store(self) -> ChangeLoggingStore:
         return cast(ChangeLoggingStore, self.context.get_store(self.store_name))
@@ -210,10 +230,20 @@ class SuppressProcessor(Processor):
     def _load(self) -> dict[bytes, _Entry]:
         if self._entries is None:
             self._entries, self._heap, self._bytes = {}, [], 0
+            kept = self._clock().get(_STREAM_TIME)
+            self._kept = _NO_TIME if kept is None else kept
+            self.observed = max(self.observed, self._kept)
             for kb, (buffer_time, timestamp, value, prior) in self._store().items():
                 key = self.key_serde.deserialize(kb)
                 self._add(kb, _Entry(key, buffer_time, timestamp, value, 0, prior))
+                self.observed = max(self.observed, timestamp)
         return self._entries
+
+    def _keep_stream_time(self) -> None:
+        """Store the stream time before the last entry carrying it goes (see the module)."""
+        if self._kept < self.observed:
+            self._kept = self.observed
+            self._clock().put(_STREAM_TIME, self.observed)
 
     def _add(self, kb: bytes, entry: _Entry) -> None:
         entries = self._entries
@@ -236,9 +266,12 @@ class SuppressProcessor(Processor):
         self.observed = max(self.observed, ts)
         kb = self.key_serde.serialize(key)
         if kb is None:
+            self._keep_stream_time()
             return
         kb = bytes(kb)
         existing = entries.get(kb)
+        if existing is not None and existing.timestamp > ts:
+            self._keep_stream_time()
         change = as_change(value)
         if existing is None:
             buffer_time, prior = self.buffer_time(key, ts), change.old
@@ -278,6 +311,8 @@ class SuppressProcessor(Processor):
         entry = entries.get(kb)
         if entry is None or entry.buffer_time != buffer_time:
             return  # a stale heap slot
+        if entry.timestamp == self.observed:
+            self._keep_stream_time()
         del entries[kb]
         self._bytes -= entry.size
         self._store().delete(kb)
