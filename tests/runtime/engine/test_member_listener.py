@@ -109,3 +109,29 @@ def test_a_failed_exactly_once_commit_on_revocation_reopens_the_kept_tasks_where
     assert ("tasks_lost", {"tasks": ["0_0"], "error": "KafkaException(...)"}) in [
         (t, {**kv, "error": "KafkaException(...)"}) for t, kv in r.events
     ]
+
+
+def test_a_stop_noticed_while_the_assignment_is_looked_up_opens_no_task(tmp_path: Path) -> None:
+    """The thread went to PENDING_SHUTDOWN while the assigned callback awaited the committed
+    offsets: it opens no task and does not fail (before: an illegal PENDING_SHUTDOWN →
+    PARTITIONS_ASSIGNED transition raised in the callback and stopped the group member; a CI
+    run's static instance stopped right after its first output this way)."""
+    from streamrt.runtime.metadata import ThreadState
+
+    r = rig(tmp_path, 1, {})
+    looked_up = r.membership.committed
+
+    async def stop_during_lookup(partitions: Any) -> dict[TopicPartition, int]:
+        r.thread.transition(ThreadState.PENDING_SHUTDOWN)
+        return await looked_up(partitions)
+
+    r.membership.committed = stop_during_lookup  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        r.assign(["0_0"])
+        await r.listener.on_partitions_assigned([INPUT])
+        assert r.thread.state is ThreadState.PENDING_SHUTDOWN
+        assert not r.tasks.tasks
+        await r.tasks.close_all()
+
+    asyncio.run(scenario())

@@ -162,6 +162,8 @@ class MemberListener(MemberRebalanceListener):
     async def _start_tasks(self, added: list[TopicPartition]) -> None:
         """Hand the leader's task set (the assignment's user data) to the TaskManager."""
         thread = self.thread
+        if thread.state in (ThreadState.PENDING_SHUTDOWN, ThreadState.DEAD):
+            return  # stopped during this callback's awaits: no tasks (Kafka Streams skips too)
         info = thread.assignment_info
         wanted = sorted(set(info.tasks)) if info else []
         thread.transition(ThreadState.PARTITIONS_ASSIGNED)
